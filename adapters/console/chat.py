@@ -1,0 +1,76 @@
+"""`Chat` for the terminal: renders core messages as text on a stream."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+from typing import TextIO
+
+from bot.domain import ChannelRef, MessageRef, UserRef
+from bot.messages import Image, Message
+
+_BOLD = re.compile(r"\*([^*\n]+)\*")
+
+
+def render_text(message: Message, indent: str = "") -> str:
+    """Plain text: title, body (markdown markers dropped), fields, buttons, footer."""
+    lines: list[str] = []
+    if message.title:
+        lines.append(f"== {message.title} ==")
+    if message.body:
+        lines += _BOLD.sub(r"\1", message.body).splitlines()
+    lines += [f"{f.name}: {f.value}" for f in message.fields]
+    if message.buttons:
+        lines.append("  ".join(f"[{b.label}]" for b in message.buttons))
+    if message.footer:
+        lines.append(f"({message.footer})")
+    return textwrap.indent("\n".join(lines), indent, lambda _: True)
+
+
+class ConsoleChat:
+    """Prints what the bot posts. Thread replies are indented under their post; private
+    messages are marked with who sees them."""
+
+    def __init__(self, out: TextIO, image_dir: Path | None = None) -> None:
+        self._out = out
+        self._image_dir = image_dir
+        self._next = 0
+        self.posted: dict[str, Message] = {}
+
+    def _id(self) -> str:
+        self._next += 1
+        return f"m{self._next}"
+
+    def _print(self, text: str) -> None:
+        print(text, file=self._out, flush=True)
+
+    async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
+        ref = MessageRef(channel, self._id())
+        self.posted[ref.message] = message
+        self._print(f"\n#{channel.channel} [{ref.message}]\n{render_text(message, '  ')}")
+        return ref
+
+    async def reply_in_thread(self, parent: MessageRef, message: Message) -> MessageRef:
+        ref = MessageRef(parent.channel, self._id())
+        self._print(f"  ↳ thread of [{parent.message}]\n{render_text(message, '    │ ')}")
+        return ref
+
+    async def send_private(self, channel: ChannelRef, user: UserRef, message: Message) -> None:
+        self._print(f"  (only {user.display} sees this)\n{render_text(message, '    ')}")
+
+    async def update_message(self, ref: MessageRef, message: Message) -> None:
+        before = self.posted.get(ref.message)
+        self.posted[ref.message] = message
+        # Count edits would flood a terminal; show only the close (buttons gone).
+        if before is not None and before.buttons and not message.buttons:
+            self._print(f"  [{ref.message}] closed ({message.footer})")
+
+    async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
+        where = "(not saved)"
+        if self._image_dir is not None:
+            self._image_dir.mkdir(parents=True, exist_ok=True)
+            path = self._image_dir / image.filename
+            path.write_bytes(image.data)
+            where = str(path)
+        self._print(f"  ↳ thread of [{parent.message}]\n    │ image: {where} {comment}".rstrip())

@@ -1,0 +1,134 @@
+"""The console REPL: a number (or letter) answers the open question; `/command` runs
+a `/quiz` subcommand; `/as NAME` switches user; `/quit` leaves.
+
+When stdin is not a terminal, the lines are read as a script and echoed, so a round can be
+played from a pipe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TextIO
+
+from adapters.console.chat import ConsoleChat, render_text
+from bot.commands import CommandSet, Invocation, run_command
+from bot.domain import LETTERS, ChannelRef, Platform, UserRef
+from bot.errors import UserFacingError
+from bot.i18n import translator
+from bot.quiz import QuizService
+
+WORKSPACE = "local"
+
+ConsoleCommand = Callable[["ConsoleSession", list[str]], Awaitable[None]]
+
+
+class ConsoleSession:
+    def __init__(
+        self,
+        service: QuizService,
+        commands: CommandSet,
+        chat: ConsoleChat,
+        out: TextIO,
+        *,
+        channel: str = "quiz",
+        user: str = "you",
+    ) -> None:
+        self.service = service
+        self.commands = commands
+        self.chat = chat
+        self.out = out
+        self.channel = ChannelRef(Platform.CONSOLE, WORKSPACE, channel)
+        self.user = _user(user)
+        self.done = False
+        # The console's own commands; features add theirs (e.g. /clock).
+        self.extra: dict[str, ConsoleCommand] = {"as": _as, "quit": _quit, "exit": _quit}
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    async def handle(self, line: str) -> None:
+        line = line.strip()
+        if not line:
+            return
+        try:
+            if line.startswith("/"):
+                name, _, rest = line[1:].partition(" ")
+                if (extra := self.extra.get(name.lower())) is not None:
+                    await extra(self, rest.split())
+                else:
+                    await self._quiz(line[1:])
+            else:
+                await self._answer(line)
+        except UserFacingError as exc:
+            self.say(f"! {exc}")
+
+    async def _quiz(self, text: str) -> None:
+        settings = await self.service.store.settings.get(self.channel)
+        inv = Invocation(self.channel, self.user, settings.locale, is_admin=True)
+        for reply in await run_command(self.commands, self.service, inv, text):
+            if reply.private:
+                await self.chat.send_private(self.channel, self.user, reply.message)
+            else:
+                self.say(f"\n#{self.channel.channel}\n{render_text(reply.message, '  ')}")
+
+    async def _answer(self, text: str) -> None:
+        settings = await self.service.store.settings.get(self.channel)
+        t = translator(settings.locale)
+        choice = _parse_choice(text)
+        if choice is None:
+            self.say("! " + t("Type a choice number (1-4) or letter (A-D), or /help."))
+            return
+        post = await self.service.open_post(self.channel)
+        if post is None:
+            self.say("! " + t("No open question: type /ask to get one."))
+            return
+        reply = await self.service.record_answer(post.id, self.user, choice)
+        await self.chat.send_private(self.channel, self.user, reply.message)
+
+    async def run(self, lines: AsyncIterator[str], *, echo: bool) -> None:
+        async for line in lines:
+            if echo and line.strip():
+                self.say(f"{self.user.display}> {line.rstrip()}")
+            await self.handle(line)
+            if self.done:
+                break
+        await self.service.drain_updates()
+
+
+def _user(name: str) -> UserRef:
+    return UserRef(Platform.CONSOLE, WORKSPACE, name.lower(), name)
+
+
+def _parse_choice(text: str) -> int | None:
+    text = text.strip().rstrip(".").upper()
+    if text.isdigit() and int(text) >= 1:
+        return int(text) - 1
+    if len(text) == 1 and text in LETTERS:
+        return LETTERS.index(text)
+    return None
+
+
+async def _as(session: ConsoleSession, args: list[str]) -> None:
+    if not args:
+        session.say("! usage: /as NAME   (act as another user, e.g. /as bob)")
+        return
+    session.user = _user(args[0])
+    session.say(f"(you are now {session.user.display})")
+
+
+async def _quit(session: ConsoleSession, args: list[str]) -> None:
+    session.done = True
+
+
+async def stdin_lines(stream: TextIO, prompt: Callable[[], str] | None) -> AsyncIterator[str]:
+    """Lines from a stream without blocking the event loop."""
+    loop = asyncio.get_running_loop()
+    while True:
+        if prompt is not None:
+            print(prompt(), end="", flush=True, file=sys.stdout)
+        line = await loop.run_in_executor(None, stream.readline)
+        if not line:
+            return
+        yield line

@@ -1,0 +1,67 @@
+"""The composition root: wires settings, storage, the question bank, chats and the runner.
+
+This module (with `bot.cli`) is the only part of `bot` allowed to import `storage`,
+`adapters`, `questions` and `gpu_runner`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+from bot.bank import QuestionBank
+from bot.clock import Clock, SystemClock
+from bot.commands import CommandSet, core_commands
+from bot.config import Settings
+from bot.ports import Chat
+from bot.quiz import QuizService
+
+
+@dataclass(slots=True)
+class Core:
+    settings: Settings
+    service: QuizService
+    commands: CommandSet
+    bank: QuestionBank
+    store: object
+
+
+def database_url(settings: Settings) -> str:
+    from storage.engine import default_url, normalize_url
+
+    return normalize_url(settings.database_url) if settings.database_url else default_url()
+
+
+def load_bank(settings: Settings) -> QuestionBank:
+    from questions.loader import load_bank as load
+
+    return load(settings.questions_path)
+
+
+@asynccontextmanager
+async def build_core(
+    settings: Settings,
+    chats: Mapping[str, Chat],
+    *,
+    clock: Clock | None = None,
+    rng: random.Random | None = None,
+    count_update_interval: float = 1.0,
+) -> AsyncIterator[Core]:
+    """Start the store and the quiz service; stop them in reverse order."""
+    from storage.store import SqlStore
+
+    clock = clock or SystemClock()
+    bank = load_bank(settings)
+    url = database_url(settings)
+    async with AsyncExitStack() as stack:
+        # The embedded SQLite default upgrades itself; PostgreSQL runs `quizbot db upgrade`.
+        store = await stack.enter_async_context(
+            SqlStore(url, clock=clock, migrate=url.startswith("sqlite"))
+        )
+        service = QuizService(
+            store, chats, bank, clock, rng=rng, count_update_interval=count_update_interval
+        )
+        stack.push_async_callback(service.drain_updates)
+        yield Core(settings, service, core_commands(), bank, store)

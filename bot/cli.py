@@ -1,0 +1,137 @@
+"""`quizbot` command line. Part of the composition root."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+from bot import __version__
+from bot.config import Settings, load_settings
+from bot.errors import QuizError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quizbot", description="A quiz bot for team chat, with GPU memory demonstrations."
+    )
+    parser.add_argument("--version", action="version", version=f"quizbot {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    play = sub.add_parser("play", help="play in the terminal (console adapter)")
+    play.add_argument("--channel", default="quiz", help="channel name (default: quiz)")
+    play.add_argument("--user", default="you", help="who you are (default: you)")
+    play.add_argument("--seed", type=int, default=None, help="seed question selection")
+    play.set_defaults(func=_play)
+
+    serve = sub.add_parser("serve", help="run on Slack and/or Discord (whichever has credentials)")
+    serve.set_defaults(func=_serve)
+
+    db = sub.add_parser("db", help="database maintenance")
+    dbsub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
+    up = dbsub.add_parser("upgrade", help="apply migrations (QUIZBOT_DATABASE_URL)")
+    up.set_defaults(func=_db_upgrade)
+
+    from questions.cli import add_questions_commands
+
+    add_questions_commands(sub)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        code = args.func(args)
+    except QuizError as exc:
+        print(f"quizbot: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return int(code or 0)
+
+
+def _settings() -> Settings:
+    settings = load_settings()
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    return settings
+
+
+def _play(args: argparse.Namespace) -> int:
+    import random
+
+    from adapters.console.chat import ConsoleChat
+    from adapters.console.play import ConsoleSession, stdin_lines
+    from bot.app import build_core
+    from bot.domain import Platform
+
+    settings = load_settings()
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+    async def run() -> None:
+        chat = ConsoleChat(sys.stdout)
+        rng = random.Random(args.seed) if args.seed is not None else None
+        async with build_core(
+            settings, {Platform.CONSOLE: chat}, rng=rng, count_update_interval=0.0
+        ) as core:
+            session = ConsoleSession(
+                core.service, core.commands, chat, sys.stdout, channel=args.channel, user=args.user
+            )
+            interactive = sys.stdin.isatty()
+            if interactive:
+                session.say(
+                    "quizbot console — /ask for a question, /help for commands, /quit to leave."
+                )
+            prompt = (lambda: f"{session.user.display}> ") if interactive else None
+            await session.run(stdin_lines(sys.stdin, prompt), echo=not interactive)
+
+    asyncio.run(run())
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    settings = _settings()
+    if not (settings.slack_bot_token or settings.discord_token):
+        print(
+            "quizbot: error: no platform credentials: set SLACK_BOT_TOKEN (+ SLACK_APP_TOKEN "
+            "or SLACK_SIGNING_SECRET) for Slack, or DISCORD_TOKEN for Discord; "
+            "`quizbot play` runs in the terminal without any",
+            file=sys.stderr,
+        )
+        return 2
+    print("quizbot: error: the Slack and Discord adapters are not built yet", file=sys.stderr)
+    return 2
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from bot.app import database_url
+    from storage.engine import create_engine, current_revision, redact, upgrade
+
+    settings = _settings()
+    url = database_url(settings)
+
+    async def run() -> str | None:
+        engine = create_engine(url)
+        try:
+            await upgrade(engine)
+            return await current_revision(engine)
+        finally:
+            await engine.dispose()
+
+    rev = asyncio.run(run())
+    print(f"database {redact(url)} is at revision {rev}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Settings from the environment (and an optional TOML file), validated at start.
+
+Every variable is listed in `Settings` with its description: the README's configuration
+table and docs/operations.md are checked against this model by a test.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bot.errors import ConfigError
+
+
+class RunnerKind(StrEnum):
+    LOCAL = "local"
+    CELERY = "celery"
+    OFF = "off"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+    database_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("QUIZBOT_DATABASE_URL"),
+        description="SQLAlchemy URL; unset: the embedded SQLite file ./quizbot.db",
+    )
+    questions_path: Path | None = Field(
+        None,
+        validation_alias=AliasChoices("QUIZBOT_QUESTIONS"),
+        description="directory of question YAML files; unset: the packaged bank",
+    )
+    default_locale: str = Field(
+        "en",
+        validation_alias=AliasChoices("QUIZBOT_LOCALE"),
+        description="locale of new channels: en or el",
+    )
+    default_timezone: str = Field(
+        "UTC",
+        validation_alias=AliasChoices("QUIZBOT_TIMEZONE"),
+        description="IANA time zone of new channels",
+    )
+    admins: str = Field(
+        "",
+        validation_alias=AliasChoices("QUIZBOT_ADMINS"),
+        description="comma-separated platform user ids allowed to change channel settings",
+    )
+    http_port: int = Field(
+        8080,
+        validation_alias=AliasChoices("QUIZBOT_HTTP_PORT"),
+        description="port of /healthz, /metrics and Slack's /slack/events (HTTP mode)",
+    )
+    runner: RunnerKind = Field(
+        RunnerKind.LOCAL,
+        validation_alias=AliasChoices("QUIZBOT_RUNNER"),
+        description="where demos run: local, celery or off",
+    )
+    celery_broker_url: str = Field(
+        "redis://127.0.0.1:6379/0",
+        validation_alias=AliasChoices("QUIZBOT_CELERY_BROKER_URL"),
+        description="Celery broker (and result backend) for QUIZBOT_RUNNER=celery",
+    )
+    slack_bot_token: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("SLACK_BOT_TOKEN"),
+        description="Slack bot token (xoxb-...)",
+    )
+    slack_signing_secret: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("SLACK_SIGNING_SECRET"),
+        description="Slack signing secret (HTTP mode)",
+    )
+    slack_app_token: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("SLACK_APP_TOKEN"),
+        description="Slack app-level token (xapp-...): enables Socket Mode",
+    )
+    slack_api_url: str = Field(
+        "https://slack.com/api/",
+        validation_alias=AliasChoices("SLACK_API_URL"),
+        description="Slack Web API base URL (GovSlack, tests)",
+    )
+    discord_token: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("DISCORD_TOKEN"),
+        description="Discord bot token",
+    )
+    discord_api_base: str | None = Field(
+        None,
+        validation_alias=AliasChoices("DISCORD_API_BASE"),
+        description="Discord REST base URL (a REST proxy; tests)",
+    )
+    discord_gateway_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("DISCORD_GATEWAY_URL"),
+        description="Discord gateway URL (a gateway proxy; tests)",
+    )
+    log_level: str = Field(
+        "INFO",
+        validation_alias=AliasChoices("QUIZBOT_LOG_LEVEL"),
+        description="logging level",
+    )
+
+    @field_validator("default_locale")
+    @classmethod
+    def _locale(cls, v: str) -> str:
+        if v not in ("en", "el"):
+            raise ValueError(f"unknown locale {v!r}; use en or el")
+        return v
+
+    @field_validator("default_timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        try:
+            check_timezone(v)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+    @property
+    def admin_ids(self) -> frozenset[str]:
+        return frozenset(a.strip() for a in self.admins.split(",") if a.strip())
+
+
+def check_timezone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            f"unknown time zone {name!r}: use an IANA name such as Europe/Athens or UTC"
+        ) from None
+
+
+def env_name(field: str) -> str:
+    alias = Settings.model_fields[field].validation_alias
+    assert isinstance(alias, AliasChoices)
+    return str(alias.choices[0])
+
+
+def load_settings(toml_file: Path | None = None, **overrides: Any) -> Settings:
+    """Environment variables win over the TOML file (keys: the variable names)."""
+    data: dict[str, Any] = {}
+    if toml_file is not None:
+        try:
+            data = tomllib.loads(toml_file.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read the config file {str(toml_file)!r}: {exc}") from exc
+    try:
+        # Init kwargs beat the environment in pydantic-settings; pass the file's values
+        # only where the environment does not set them.
+        data = {k: v for k, v in data.items() if k not in os.environ}
+        return Settings(**data, **overrides)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = str(err["loc"][0]) if err["loc"] else "?"
+            problems.append(f"{_var(name)}: {err['msg']}")
+        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+
+
+def _var(name: str) -> str:
+    for field, info in Settings.model_fields.items():
+        alias = info.validation_alias
+        if name == field or (isinstance(alias, AliasChoices) and name in alias.choices):
+            return env_name(field)
+    return name

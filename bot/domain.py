@@ -1,0 +1,279 @@
+"""Domain values of the quiz core.
+
+Everything here is a frozen value. Platform identifiers arrive as opaque strings inside
+the small reference types (`ChannelRef`, `UserRef`, `MessageRef`): the core never parses
+a Slack ``ts`` or a Discord snowflake.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class Platform(StrEnum):
+    CONSOLE = "console"
+    SLACK = "slack"
+    DISCORD = "discord"
+
+
+class Locale(StrEnum):
+    EN = "en"
+    EL = "el"
+
+    @classmethod
+    def parse(cls, value: str) -> Locale | None:
+        """Map a platform locale tag (``el``, ``el-GR``, ``en-US``) to a supported locale."""
+        tag = value.strip().lower().replace("_", "-").split("-", 1)[0]
+        try:
+            return cls(tag)
+        except ValueError:
+            return None
+
+
+class PostKind(StrEnum):
+    SCHEDULED = "scheduled"  # fired by a channel schedule
+    ASK = "ask"  # on demand, in the channel
+    PRACTICE = "practice"  # private, never scores
+
+
+class PostState(StrEnum):
+    CLAIMED = "claimed"  # row exists, platform message not yet stored
+    OPEN = "open"  # posted, taking answers
+    CLOSED = "closed"  # revealed; no answer is accepted any more
+
+
+class AnswerStatus(StrEnum):
+    RECORDED = "recorded"
+    ALREADY_ANSWERED = "already_answered"
+    CLOSED = "closed"
+    UNKNOWN_POST = "unknown_post"
+    INVALID_CHOICE = "invalid_choice"
+
+
+class DemoPolicy(StrEnum):
+    AUTO = "auto"  # run the demo on reveal
+    BUTTON = "button"  # offer a button in the reveal
+    OFF = "off"
+
+
+class DemoState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+
+
+LETTERS = string.ascii_uppercase
+
+
+def choice_letter(index: int) -> str:
+    """``0 -> 'A'``: choices are shown as a lettered list; buttons carry the letter."""
+    return LETTERS[index]
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelRef:
+    platform: Platform
+    workspace: str
+    channel: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.platform}:{self.workspace}:{self.channel}"
+
+
+@dataclass(frozen=True, slots=True)
+class UserRef:
+    platform: Platform
+    workspace: str
+    user: str
+    name: str = field(default="", compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.platform}:{self.workspace}:{self.user}"
+
+    @property
+    def display(self) -> str:
+        return self.name or self.user
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRef:
+    """A message posted on a platform; ``message`` is the platform's own id (opaque)."""
+
+    channel: ChannelRef
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadRef:
+    """The thread under a message (Slack ``thread_ts``, Discord thread channel id)."""
+
+    channel: ChannelRef
+    thread: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionText:
+    """One locale's wording of a question."""
+
+    prompt: str
+    choices: tuple[str, ...]
+    explanation: str
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    index: int
+    text: str
+
+    @property
+    def letter(self) -> str:
+        return choice_letter(self.index)
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    id: str
+    topic: str
+    difficulty: int
+    answer: int  # 0-based index of the correct choice
+    texts: Mapping[Locale, QuestionText]
+    content_hash: str
+    demo: str | None = None
+    references: tuple[str, ...] = ()
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+
+    def text(self, locale: Locale) -> QuestionText:
+        return self.texts.get(locale) or self.texts[Locale.EN]
+
+    def choices(self, locale: Locale) -> tuple[Choice, ...]:
+        return tuple(Choice(i, t) for i, t in enumerate(self.text(locale).choices))
+
+    @property
+    def choice_count(self) -> int:
+        return len(self.texts[Locale.EN].choices)
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSettings:
+    channel: ChannelRef
+    locale: Locale = Locale.EN
+    timezone: str = "UTC"
+    demo_policy: DemoPolicy = DemoPolicy.AUTO
+
+
+@dataclass(frozen=True, slots=True)
+class Post:
+    id: int
+    channel: ChannelRef
+    question_id: str
+    question_hash: str
+    kind: PostKind
+    state: PostState
+    locale: Locale
+    created_at: datetime
+    closes_at: datetime | None
+    message: MessageRef | None = None
+    answer_count: int = 0
+    schedule_id: int | None = None
+    slot_at: datetime | None = None
+    practice_user: UserRef | None = None
+    closed_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    post_id: int
+    user: UserRef
+    choice: int
+    correct: bool
+    answered_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerOutcome:
+    """What happened to one click, with what the clicking user is told privately."""
+
+    status: AnswerStatus
+    post: Post | None = None
+    question: Question | None = None
+    choice: int | None = None  # the choice that counts (the first one, on a repeat click)
+    correct: bool | None = None
+    answer_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Reveal:
+    post: Post
+    question: Question
+    distribution: tuple[int, ...]  # answers per choice
+    first_correct: UserRef | None
+    leader: LeaderboardRow | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.distribution)
+
+    @property
+    def correct_count(self) -> int:
+        return self.distribution[self.question.answer] if self.distribution else 0
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderboardRow:
+    rank: int
+    user: UserRef
+    points: int
+    correct: int
+    answered: int
+
+
+@dataclass(frozen=True, slots=True)
+class Leaderboard:
+    rows: tuple[LeaderboardRow, ...]
+    players: int
+    caller: LeaderboardRow | None = None
+    window: str = "all"
+    scope: str = "channel"
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    id: int
+    channel: ChannelRef
+    timezone: str
+    local_time: str | None  # "09:30"; None when `cron` is set
+    weekdays: str | None  # "mon-fri"
+    cron: str | None
+    window_seconds: int | None  # None: until the next slot, at most 24 h
+    demo_policy: DemoPolicy
+    enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class DemoJob:
+    run_id: int
+    demo: str
+    locale: Locale
+    params: Mapping[str, Any] = field(default_factory=dict)
+    simulate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DemoResult:
+    run_id: int
+    demo: str
+    state: DemoState
+    device: str  # "NVIDIA H200 · torch 2.x · CUDA 13" or "simulated allocator, no GPU"
+    report: str = ""
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    png: bytes | None = None
+    error: str = ""

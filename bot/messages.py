@@ -1,0 +1,79 @@
+"""Platform-neutral outbound messages.
+
+The core builds `Message` values; each adapter renders them (Slack Block Kit, Discord
+embeds + views, console text) and enforces its platform's limits. The body uses a small
+markdown subset: ``*bold*``, ``_italic_``, ```code``` and ``- `` list lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ButtonStyle(StrEnum):
+    DEFAULT = "default"
+    PRIMARY = "primary"
+    DANGER = "danger"
+
+
+class ActionKind(StrEnum):
+    ANSWER = "answer"  # value: choice index
+    DEMO = "demo"  # value: demo id
+
+
+@dataclass(frozen=True, slots=True)
+class Button:
+    """A button. Adapters encode (`action`, `post_id`, `value`) in the platform's id field."""
+
+    label: str
+    action: ActionKind
+    post_id: int
+    value: str
+    style: ButtonStyle = ButtonStyle.DEFAULT
+
+    def encode(self) -> str:
+        """``quiz:answer:<post>:<value>``: short (well under Discord's 100 characters)."""
+        return f"quiz:{self.action}:{self.post_id}:{self.value}"
+
+    @staticmethod
+    def decode(custom_id: str) -> tuple[ActionKind, int, str] | None:
+        parts = custom_id.split(":", 3)
+        if len(parts) != 4 or parts[0] != "quiz":
+            return None
+        try:
+            return ActionKind(parts[1]), int(parts[2]), parts[3]
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    value: str
+    inline: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    filename: str
+    data: bytes
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    title: str = ""
+    body: str = ""
+    buttons: tuple[Button, ...] = ()
+    fields: tuple[Field, ...] = ()
+    footer: str = ""
+    image: Image | None = None
+
+    def plain_text(self) -> str:
+        """A text fallback (notifications, console, Slack's `text`)."""
+        parts = [p for p in (self.title, self.body) if p]
+        parts += [f"{f.name}: {f.value}" for f in self.fields]
+        if self.footer:
+            parts.append(self.footer)
+        return "\n".join(parts)

@@ -1,0 +1,179 @@
+"""Ports: the small protocols the core depends on. Adapters, storage and the runner
+implement them; the core never imports those packages."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from bot.domain import (
+    Answer,
+    AnswerOutcome,
+    ChannelRef,
+    ChannelSettings,
+    DemoJob,
+    DemoResult,
+    Leaderboard,
+    Locale,
+    MessageRef,
+    Post,
+    PostKind,
+    Question,
+    UserRef,
+)
+from bot.messages import Image, Message
+
+
+class Chat(Protocol):
+    """Outbound calls to one platform."""
+
+    async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
+        """Post in a channel; returns the platform message."""
+        ...
+
+    async def reply_in_thread(self, parent: MessageRef, message: Message) -> MessageRef:
+        """Reply in the thread under `parent` (created on first use where needed)."""
+        ...
+
+    async def send_private(self, channel: ChannelRef, user: UserRef, message: Message) -> None:
+        """An ephemeral message only `user` sees (a DM where the platform has no such thing)."""
+        ...
+
+    async def update_message(self, ref: MessageRef, message: Message) -> None:
+        """Replace a posted message's content."""
+        ...
+
+    async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
+        """Upload an image to the thread under `parent`."""
+        ...
+
+
+class PostRepository(Protocol):
+    async def create(
+        self,
+        channel: ChannelRef,
+        question_id: str,
+        question_hash: str,
+        kind: PostKind,
+        locale: Locale,
+        created_at: datetime,
+        closes_at: datetime | None,
+        *,
+        correct_choice: int,
+        choice_count: int,
+        schedule_id: int | None = None,
+        slot_at: datetime | None = None,
+        practice_user: UserRef | None = None,
+    ) -> Post | None:
+        """Claim a post (state CLAIMED). None when the (schedule, slot) is already claimed."""
+        ...
+
+    async def mark_posted(self, post_id: int, message: MessageRef) -> Post:
+        """Store the platform message and open the post (CLAIMED -> OPEN)."""
+        ...
+
+    async def get(self, post_id: int) -> Post | None: ...
+
+    async def open_in_channel(self, channel: ChannelRef) -> list[Post]:
+        """Open channel posts (not practice), oldest first."""
+        ...
+
+    async def history(self, channel: ChannelRef, limit: int = 1000) -> list[Post]:
+        """Channel posts (not practice), newest first."""
+        ...
+
+    async def close(self, post_id: int, closed_at: datetime) -> Post | None:
+        """Close an open post exactly once (conditional update). None if it was not open."""
+        ...
+
+    async def due(self, now: datetime, limit: int = 100) -> list[Post]:
+        """Open posts whose close time has passed."""
+        ...
+
+    async def unsent(self, older_than: datetime, limit: int = 100) -> list[Post]:
+        """Claimed posts that never got their platform message."""
+        ...
+
+
+class AnswerRepository(Protocol):
+    async def record(self, post_id: int, user: UserRef, choice: int, at: datetime) -> AnswerOutcome:
+        """Record the first answer of a user on an open post (the first one counts).
+
+        The outcome's status is RECORDED, ALREADY_ANSWERED (with the choice that counts),
+        CLOSED, UNKNOWN_POST or INVALID_CHOICE; `question` is left for the caller.
+        """
+        ...
+
+    async def for_post(self, post_id: int) -> list[Answer]:
+        """Answers in the order they were recorded."""
+        ...
+
+    async def distribution(self, post_id: int, choices: int) -> tuple[int, ...]: ...
+
+    async def first_correct(self, post_id: int) -> UserRef | None: ...
+
+
+class ScoreRepository(Protocol):
+    async def leaderboard(
+        self, channel: ChannelRef, caller: UserRef | None, limit: int = 10
+    ) -> Leaderboard: ...
+
+
+class SettingsRepository(Protocol):
+    async def get(self, channel: ChannelRef) -> ChannelSettings: ...
+
+    async def save(self, settings: ChannelSettings) -> None: ...
+
+
+class QuestionVersions(Protocol):
+    """The exact question content each post showed, by content hash."""
+
+    async def save(self, question: Question) -> None: ...
+
+    async def get(self, content_hash: str) -> Question | None: ...
+
+
+class Store(Protocol):
+    """The repositories together (one database)."""
+
+    @property
+    def posts(self) -> PostRepository: ...
+
+    @property
+    def answers(self) -> AnswerRepository: ...
+
+    @property
+    def scores(self) -> ScoreRepository: ...
+
+    @property
+    def settings(self) -> SettingsRepository: ...
+
+    @property
+    def questions(self) -> QuestionVersions: ...
+
+
+class DemoRunner(Protocol):
+    """Runs registered demos somewhere (subprocess, Celery worker) or nowhere (`off`)."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    async def submit(self, job: DemoJob) -> None:
+        """Queue a job; returns at once."""
+        ...
+
+    async def result(self, run_id: int, timeout: float) -> DemoResult | None:
+        """Wait up to `timeout` seconds for a submitted job's result."""
+        ...
+
+
+__all__ = [
+    "AnswerRepository",
+    "Chat",
+    "DemoRunner",
+    "PostRepository",
+    "QuestionVersions",
+    "ScoreRepository",
+    "SettingsRepository",
+    "Store",
+]

@@ -1,0 +1,248 @@
+"""The quiz use cases: ask, record an answer, close and reveal, boards, channel settings.
+
+`QuizService` holds only its collaborators (store, chats, bank, clock, runner); every use
+case is one method that reads like the flow in docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from bot.bank import QuestionBank, pick_question
+from bot.clock import Clock
+from bot.domain import (
+    AnswerOutcome,
+    AnswerStatus,
+    ChannelRef,
+    ChannelSettings,
+    Leaderboard,
+    Locale,
+    Post,
+    PostKind,
+    PostState,
+    Question,
+    Reveal,
+    UserRef,
+)
+from bot.errors import UserFacingError
+from bot.i18n import translator
+from bot.messages import Message
+from bot.ports import Chat, Store
+from bot.render import outcome_message, question_message, reveal_message
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WINDOW = timedelta(hours=24)
+
+
+class RevealListener(Protocol):
+    async def __call__(self, reveal: Reveal, thread_locale: Locale) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerReply:
+    outcome: AnswerOutcome
+    message: Message  # shown privately to the clicking user
+
+
+class QuizService:
+    def __init__(
+        self,
+        store: Store,
+        chats: Mapping[str, Chat],
+        bank: QuestionBank,
+        clock: Clock,
+        *,
+        rng: random.Random | None = None,
+        count_update_interval: float = 1.0,
+    ) -> None:
+        self.store = store
+        self.chats = chats
+        self.bank = bank
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.on_reveal: list[RevealListener] = []
+        self._count_interval = count_update_interval
+        self._count_pending: dict[int, asyncio.Task[None]] = {}
+
+    def chat(self, channel: ChannelRef) -> Chat:
+        try:
+            return self.chats[channel.platform]
+        except KeyError:
+            raise UserFacingError(f"no chat adapter is running for {channel.platform}") from None
+
+    # -- ask ---------------------------------------------------------------------------
+
+    async def ask(
+        self,
+        channel: ChannelRef,
+        *,
+        topic: str | None = None,
+        kind: PostKind = PostKind.ASK,
+        closes_in: timedelta | None = None,
+        schedule_id: int | None = None,
+        slot_at: datetime | None = None,
+    ) -> Post | None:
+        """Pick a question for the channel, claim the post, then send it.
+
+        Returns None when a scheduled slot was already claimed (by another replica).
+        """
+        settings = await self.store.settings.get(channel)
+        question = await self._pick(channel, topic, settings.locale)
+        now = self.clock.now()
+        await self.store.questions.save(question)
+        post = await self.store.posts.create(
+            channel,
+            question.id,
+            question.content_hash,
+            kind,
+            settings.locale,
+            now,
+            now + (closes_in or DEFAULT_WINDOW),
+            correct_choice=question.answer,
+            choice_count=question.choice_count,
+            schedule_id=schedule_id,
+            slot_at=slot_at,
+        )
+        if post is None:
+            return None
+        return await self.publish(post, question, settings)
+
+    async def _pick(self, channel: ChannelRef, topic: str | None, locale: Locale) -> Question:
+        history = [p.question_id for p in await self.store.posts.history(channel)]
+        question = pick_question(self.bank, history, self.rng, topic)
+        if question is None:
+            t = translator(locale)
+            raise UserFacingError(
+                t(
+                    "Unknown topic {topic!r}. Topics: {topics}. Example: /quiz ask {example}",
+                    topic=topic,
+                    topics=", ".join(self.bank.topics()),
+                    example=self.bank.topics()[0] if len(self.bank) else "",
+                )
+            )
+        return question
+
+    async def publish(
+        self, post: Post, question: Question, settings: ChannelSettings | None = None
+    ) -> Post:
+        """Send a claimed post to its channel and store the platform message."""
+        settings = settings or await self.store.settings.get(post.channel)
+        msg = question_message(post, question, settings.timezone)
+        ref = await self.chat(post.channel).post_message(post.channel, msg)
+        return await self.store.posts.mark_posted(post.id, ref)
+
+    # -- answer ------------------------------------------------------------------------
+
+    async def record_answer(
+        self, post_id: int, user: UserRef, choice: int, user_locale: Locale | None = None
+    ) -> AnswerReply:
+        """Record a click. The first answer per user counts; the reply is private."""
+        outcome = await self.store.answers.record(post_id, user, choice, self.clock.now())
+        post = outcome.post
+        question = None
+        if post is not None:
+            question = await self.store.questions.get(post.question_hash)
+            outcome = replace(outcome, question=question)
+            if question is None:
+                outcome = replace(outcome, status=AnswerStatus.UNKNOWN_POST)
+        locale = user_locale or (post.locale if post else Locale.EN)
+        if outcome.status is AnswerStatus.RECORDED and post is not None and question:
+            self._schedule_count_update(post, question)
+        return AnswerReply(outcome, outcome_message(outcome, locale))
+
+    def _schedule_count_update(self, post: Post, question: Question) -> None:
+        """Coalesce "N answered" edits: at most one per post per interval."""
+        if post.message is None or post.id in self._count_pending:
+            return
+
+        async def flush() -> None:
+            try:
+                await asyncio.sleep(self._count_interval)
+                fresh = await self.store.posts.get(post.id)
+                if fresh is None or fresh.message is None or fresh.state is not PostState.OPEN:
+                    return
+                settings = await self.store.settings.get(fresh.channel)
+                await self.chat(fresh.channel).update_message(
+                    fresh.message, question_message(fresh, question, settings.timezone)
+                )
+            except Exception:
+                log.exception("could not update the answered count of post %s", post.id)
+            finally:
+                self._count_pending.pop(post.id, None)
+
+        self._count_pending[post.id] = asyncio.get_running_loop().create_task(flush())
+
+    async def drain_updates(self) -> None:
+        """Wait for pending count updates (shutdown, tests)."""
+        while self._count_pending:
+            await asyncio.gather(*self._count_pending.values(), return_exceptions=True)
+
+    # -- close and reveal --------------------------------------------------------------
+
+    async def close(self, post_id: int) -> Reveal | None:
+        """Close an open post and post the reveal in its thread, exactly once.
+
+        Returns None when the post was not open (someone else closed it first).
+        """
+        post = await self.store.posts.close(post_id, self.clock.now())
+        if post is None:
+            return None
+        question = await self.store.questions.get(post.question_hash)
+        if question is None:
+            log.error("post %s has no stored question version %s", post.id, post.question_hash)
+            return None
+        distribution = await self.store.answers.distribution(post.id, question.choice_count)
+        first = await self.store.answers.first_correct(post.id)
+        board = await self.store.scores.leaderboard(post.channel, None, limit=1)
+        reveal = Reveal(post, question, distribution, first, board.rows[0] if board.rows else None)
+        settings = await self.store.settings.get(post.channel)
+        if post.message is not None and post.kind is not PostKind.PRACTICE:
+            chat = self.chat(post.channel)
+            await chat.update_message(
+                post.message, question_message(post, question, settings.timezone)
+            )
+            await chat.reply_in_thread(post.message, reveal_message(reveal, post.locale))
+        for listener in self.on_reveal:
+            try:
+                await listener(reveal, post.locale)
+            except Exception:
+                log.exception("reveal listener failed for post %s", post.id)
+        return reveal
+
+    async def close_channel(self, channel: ChannelRef) -> list[Reveal]:
+        """Close every open question in a channel now (`/quiz close`)."""
+        out = []
+        for post in await self.store.posts.open_in_channel(channel):
+            if (reveal := await self.close(post.id)) is not None:
+                out.append(reveal)
+        return out
+
+    async def close_due(self) -> list[Reveal]:
+        """Close every open post whose window has passed (also after downtime)."""
+        out = []
+        for post in await self.store.posts.due(self.clock.now()):
+            if (reveal := await self.close(post.id)) is not None:
+                out.append(reveal)
+        return out
+
+    # -- boards and settings -----------------------------------------------------------
+
+    async def leaderboard(self, channel: ChannelRef, caller: UserRef | None) -> Leaderboard:
+        return await self.store.scores.leaderboard(channel, caller)
+
+    async def set_locale(self, channel: ChannelRef, locale: Locale) -> ChannelSettings:
+        settings = replace(await self.store.settings.get(channel), locale=locale)
+        await self.store.settings.save(settings)
+        return settings
+
+    async def open_post(self, channel: ChannelRef) -> Post | None:
+        """The newest open question in a channel (what a bare number answers in the console)."""
+        posts = await self.store.posts.open_in_channel(channel)
+        return posts[-1] if posts else None

@@ -1,0 +1,176 @@
+"""Builds the platform-neutral messages the core sends (question, outcome, reveal, board)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from bot.domain import (
+    AnswerOutcome,
+    AnswerStatus,
+    Leaderboard,
+    LeaderboardRow,
+    Locale,
+    Post,
+    PostKind,
+    PostState,
+    Question,
+    Reveal,
+    choice_letter,
+)
+from bot.i18n import Translator, translator
+from bot.messages import ActionKind, Button, Message
+
+MEDALS = ("🥇", "🥈", "🥉")
+
+
+def local_time(at: datetime, timezone: str) -> str:
+    """``2027-03-29 09:30 (Europe/Athens)``."""
+    return f"{at.astimezone(ZoneInfo(timezone)):%Y-%m-%d %H:%M} ({timezone})"
+
+
+def difficulty_stars(level: int) -> str:
+    return "★" * level + "☆" * (3 - level)
+
+
+def question_message(post: Post, question: Question, timezone: str) -> Message:
+    """The public question: prompt, lettered choices, one button per choice, and a footer
+    with the answered count and the close time. Never shows who chose what."""
+    t = translator(post.locale)
+    text = question.text(post.locale)
+    lines = [text.prompt, ""]
+    lines += [f"*{choice_letter(i)}.* {c}" for i, c in enumerate(text.choices)]
+    closed = post.state is PostState.CLOSED
+    buttons = (
+        ()
+        if closed
+        else tuple(
+            Button(choice_letter(i), ActionKind.ANSWER, post.id, str(i))
+            for i in range(len(text.choices))
+        )
+    )
+    footer = [t.n("{count} answered", "{count} answered", post.answer_count)]
+    if closed:
+        footer.append(t("closed"))
+    elif post.closes_at is not None and post.kind is not PostKind.PRACTICE:
+        footer.append(t("closes {when}", when=local_time(post.closes_at, timezone)))
+    title = t(
+        "Question · {topic} · {stars}",
+        topic=question.topic,
+        stars=difficulty_stars(question.difficulty),
+    )
+    if post.kind is PostKind.PRACTICE:
+        title = t(
+            "Practice · {topic} · {stars}",
+            topic=question.topic,
+            stars=difficulty_stars(question.difficulty),
+        )
+    return Message(title=title, body="\n".join(lines), buttons=buttons, footer=" · ".join(footer))
+
+
+def outcome_message(outcome: AnswerOutcome, locale: Locale) -> Message:
+    """What the clicking user sees privately, at once."""
+    t = translator(locale)
+    q = outcome.question
+    status = outcome.status
+    if status is AnswerStatus.UNKNOWN_POST or q is None:
+        return Message(
+            body=t("This question is not available any more. Ask for a new one with /quiz ask.")
+        )
+    if status is AnswerStatus.CLOSED:
+        return Message(
+            body=t(
+                "This question is closed: the answer is in its thread. Your click was not counted."
+            )
+        )
+    if status is AnswerStatus.INVALID_CHOICE:
+        return Message(
+            body=t(
+                "That choice is not part of this question; pick one of the buttons A–{last}.",
+                last=choice_letter(q.choice_count - 1),
+            )
+        )
+    text = q.text(locale)
+    assert outcome.choice is not None
+    chosen = f"{choice_letter(outcome.choice)}. {text.choices[outcome.choice]}"
+    right = f"{choice_letter(q.answer)}. {text.choices[q.answer]}"
+    if status is AnswerStatus.ALREADY_ANSWERED:
+        return Message(
+            body=t(
+                "You already answered this question ({choice}); only your first answer counts.",
+                choice=chosen,
+            )
+        )
+    if outcome.correct:
+        head = t("✅ Correct: {choice}", choice=chosen)
+    else:
+        head = t(
+            "❌ Not quite. You chose {choice}; the answer is {right}.", choice=chosen, right=right
+        )
+    return Message(
+        body=f"{head}\n\n{text.explanation}",
+        footer=t("Your answer is hidden from the channel until the reveal."),
+    )
+
+
+def reveal_message(reveal: Reveal, locale: Locale) -> Message:
+    t = translator(locale)
+    q = reveal.question
+    text = q.text(locale)
+    total = reveal.total
+    lines = [f"*{choice_letter(q.answer)}.* {text.choices[q.answer]}", "", text.explanation, ""]
+    lines.append(t.n("{count} answer:", "{count} answers:", total))
+    for i, n in enumerate(reveal.distribution):
+        pct = round(100 * n / total) if total else 0
+        mark = " ✅" if i == q.answer else ""
+        lines.append(f"- {choice_letter(i)}: {_bar(n, total)} {n} ({pct}%){mark}")
+    if reveal.first_correct is not None:
+        lines.append("")
+        lines.append(t("First correct answer: {name}", name=reveal.first_correct.display))
+    elif total:
+        lines.append("")
+        lines.append(t("Nobody got this one."))
+    if reveal.leader is not None:
+        lines.append(
+            t(
+                "Channel leader: {name} with {points} points",
+                name=reveal.leader.user.display,
+                points=reveal.leader.points,
+            )
+        )
+    if q.references:
+        lines.append("")
+        lines.append(t("Read more: {links}", links=" · ".join(q.references)))
+    return Message(
+        title=t("Answer: {letter}", letter=choice_letter(q.answer)), body="\n".join(lines)
+    )
+
+
+def _bar(n: int, total: int, width: int = 10) -> str:
+    filled = round(width * n / total) if total else 0
+    return "▇" * filled + "·" * (width - filled)
+
+
+def leaderboard_message(board: Leaderboard, locale: Locale) -> Message:
+    t = translator(locale)
+    if not board.rows:
+        return Message(
+            title=t("Leaderboard"), body=t("No scores yet: answer a question to get on the board.")
+        )
+    lines = [_board_line(r, t) for r in board.rows]
+    if board.caller is not None and board.caller not in board.rows:
+        lines += ["…", _board_line(board.caller, t)]
+    footer = t.n("{count} player", "{count} players", board.players)
+    return Message(title=t("Leaderboard"), body="\n".join(lines), footer=footer)
+
+
+def _board_line(r: LeaderboardRow, t: Translator) -> str:
+    medal = MEDALS[r.rank - 1] if r.rank <= len(MEDALS) else f"{r.rank}."
+    return t(
+        "{medal} {name} — {points} pts ({correct}/{answered} correct)",
+        medal=medal,
+        name=r.user.display,
+        points=r.points,
+        correct=r.correct,
+        answered=r.answered,
+    )

@@ -1,0 +1,170 @@
+"""`quizbot questions ...`: validate, list, show and count the bank.
+
+`bot/cli.py` calls `add_questions_commands(subparsers)`; each subcommand sets
+`func(args) -> int` (the exit status). Results go to stdout, problems to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from bot.bank import QuestionBank, question_to_dict
+from bot.domain import Locale, choice_letter
+from bot.errors import QuestionBankError
+from questions.loader import BANK_DIR, load_bank, validate_bank
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+
+
+def add_questions_commands(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """Add `questions {validate,list,show,stats}` to the top-level parser's subparsers."""
+    parser = subparsers.add_parser("questions", help="validate and browse the question bank")
+    parser.set_defaults(func=lambda _args: _usage(parser))
+    sub = parser.add_subparsers(dest="questions_command", metavar="COMMAND")
+
+    validate = sub.add_parser("validate", help="check every bank file, report every problem")
+    validate.add_argument(
+        "path", nargs="?", type=Path, default=None, help=f"bank directory (default {BANK_DIR})"
+    )
+    validate.set_defaults(func=run_validate)
+
+    list_ = sub.add_parser("list", help="list the questions (text or JSON)")
+    list_.add_argument("--format", choices=("text", "json"), default="text")
+    _add_path(list_)
+    list_.set_defaults(func=run_list)
+
+    show = sub.add_parser("show", help="show one question with its answer")
+    show.add_argument("id", help="question id, e.g. fragmentation-what-is-it")
+    show.add_argument("--locale", choices=[str(loc) for loc in Locale], default=str(Locale.EN))
+    _add_path(show)
+    show.set_defaults(func=run_show)
+
+    stats = sub.add_parser("stats", help="count questions per topic, difficulty and locale")
+    stats.add_argument("--format", choices=("text", "json"), default="text")
+    _add_path(stats)
+    stats.set_defaults(func=run_stats)
+    return parser
+
+
+def _add_path(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--path", type=Path, default=None, help=f"bank directory (default {BANK_DIR})"
+    )
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _load(path: Path | None) -> QuestionBank | None:
+    try:
+        return load_bank(path)
+    except QuestionBankError as exc:
+        _print_problems(exc.problems)
+        return None
+
+
+def _print_problems(problems: list[str]) -> None:
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    noun, pronoun = ("problem", "it") if len(problems) == 1 else ("problems", "them")
+    print(
+        f"{len(problems)} {noun}; fix {pronoun} and run 'questions validate' again",
+        file=sys.stderr,
+    )
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    problems = validate_bank(args.path)
+    if problems:
+        _print_problems(problems)
+        return EXIT_PROBLEMS
+    bank = load_bank(args.path)
+    print(f"{len(bank)} questions OK")
+    return EXIT_OK
+
+
+def run_list(args: argparse.Namespace) -> int:
+    bank = _load(args.path)
+    if bank is None:
+        return EXIT_PROBLEMS
+    if args.format == "json":
+        print(json.dumps([question_to_dict(q) for q in bank], ensure_ascii=False, indent=2))
+        return EXIT_OK
+    for q in bank:
+        demo = q.demo or "-"
+        print(f"{q.id:<45} {q.topic:<20} d{q.difficulty}  demo {demo}")
+    print(f"{len(bank)} questions")
+    return EXIT_OK
+
+
+def run_show(args: argparse.Namespace) -> int:
+    bank = _load(args.path)
+    if bank is None:
+        return EXIT_PROBLEMS
+    q = bank.get(args.id)
+    if q is None:
+        print(
+            f"no question with id {args.id!r}; 'questions list' shows the {len(bank)} ids",
+            file=sys.stderr,
+        )
+        return EXIT_PROBLEMS
+    locale = Locale(args.locale)
+    text = q.text(locale)
+    print(f"{q.id}  [topic {q.topic} · difficulty {q.difficulty} · demo {q.demo or '-'}]")
+    print()
+    print(text.prompt)
+    for choice in q.choices(locale):
+        print(f"  {choice.letter}. {choice.text}")
+    print()
+    print(f"Answer: {choice_letter(q.answer)}")
+    print(text.explanation)
+    print()
+    print("References:")
+    for ref in q.references:
+        print(f"  - {ref}")
+    return EXIT_OK
+
+
+def bank_stats(bank: QuestionBank) -> dict[str, dict[str, int]]:
+    """Question counts per topic, difficulty and locale, each with a `total`."""
+    topics = Counter(q.topic for q in bank)
+    difficulties = Counter(str(q.difficulty) for q in bank)
+    locales = Counter(str(loc) for q in bank for loc in q.texts)
+    out: dict[str, dict[str, int]] = {}
+    for name, counter in (("topic", topics), ("difficulty", difficulties), ("locale", locales)):
+        out[name] = dict(sorted(counter.items()))
+    out["total"] = {"questions": len(bank), "topics": len(topics), "demos": len(bank.demos())}
+    return out
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    bank = _load(args.path)
+    if bank is None:
+        return EXIT_PROBLEMS
+    stats = bank_stats(bank)
+    if args.format == "json":
+        print(json.dumps(stats, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    for name in ("topic", "difficulty", "locale"):
+        print(f"per {name}:")
+        for key, n in stats[name].items():
+            print(f"  {key:<24} {n:>4}")
+        # Every question has every locale, so a locale total would count questions twice.
+        total = len(bank) if name == "locale" else sum(stats[name].values())
+        label = "questions" if name == "locale" else "total"
+        print(f"  {label:<24} {total:>4}")
+    totals = stats["total"]
+    print(
+        f"total: {totals['questions']} questions, {totals['topics']} topics, "
+        f"{totals['demos']} demos"
+    )
+    return EXIT_OK

@@ -1,0 +1,296 @@
+"""Load and validate the question bank (`questions/bank/*.yaml`).
+
+`validate_bank` collects every problem in every file, never stopping at the first; each
+message names the file, the question id when it is known, the field, and the fix.
+`load_bank` raises `QuestionBankError` with that list, or returns the `QuestionBank`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from bot.bank import QuestionBank, question_from_dict
+from bot.domain import Question
+from bot.errors import QuestionBankError
+from questions.schema import (
+    CHOICE_MAX,
+    EXPLANATION_MAX,
+    FIELDS,
+    LOCALES,
+    MAX_CHOICES,
+    MIN_CHOICES,
+    PROMPT_MAX,
+    TEXT_FIELDS,
+    QuestionFileModel,
+)
+
+BANK_DIR = Path(__file__).parent / "bank"
+SUFFIX = ".yaml"
+
+_LIMITS = {"prompt": PROMPT_MAX, "choices": CHOICE_MAX, "explanation": EXPLANATION_MAX}
+_KEBAB_FIX = "use lowercase letters and digits joined by single '-', e.g. 'kv-cache'"
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}; keep only one",
+                    key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+@dataclass(frozen=True, slots=True)
+class _FileResult:
+    problems: list[str]
+    question: Question | None
+    qid: str | None = None  # the id as written, when it is a non-empty string
+
+
+def bank_files(path: Path) -> list[Path]:
+    """The question files under `path` (a bank directory or a single file), sorted."""
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (SUFFIX, ".yml"))
+
+
+def validate_bank(path: Path | None = None) -> list[str]:
+    """Every problem of the bank at `path` (default: the packaged bank); [] when it is valid."""
+    problems, _ = _check_bank(BANK_DIR if path is None else Path(path))
+    return problems
+
+
+def load_bank(path: Path | None = None) -> QuestionBank:
+    """Load the bank at `path` (default: the packaged bank); raise `QuestionBankError`."""
+    problems, questions = _check_bank(BANK_DIR if path is None else Path(path))
+    if problems:
+        raise QuestionBankError(problems)
+    return QuestionBank(questions)
+
+
+def _check_bank(path: Path) -> tuple[list[str], list[Question]]:
+    if not path.exists():
+        return [f"{path}: the bank path does not exist; pass a directory of *.yaml files"], []
+    files = bank_files(path)
+    if not files:
+        return [f"{path}: no *{SUFFIX} question files found; add one file per question"], []
+    problems: list[str] = []
+    questions: list[Question] = []
+    first_file: dict[str, str] = {}
+    for file in files:
+        result = _check_file(file)
+        problems.extend(result.problems)
+        qid = result.qid
+        if qid is not None and qid in first_file:
+            problems.append(
+                f"{file.name} (id {qid}): id: duplicate id, already used by "
+                f"{first_file[qid]}; ids are unique, give this question a new id"
+            )
+            continue
+        if qid is not None:
+            first_file[qid] = file.name
+        if result.question is not None:
+            questions.append(result.question)
+    return problems, questions
+
+
+def _check_file(file: Path) -> _FileResult:
+    name = file.name
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return _FileResult([f"{name}: cannot read the file ({exc}); save it as UTF-8"], None)
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        return _FileResult([f"{name}: {_yaml_error(exc)}"], None)
+    if data is None:
+        return _FileResult([f"{name}: the file is empty; write one question as a mapping"], None)
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        return _FileResult(
+            [
+                f"{name}: the document is a {kind}, not a mapping; write 'key: value' "
+                f"lines (id, topic, difficulty, answer, references, en, el)"
+            ],
+            None,
+        )
+
+    qid = data.get("id") if isinstance(data.get("id"), str) and data.get("id") else None
+    where = f"{name} (id {qid})" if qid else name
+    problems: list[str] = []
+    if file.suffix != SUFFIX:
+        problems.append(f"{where}: file name: rename it to end in {SUFFIX}")
+    try:
+        model: QuestionFileModel | None = QuestionFileModel.model_validate(data)
+    except ValidationError as exc:
+        model = None
+        problems.extend(f"{where}: {_describe(err)}" for err in exc.errors())
+    problems.extend(f"{where}: {p}" for p in _cross_field_problems(data, file))
+    if problems or model is None:
+        return _FileResult(problems, None, qid)
+    return _FileResult([], question_from_dict(normalized_dict(model)), qid)
+
+
+def normalized_dict(model: QuestionFileModel) -> dict[str, Any]:
+    """The validated file as plain data, the `bot.bank.question_to_dict` shape."""
+    data = model.model_dump()
+    if not data["inputs"]:
+        del data["inputs"]
+    return data
+
+
+def _yaml_error(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context and context_mark is not None and context_mark is not mark:
+        # The scanner notices an unclosed quote or bracket late; say where it began.
+        problem = f"{problem} ({context} at line {context_mark.line + 1})"
+    return (
+        f"{where}YAML syntax error: {problem}; fix the YAML "
+        f"(quote text that contains ': ' or starts with a special character)"
+    )
+
+
+def _cross_field_problems(data: dict[Any, Any], file: Path) -> Iterator[str]:
+    qid = data.get("id")
+    if isinstance(qid, str) and qid and file.stem != qid:
+        yield (
+            f"id: the file name {file.name} does not match the id; rename the file to "
+            f"{qid}{SUFFIX} (ids are never renamed once shipped)"
+        )
+    counts: dict[str, int] = {}
+    for loc in LOCALES:
+        text = data.get(loc)
+        if isinstance(text, dict) and isinstance(text.get("choices"), list):
+            counts[loc] = len(text["choices"])
+            yield from _duplicate_choices(loc, text["choices"])
+    if len(set(counts.values())) > 1:
+        shown = ", ".join(f"{loc} has {n}" for loc, n in counts.items())
+        yield (
+            f"el.choices: the locales have different choice counts ({shown}); every locale "
+            f"lists the same choices in the same order"
+        )
+    answer = data.get("answer")
+    if isinstance(answer, int) and not isinstance(answer, bool) and answer >= 0:
+        for loc, n in counts.items():
+            if n >= MIN_CHOICES and answer >= n:
+                yield (
+                    f"answer: answer {answer} is out of range for {loc}.choices ({n} choices; "
+                    f"answer is a 0-based index 0..{n - 1})"
+                )
+                break
+
+
+def _duplicate_choices(loc: str, choices: list[Any]) -> Iterator[str]:
+    seen: dict[str, int] = {}
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, str) or not choice.strip():
+            continue
+        key = " ".join(choice.split()).casefold()
+        if key in seen:
+            yield (
+                f"{loc}.choices[{i}]: same text as {loc}.choices[{seen[key]}]; "
+                f"every choice must differ"
+            )
+        else:
+            seen[key] = i
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out or "(document)"
+
+
+def _describe(err: ErrorDetails) -> str:
+    """A pydantic error as '<field>: <what is wrong>; <the fix>'."""
+    loc = tuple(err["loc"])
+    field = _field(loc)
+    kind = err["type"]
+    value = err["input"]
+    ctx = err.get("ctx") or {}
+    last = loc[-1] if loc else ""
+    if kind == "missing":
+        if last in LOCALES:
+            return (
+                f"{field}: the {last} locale is missing; both en and el are required, add "
+                f"{last}: with prompt, choices and explanation"
+            )
+        return f"{field}: required field is missing; add it"
+    if kind == "extra_forbidden":
+        allowed = ", ".join(TEXT_FIELDS if len(loc) > 1 else FIELDS)
+        return f"{field}: unknown key; remove it or fix its spelling (allowed: {allowed})"
+    if kind in ("string_too_short", "string_pattern_mismatch") and (
+        isinstance(value, str) and not value.strip()
+    ):
+        return f"{field}: must not be empty; write the text"
+    if kind == "string_too_long":
+        limit = ctx.get("max_length", _LIMITS.get(_text_kind(loc), 0))
+        length = len(value.strip()) if isinstance(value, str) else "?"
+        return f"{field}: {length} characters, the limit is {limit}; shorten it"
+    if kind == "string_pattern_mismatch":
+        if last == "references" or (len(loc) > 1 and loc[0] == "references"):
+            return (
+                f"{field}: {value!r} is not an https:// link; link the primary source "
+                f"(PyTorch docs or source, CUDA docs, vLLM docs, the paper)"
+            )
+        return f"{field}: {value!r} is not kebab-case; {_KEBAB_FIX}"
+    if kind in ("greater_than_equal", "less_than_equal") and last == "difficulty":
+        return (
+            f"{field}: difficulty {value!r} is outside 1..3; use 1 (knows the concept), "
+            f"2 (has used the API) or 3 (reasons about numbers)"
+        )
+    if kind == "greater_than_equal" and last == "answer":
+        return f"{field}: answer {value!r} is negative; answer is a 0-based choice index"
+    if kind in ("too_short", "too_long"):
+        if last == "references":
+            return f"{field}: no reference; add at least one link to primary documentation"
+        n = ctx.get("actual_length", "?")
+        return (
+            f"{field}: {n} choices; a question has {MIN_CHOICES}..{MAX_CHOICES} choices "
+            f"(4 for this bank)"
+        )
+    if kind == "int_type":
+        return f"{field}: expected a whole number, got {value!r}; write it without quotes"
+    if kind == "string_type":
+        return f"{field}: expected text, got {value!r}; put the text in quotes"
+    if kind == "list_type":
+        return f"{field}: expected a list, got {type(value).__name__}; write ['...', '...']"
+    if kind in ("model_type", "dict_type"):
+        return f"{field}: expected a mapping of keys, got {type(value).__name__}; fix the nesting"
+    if kind == "invalid-json-value":
+        return (
+            f"{field}: {value!r} is not plain data; inputs hold numbers, text, booleans, "
+            f"lists and mappings only (quote dates)"
+        )
+    return f"{field}: {err['msg']}; fix the value {value!r}"
+
+
+def _text_kind(loc: tuple[int | str, ...]) -> str:
+    for part in reversed(loc):
+        if isinstance(part, str):
+            return part
+    return ""

@@ -1,0 +1,128 @@
+"""Engines, database URLs and migrations."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from bot.errors import StorageError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SQLITE_FILE = "quizbot.db"
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def default_url(cwd: Path | None = None) -> str:
+    """The embedded default: a SQLite file under the working directory."""
+    return f"sqlite+aiosqlite:///{(cwd or Path.cwd()) / DEFAULT_SQLITE_FILE}"
+
+
+def normalize_url(url: str) -> str:
+    """Accept the URLs people paste (``postgres://``, ``sqlite:///x``) and pick async drivers."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise StorageError(
+            f"QUIZBOT_DATABASE_URL {redact(url)!r} is not a database URL; "
+            "use e.g. sqlite+aiosqlite:///quizbot.db or postgresql+asyncpg://user@host/db"
+        ) from exc
+    backend = parsed.get_backend_name()
+    if backend in ("postgres", "postgresql"):
+        parsed = parsed.set(drivername="postgresql+asyncpg")
+    elif backend == "sqlite":
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    else:
+        raise StorageError(
+            f"QUIZBOT_DATABASE_URL uses {backend!r}; quizbot supports sqlite and postgresql"
+        )
+    return parsed.render_as_string(hide_password=False)
+
+
+def redact(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparseable URL>"
+
+
+def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
+    url = normalize_url(url)
+    if url.startswith("sqlite"):
+        path = make_url(url).database
+        if path and path != ":memory:":
+            parent = Path(path).parent
+            if not parent.exists():
+                raise StorageError(
+                    f"cannot open the SQLite database {path!r}: directory {str(parent)!r} "
+                    "does not exist; create it or set QUIZBOT_DATABASE_URL to another file"
+                )
+        engine = create_async_engine(url, connect_args={"timeout": 30}, **kwargs)
+        _sqlite_pragmas(engine)
+        return engine
+    kwargs.setdefault("pool_size", 10)
+    kwargs.setdefault("max_overflow", 10)
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_async_engine(url, **kwargs)
+
+
+def _sqlite_pragmas(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def on_connect(dbapi_conn: Any, _: ConnectionPoolEntry) -> None:
+        # Take control of transactions so BEGIN IMMEDIATE below is the only BEGIN.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def on_begin(conn: Connection) -> None:
+        # Writers take the lock up front: a deferred transaction that reads, then writes,
+        # can fail with SQLITE_BUSY when another connection wrote in between.
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def alembic_config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    return cfg
+
+
+async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
+    """Run Alembic migrations up to `revision` on `engine`."""
+
+    def run(conn: Connection) -> None:
+        cfg = alembic_config()
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(run)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot reach the database at {redact(str(engine.url))}: {exc}; "
+            "check QUIZBOT_DATABASE_URL and that the server is running"
+        ) from exc
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    def get(conn: Connection) -> str | None:
+        return MigrationContext.configure(conn).get_current_revision()
+
+    async with engine.connect() as conn:
+        return await conn.run_sync(get)

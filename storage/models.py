@@ -1,0 +1,219 @@
+"""ORM models. Every time column is UTC (timezone-aware in Python, naive UTC on SQLite).
+
+Uniqueness does the hard work: one answer per (post, member), one post per
+(schedule, slot); state changes are conditional updates.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Date,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# SQLite's INTEGER PRIMARY KEY is the rowid alias only for INTEGER, not BIGINT.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Stores aware datetimes as UTC; returns aware UTC datetimes on every backend."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column; use an aware datetime")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class ChannelRow(Base):
+    __tablename__ = "channels"
+    __table_args__ = (UniqueConstraint("platform", "workspace", "channel"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    workspace: Mapped[str] = mapped_column(String(64))
+    channel: Mapped[str] = mapped_column(String(64))
+    locale: Mapped[str] = mapped_column(String(8), default="en")
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")
+    demo_policy: Mapped[str] = mapped_column(String(16), default="auto")
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class MemberRow(Base):
+    __tablename__ = "members"
+    __table_args__ = (UniqueConstraint("platform", "workspace", "user_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    workspace: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[str] = mapped_column(String(64))
+    display_name: Mapped[str] = mapped_column(String(128), default="")
+    locale: Mapped[str | None] = mapped_column(String(8), nullable=True)
+
+
+class QuestionVersionRow(Base):
+    """The exact content a post showed: posts keep the hash, edits never rewrite history."""
+
+    __tablename__ = "question_versions"
+
+    hash: Mapped[str] = mapped_column(String(32), primary_key=True)
+    question_id: Mapped[str] = mapped_column(String(80), index=True)
+    data: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ScheduleRow(Base):
+    __tablename__ = "schedules"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), index=True)
+    timezone: Mapped[str] = mapped_column(String(64))
+    local_time: Mapped[str | None] = mapped_column(String(5), nullable=True)
+    weekdays: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    cron: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    window_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    demo_policy: Mapped[str] = mapped_column(String(16), default="auto")
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    created_by: Mapped[str] = mapped_column(String(64), default="")
+
+
+class PostRow(Base):
+    __tablename__ = "posts"
+    __table_args__ = (
+        UniqueConstraint("schedule_id", "slot_at"),
+        Index("ix_posts_state_closes_at", "state", "closes_at"),
+        Index("ix_posts_channel_id_id", "channel_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"))
+    question_id: Mapped[str] = mapped_column(String(80))
+    question_hash: Mapped[str] = mapped_column(ForeignKey("question_versions.hash"))
+    correct_choice: Mapped[int] = mapped_column(SmallInteger)
+    choice_count: Mapped[int] = mapped_column(SmallInteger)
+    kind: Mapped[str] = mapped_column(String(16))
+    state: Mapped[str] = mapped_column(String(16))
+    locale: Mapped[str] = mapped_column(String(8))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    closes_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    closed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    answer_count: Mapped[int] = mapped_column(Integer, default=0)
+    schedule_id: Mapped[int | None] = mapped_column(ForeignKey("schedules.id"), nullable=True)
+    slot_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    practice_member_id: Mapped[int | None] = mapped_column(ForeignKey("members.id"), nullable=True)
+
+
+class AnswerRow(Base):
+    __tablename__ = "answers"
+    __table_args__ = (UniqueConstraint("post_id", "member_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), index=True)
+    choice: Mapped[int] = mapped_column(SmallInteger)
+    correct: Mapped[bool] = mapped_column(Boolean)
+    answered_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ScoreRow(Base):
+    """All-time aggregate per (channel, member), kept in step when a post closes."""
+
+    __tablename__ = "scores"
+    __table_args__ = (Index("ix_scores_channel_rank", "channel_id", "points"),)
+
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), primary_key=True)
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
+    points: Mapped[int] = mapped_column(Integer, default=0)
+    correct: Mapped[int] = mapped_column(Integer, default=0)
+    answered: Mapped[int] = mapped_column(Integer, default=0)
+    current_streak: Mapped[int] = mapped_column(Integer, default=0)
+    best_streak: Mapped[int] = mapped_column(Integer, default=0)
+    reached_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ScoreDayRow(Base):
+    """Per-day aggregate (the channel's local date) so windowed boards never scan answers."""
+
+    __tablename__ = "score_days"
+    __table_args__ = (Index("ix_score_days_channel_day", "channel_id", "day"),)
+
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), primary_key=True)
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    points: Mapped[int] = mapped_column(Integer, default=0)
+    correct: Mapped[int] = mapped_column(Integer, default=0)
+    answered: Mapped[int] = mapped_column(Integer, default=0)
+    reached_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class PracticeCardRow(Base):
+    """Leitner box per (member, question) for spaced-repetition practice."""
+
+    __tablename__ = "practice_cards"
+
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
+    question_id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    box: Mapped[int] = mapped_column(SmallInteger, default=1)
+    due_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    last_answered_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class DemoRunRow(Base):
+    __tablename__ = "demo_runs"
+    __table_args__ = (Index("ix_demo_runs_state", "state"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"))
+    post_id: Mapped[int | None] = mapped_column(ForeignKey("posts.id"), nullable=True)
+    parent_message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    status_message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    demo: Mapped[str] = mapped_column(String(64))
+    locale: Mapped[str] = mapped_column(String(8))
+    params: Mapped[str] = mapped_column(Text, default="{}")
+    state: Mapped[str] = mapped_column(String(16))
+    device: Mapped[str] = mapped_column(String(200), default="")
+    report: Mapped[str] = mapped_column(Text, default="")
+    metrics: Mapped[str] = mapped_column(Text, default="{}")
+    error: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    posted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)

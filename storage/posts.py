@@ -1,0 +1,211 @@
+"""Posts: claimed before they are sent, opened when the platform message is stored, closed
+exactly once by a conditional update."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, and_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import aliased
+
+from bot.domain import (
+    ChannelRef,
+    Locale,
+    MessageRef,
+    Platform,
+    Post,
+    PostKind,
+    PostState,
+    UserRef,
+)
+from storage.models import ChannelRow, MemberRow, PostRow
+from storage.refs import RefResolver
+from storage.scores import fold_post
+
+_Practice = aliased(MemberRow)
+
+
+def post_select() -> Select[PostRow, ChannelRow, MemberRow]:
+    return (
+        select(PostRow, ChannelRow, _Practice)
+        .join(ChannelRow, ChannelRow.id == PostRow.channel_id)
+        .outerjoin(_Practice, _Practice.id == PostRow.practice_member_id)
+    )
+
+
+def to_post(row: PostRow, ch: ChannelRow, practice: MemberRow | None = None) -> Post:
+    channel = ChannelRef(Platform(ch.platform), ch.workspace, ch.channel)
+    return Post(
+        id=row.id,
+        channel=channel,
+        question_id=row.question_id,
+        question_hash=row.question_hash,
+        kind=PostKind(row.kind),
+        state=PostState(row.state),
+        locale=Locale(row.locale),
+        created_at=row.created_at,
+        closes_at=row.closes_at,
+        message=MessageRef(channel, row.message_id) if row.message_id else None,
+        answer_count=row.answer_count,
+        schedule_id=row.schedule_id,
+        slot_at=row.slot_at,
+        practice_user=(
+            UserRef(
+                Platform(practice.platform),
+                practice.workspace,
+                practice.user_id,
+                practice.display_name,
+            )
+            if practice is not None
+            else None
+        ),
+        closed_at=row.closed_at,
+    )
+
+
+class SqlPostRepository:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
+        self._sessions = sessions
+        self._refs = refs
+        self._dialect = sessions.kw["bind"].dialect.name
+
+    async def create(
+        self,
+        channel: ChannelRef,
+        question_id: str,
+        question_hash: str,
+        kind: PostKind,
+        locale: Locale,
+        created_at: datetime,
+        closes_at: datetime | None,
+        *,
+        correct_choice: int,
+        choice_count: int,
+        schedule_id: int | None = None,
+        slot_at: datetime | None = None,
+        practice_user: UserRef | None = None,
+    ) -> Post | None:
+        try:
+            async with self._sessions.begin() as s:
+                cid = await self._refs.channel_id(s, channel, created_at)
+                pmid = None
+                if practice_user is not None:
+                    pmid = (await self._refs.member_ids(s, [practice_user]))[practice_user.key]
+                row = PostRow(
+                    channel_id=cid,
+                    question_id=question_id,
+                    question_hash=question_hash,
+                    correct_choice=correct_choice,
+                    choice_count=choice_count,
+                    kind=str(kind),
+                    state=str(PostState.CLAIMED),
+                    locale=str(locale),
+                    created_at=created_at,
+                    closes_at=closes_at,
+                    answer_count=0,
+                    schedule_id=schedule_id,
+                    slot_at=slot_at,
+                    practice_member_id=pmid,
+                )
+                s.add(row)
+                await s.flush()
+                post_id = row.id
+        except IntegrityError:
+            if schedule_id is None:
+                raise
+            return None  # this (schedule, slot) was claimed by someone else
+        post = await self.get(post_id)
+        assert post is not None
+        return post
+
+    async def mark_posted(self, post_id: int, message: MessageRef) -> Post:
+        async with self._sessions.begin() as s:
+            await s.execute(
+                update(PostRow)
+                .where(PostRow.id == post_id)
+                .values(
+                    message_id=message.message,
+                    state=PostState.OPEN.value,
+                )
+                .where(PostRow.state == PostState.CLAIMED.value)
+            )
+        post = await self.get(post_id)
+        assert post is not None
+        return post
+
+    async def get(self, post_id: int) -> Post | None:
+        async with self._sessions() as s:
+            found = (await s.execute(post_select().where(PostRow.id == post_id))).first()
+        return to_post(*found) if found else None
+
+    async def open_in_channel(self, channel: ChannelRef) -> list[Post]:
+        return await self._list(
+            and_(
+                PostRow.state == PostState.OPEN.value,
+                PostRow.kind != PostKind.PRACTICE.value,
+                *self._channel_filter(channel),
+            ),
+            PostRow.id.asc(),
+        )
+
+    async def history(self, channel: ChannelRef, limit: int = 1000) -> list[Post]:
+        return await self._list(
+            and_(PostRow.kind != PostKind.PRACTICE.value, *self._channel_filter(channel)),
+            PostRow.id.desc(),
+            limit,
+        )
+
+    async def close(self, post_id: int, closed_at: datetime) -> Post | None:
+        async with self._sessions.begin() as s:
+            changed = (
+                await s.execute(
+                    update(PostRow)
+                    .where(PostRow.id == post_id, PostRow.state == PostState.OPEN.value)
+                    .values(state=PostState.CLOSED.value, closed_at=closed_at)
+                    .returning(PostRow.id)
+                )
+            ).first()
+            if changed is not None:
+                row, ch = (
+                    await s.execute(
+                        select(PostRow, ChannelRow)
+                        .join(ChannelRow, ChannelRow.id == PostRow.channel_id)
+                        .where(PostRow.id == post_id)
+                    )
+                ).one()
+                await fold_post(s, row, ch, self._dialect)
+        if changed is None:
+            return None
+        return await self.get(post_id)
+
+    async def due(self, now: datetime, limit: int = 100) -> list[Post]:
+        return await self._list(
+            and_(PostRow.state == PostState.OPEN.value, PostRow.closes_at <= now),
+            PostRow.closes_at.asc(),
+            limit,
+        )
+
+    async def unsent(self, older_than: datetime, limit: int = 100) -> list[Post]:
+        return await self._list(
+            and_(PostRow.state == PostState.CLAIMED.value, PostRow.created_at <= older_than),
+            PostRow.id.asc(),
+            limit,
+        )
+
+    @staticmethod
+    def _channel_filter(channel: ChannelRef) -> list[Any]:
+        return [
+            ChannelRow.platform == str(channel.platform),
+            ChannelRow.workspace == channel.workspace,
+            ChannelRow.channel == channel.channel,
+        ]
+
+    async def _list(self, where: Any, order: Any, limit: int | None = None) -> list[Post]:
+        stmt = post_select().where(where).order_by(order)
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        async with self._sessions() as s:
+            return [to_post(*r) for r in (await s.execute(stmt)).all()]

@@ -1,0 +1,97 @@
+"""`SqlStore`: the repositories over one database, started and stopped as a context manager."""
+
+from __future__ import annotations
+
+import logging
+from types import TracebackType
+from typing import Self
+
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from bot.clock import Clock, SystemClock
+from bot.errors import StorageError
+from storage.answers import SqlAnswerRepository
+from storage.engine import create_engine, redact, upgrade
+from storage.posts import SqlPostRepository
+from storage.questions import SqlQuestionVersions
+from storage.refs import RefResolver
+from storage.scores import SqlScoreRepository
+from storage.settings import SqlSettingsRepository
+
+log = logging.getLogger(__name__)
+
+
+class SqlStore:
+    """All repositories on one engine.
+
+    ``migrate=True`` upgrades the schema at start: the embedded SQLite default creates its
+    file on first run; PostgreSQL deployments usually run ``quizbot db upgrade`` instead.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock | None = None,
+        migrate: bool = False,
+        engine: AsyncEngine | None = None,
+    ) -> None:
+        self.url = url
+        self.clock = clock or SystemClock()
+        self._migrate = migrate
+        self.engine = engine or create_engine(url)
+        self.dialect = self.engine.dialect.name
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.refs = RefResolver(self.dialect)
+        self.posts = SqlPostRepository(self.sessions, self.refs)
+        self.answers = SqlAnswerRepository(self.sessions, self.refs)
+        self.scores = SqlScoreRepository(self.sessions)
+        self.settings = SqlSettingsRepository(self.sessions, self.refs, self.clock)
+        self.questions = SqlQuestionVersions(self.sessions, self.clock)
+
+    async def __aenter__(self) -> Self:
+        await self.initialize()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.shutdown()
+
+    async def initialize(self) -> None:
+        try:
+            if self._migrate:
+                await upgrade(self.engine)
+            async with self.engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+        except (OperationalError, DBAPIError, OSError) as exc:
+            await self.engine.dispose()
+            raise StorageError(
+                f"cannot open the database {redact(self.url)}: {_reason(exc)}. "
+                "Check QUIZBOT_DATABASE_URL (unset it to use the embedded SQLite file)"
+            ) from exc
+
+    async def shutdown(self) -> None:
+        await self.answers.aclose()
+        await self.engine.dispose()
+
+    async def ping(self) -> bool:
+        try:
+            async with self.sessions() as s:
+                await s.execute(text("SELECT 1"))
+            return True
+        except Exception:
+            return False
+
+
+def _reason(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    return str(orig).splitlines()[0] if str(orig) else type(orig).__name__
+
+
+__all__ = ["AsyncSession", "SqlStore"]

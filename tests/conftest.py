@@ -1,0 +1,167 @@
+"""Shared fixtures: a store on SQLite and on PostgreSQL, a fake clock, a recording chat."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.bank import QuestionBank
+from bot.clock import FakeClock
+from bot.domain import ChannelRef, Platform, UserRef
+from bot.quiz import QuizService
+from tests.fakes import RecordingChat
+
+PG_ADMIN_URL = os.environ.get(
+    "QUIZBOT_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+)
+REQUIRE_SERVICES = os.environ.get("QUIZBOT_TEST_REQUIRE_SERVICES") == "1"
+TABLES = (
+    "demo_runs, practice_cards, score_days, scores, answers, posts, schedules, "
+    "question_versions, members, channels"
+)
+
+
+def _pg_available() -> bool:
+    import asyncpg
+
+    async def probe() -> bool:
+        try:
+            conn = await asyncpg.connect(_dsn(PG_ADMIN_URL), timeout=3)
+        except (OSError, asyncpg.PostgresError):
+            return False
+        await conn.close()
+        return True
+
+    return asyncio.run(probe())
+
+
+def _dsn(url: str) -> str:
+    return url.replace("postgresql+asyncpg://", "postgresql://")
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, copied per test (migrating takes longer than copying)."""
+    from storage.engine import create_engine, upgrade
+
+    path = tmp_path_factory.mktemp("sqlite") / "template.db"
+
+    async def migrate() -> None:
+        engine = create_engine(f"sqlite+aiosqlite:///{path}")
+        await upgrade(engine)
+        await engine.dispose()  # the last close checkpoints the WAL into the file
+
+    asyncio.run(migrate())
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A throw-away PostgreSQL database for this test session, migrated once."""
+    if not _pg_available():
+        if REQUIRE_SERVICES:
+            pytest.fail(f"PostgreSQL is required but not reachable at {PG_ADMIN_URL}")
+        pytest.skip("PostgreSQL not reachable")
+    import asyncpg
+
+    from storage.engine import create_engine, upgrade
+
+    name = f"quizbot_test_{uuid.uuid4().hex[:8]}"
+    base = PG_ADMIN_URL.rsplit("/", 1)[0]
+    url = f"{base}/{name}"
+
+    async def create() -> None:
+        conn = await asyncpg.connect(_dsn(PG_ADMIN_URL))
+        await conn.execute(f'CREATE DATABASE "{name}"')
+        await conn.close()
+        engine = create_engine(url)
+        await upgrade(engine)
+        await engine.dispose()
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(_dsn(PG_ADMIN_URL))
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.close()
+
+    asyncio.run(create())
+    yield url
+    asyncio.run(drop())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A migrated, empty database URL on each backend."""
+    if request.param == "sqlite":
+        template = request.getfixturevalue("sqlite_template")
+        path = tmp_path / "quizbot.db"
+        shutil.copy(template, path)
+        yield f"sqlite+aiosqlite:///{path}"
+        return
+    url = request.getfixturevalue("pg_url")
+
+    async def truncate() -> None:
+        import asyncpg
+
+        conn = await asyncpg.connect(_dsn(url))
+        await conn.execute(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
+        await conn.close()
+
+    asyncio.run(truncate())
+    yield url
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def store(db_url: str, clock: FakeClock) -> AsyncIterator[object]:
+    from storage.store import SqlStore
+
+    async with SqlStore(db_url, clock=clock) as s:
+        yield s
+
+
+@pytest.fixture(scope="session")
+def bank() -> QuestionBank:
+    from questions.loader import load_bank
+
+    return load_bank()
+
+
+@pytest.fixture
+def chat() -> RecordingChat:
+    return RecordingChat()
+
+
+@pytest.fixture
+async def service(
+    store: object, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+) -> AsyncIterator[QuizService]:
+    svc = QuizService(
+        store,  # type: ignore[arg-type]
+        {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat},
+        bank,
+        clock,
+        rng=random.Random(7),
+        count_update_interval=0.0,
+    )
+    yield svc
+    await svc.drain_updates()
+
+
+@pytest.fixture
+def channel() -> ChannelRef:
+    return ChannelRef(Platform.SLACK, "T1", "C1")
+
+
+def user(name: str) -> UserRef:
+    return UserRef(Platform.SLACK, "T1", f"U{name.upper()}", name)

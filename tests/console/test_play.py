@@ -1,0 +1,106 @@
+"""The console adapter: a round played from a pipe, as in the README."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from adapters.console.chat import ConsoleChat
+from adapters.console.play import ConsoleSession
+from bot.bank import QuestionBank
+from bot.clock import FakeClock
+from bot.commands import core_commands
+from bot.domain import Locale, Platform
+from bot.quiz import QuizService
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = "/ask\n2\n/as bob\n4\n/close\n/leaderboard\n"
+
+
+def run_play(tmp_path: Path, script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QUIZBOT_")}
+    env["QUIZBOT_DATABASE_URL"] = f"sqlite:///{tmp_path / 'play.db'}"
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "play", *args],
+        input=script,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
+    )
+
+
+def test_scripted_round_from_a_pipe_shows_question_outcomes_reveal_and_board(
+    tmp_path: Path, bank: QuestionBank
+) -> None:
+    done = run_play(tmp_path, SCRIPT, "--seed", "1")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    # The question, with its lettered choices and buttons.
+    assert "== Question ·" in out and "[A]  [B]  [C]  [D]" in out
+    asked = next(q for q in bank if q.text(Locale.EN).prompt in out)
+    explanation = asked.text(Locale.EN).explanation
+    # Each user's private outcome, with the explanation, marked as private.
+    assert "(only you sees this)" in out and "(only bob sees this)" in out
+    assert out.count(explanation) >= 3  # you, bob, and the reveal
+    # The reveal in the thread, with the distribution.
+    assert "↳ thread of" in out and "== Answer: " in out and "2 answers:" in out
+    assert "- B: " in out and "- D: " in out
+    # A leaderboard with both users.
+    board = out[out.index("== Leaderboard ==") :]
+    assert "you" in board and "bob" in board and "2 players" in board
+
+
+def test_unknown_console_command_and_bad_input_get_clear_lines(tmp_path: Path) -> None:
+    done = run_play(tmp_path, "/frobnicate\n7x\n2\n/lang xx\n")
+    assert done.returncode == 0, done.stderr
+    assert "Unknown command 'frobnicate'" in done.stdout
+    assert "Type a choice number" in done.stdout
+    assert "No open question" in done.stdout
+    assert "Unknown language 'xx'" in done.stdout
+
+
+def test_unopenable_database_exits_non_zero_with_a_message(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QUIZBOT_")}
+    env["QUIZBOT_DATABASE_URL"] = f"sqlite:///{tmp_path / 'missing-dir' / 'q.db'}"
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "play"],
+        input="/ask\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "does not exist" in done.stderr and "QUIZBOT_DATABASE_URL" in done.stderr
+
+
+async def test_console_session_switches_language_and_users(
+    store: object, bank: QuestionBank, clock: FakeClock
+) -> None:
+    out = io.StringIO()
+    chat = ConsoleChat(out)
+    service = QuizService(
+        store,
+        {Platform.CONSOLE: chat},
+        bank,
+        clock,  # type: ignore[arg-type]
+        rng=random.Random(2),
+        count_update_interval=0,
+    )
+    session = ConsoleSession(service, core_commands(), chat, out)
+    for line in ["/lang el", "/ask", "a", "/as maria", "b", "/quit", "/ask"]:
+        await session.handle(line)
+        if session.done:
+            break
+    text = out.getvalue()
+    assert "Ελληνικά" in text and "== Ερώτηση ·" in text
+    assert "(only maria sees this)" in text
+    assert text.count("== Ερώτηση ·") == 1  # /quit stopped the script
+    await service.drain_updates()

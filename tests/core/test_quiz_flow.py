@@ -1,0 +1,213 @@
+"""The quiz use cases end to end on a real database (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from bot.bank import QuestionBank
+from bot.clock import FakeClock
+from bot.domain import (
+    AnswerStatus,
+    ChannelRef,
+    Locale,
+    Platform,
+    PostKind,
+    PostState,
+    QuestionText,
+)
+from bot.messages import ActionKind, Button
+from bot.quiz import QuizService
+from tests.conftest import user
+from tests.fakes import RecordingChat
+
+ALICE, BOB, CAROL = user("alice"), user("bob"), user("carol")
+
+
+async def test_ask_posts_the_question_with_one_button_per_choice(
+    service: QuizService, chat: RecordingChat, channel: ChannelRef
+) -> None:
+    post = await service.ask(channel)
+    assert post is not None and post.state is PostState.OPEN and post.message is not None
+    (sent,) = chat.of("post")
+    question = service.bank.get(post.question_id)
+    assert question is not None
+    assert question.text(Locale.EN).prompt in sent.message.body  # type: ignore[union-attr]
+    buttons = sent.message.buttons  # type: ignore[union-attr]
+    assert [b.label for b in buttons] == ["A", "B", "C", "D"][: question.choice_count]
+    decoded = [Button.decode(b.encode()) for b in buttons]
+    assert decoded == [(ActionKind.ANSWER, post.id, str(i)) for i in range(len(buttons))]
+    assert "0 answered" in sent.message.footer  # type: ignore[union-attr]
+
+
+async def test_answer_is_told_privately_with_explanation_and_first_answer_counts(
+    service: QuizService, channel: ChannelRef
+) -> None:
+    post = await service.ask(channel)
+    assert post is not None
+    question = service.bank.get(post.question_id)
+    assert question is not None
+    wrong = (question.answer + 1) % question.choice_count
+
+    first = await service.record_answer(post.id, ALICE, wrong)
+    assert first.outcome.status is AnswerStatus.RECORDED and first.outcome.correct is False
+    assert question.text(Locale.EN).explanation in first.message.body
+    assert "Not quite" in first.message.body
+
+    again = await service.record_answer(post.id, ALICE, question.answer)
+    assert again.outcome.status is AnswerStatus.ALREADY_ANSWERED
+    assert again.outcome.choice == wrong  # the first answer is the one that counts
+    assert "already answered" in again.message.body
+
+    right = await service.record_answer(post.id, BOB, question.answer)
+    assert right.outcome.correct is True and right.outcome.answer_count == 2
+    assert "Correct" in right.message.body
+
+
+async def test_close_reveals_once_in_the_thread_with_distribution_and_first_correct(
+    service: QuizService, chat: RecordingChat, channel: ChannelRef, clock: FakeClock
+) -> None:
+    post = await service.ask(channel)
+    assert post is not None
+    q = service.bank.get(post.question_id)
+    assert q is not None
+    wrong = (q.answer + 1) % q.choice_count
+    await service.record_answer(post.id, ALICE, wrong)
+    clock.advance(timedelta(seconds=5))
+    await service.record_answer(post.id, BOB, q.answer)
+    clock.advance(timedelta(seconds=5))
+    await service.record_answer(post.id, CAROL, q.answer)
+
+    reveal = await service.close(post.id)
+    assert reveal is not None
+    expected = [0] * q.choice_count
+    expected[wrong], expected[q.answer] = 1, 2
+    assert list(reveal.distribution) == expected
+    assert reveal.first_correct == BOB
+    assert await service.close(post.id) is None  # a second close does nothing
+
+    (thread,) = chat.of("thread")
+    assert thread.parent == post.message
+    body = thread.message.body  # type: ignore[union-attr]
+    assert "bob" in body and "2 (67%)" in body and q.text(Locale.EN).explanation in body
+    # The public post lost its buttons; the distribution never appeared there.
+    final = chat.of("update")[-1].message
+    assert final is not None and final.buttons == () and "(67%)" not in final.body
+
+    late = await service.record_answer(post.id, CAROL, wrong)
+    assert late.outcome.status is AnswerStatus.CLOSED and "closed" in late.message.body
+
+
+async def test_click_on_unknown_post_or_invalid_choice_gets_a_clear_line(
+    service: QuizService, channel: ChannelRef
+) -> None:
+    unknown = await service.record_answer(999_999, ALICE, 0)
+    assert unknown.outcome.status is AnswerStatus.UNKNOWN_POST
+    assert "not available" in unknown.message.body
+    post = await service.ask(channel)
+    assert post is not None
+    bad = await service.record_answer(post.id, ALICE, 9)
+    assert bad.outcome.status is AnswerStatus.INVALID_CHOICE
+    assert (await service.record_answer(post.id, ALICE, 0)).outcome.status is AnswerStatus.RECORDED
+
+
+async def test_leaderboard_counts_closed_posts_only_and_ranks_ties_together(
+    service: QuizService, channel: ChannelRef
+) -> None:
+    for _ in range(2):
+        post = await service.ask(channel)
+        assert post is not None
+        q = service.bank.get(post.question_id)
+        assert q is not None
+        await service.record_answer(post.id, ALICE, q.answer)
+        await service.record_answer(post.id, BOB, q.answer)
+        await service.record_answer(post.id, CAROL, (q.answer + 1) % q.choice_count)
+        board = await service.leaderboard(channel, CAROL)
+        assert board.players == (0 if _ == 0 else 3)  # answers on open posts are hidden
+        await service.close(post.id)
+    board = await service.leaderboard(channel, CAROL)
+    assert [(r.rank, r.points) for r in board.rows] == [(1, 20), (1, 20), (3, 0)]
+    assert board.players == 3 and board.caller is not None and board.caller.rank == 3
+
+
+async def test_channel_locale_switches_question_and_outcome_to_greek(
+    service: QuizService, chat: RecordingChat, channel: ChannelRef
+) -> None:
+    await service.set_locale(channel, Locale.EL)
+    post = await service.ask(channel)
+    assert post is not None and post.locale is Locale.EL
+    q = service.bank.get(post.question_id)
+    assert q is not None
+    assert q.text(Locale.EL).prompt in chat.of("post")[0].message.body  # type: ignore[union-attr]
+    reply = await service.record_answer(post.id, ALICE, q.answer)
+    assert q.text(Locale.EL).explanation in reply.message.body
+    assert "Σωστό" in reply.message.body
+    # A user whose platform tells us their locale gets it in English.
+    other = await service.record_answer(post.id, BOB, q.answer, user_locale=Locale.EN)
+    assert "Correct" in other.message.body
+
+
+async def test_editing_a_question_never_rewrites_an_earlier_post(
+    store: object,
+    chat: RecordingChat,
+    bank: QuestionBank,
+    clock: FakeClock,
+    channel: ChannelRef,
+) -> None:
+    first = QuizService(
+        store,
+        {Platform.SLACK: chat},
+        bank,
+        clock,  # type: ignore[arg-type]
+        rng=random.Random(1),
+        count_update_interval=0,
+    )
+    post = await first.ask(channel)
+    assert post is not None
+    old = bank.get(post.question_id)
+    assert old is not None
+    texts = dict(old.texts)
+    texts[Locale.EN] = QuestionText(
+        texts[Locale.EN].prompt, texts[Locale.EN].choices, "An edited explanation."
+    )
+    edited = replace(old, texts=texts, content_hash="edited0000000000")
+    others = [q for q in bank if q.id != old.id]
+    second = QuizService(
+        store,
+        {Platform.SLACK: chat},
+        QuestionBank([edited, *others]),  # type: ignore[arg-type]
+        clock,
+        count_update_interval=0,
+    )
+    reply = await second.record_answer(post.id, ALICE, old.answer)
+    assert old.text(Locale.EN).explanation in reply.message.body
+    assert "An edited explanation." not in reply.message.body
+
+
+async def test_close_due_reveals_posts_whose_window_passed(
+    service: QuizService, channel: ChannelRef, clock: FakeClock
+) -> None:
+    early = await service.ask(channel, closes_in=timedelta(hours=1))
+    late = await service.ask(channel, closes_in=timedelta(hours=3))
+    assert early is not None and late is not None
+    assert await service.close_due() == []
+    clock.advance(timedelta(hours=2))
+    assert [r.post.id for r in await service.close_due()] == [early.id]
+    assert await service.store.posts.get(late.id) is not None
+
+
+async def test_publish_failure_leaves_a_claimed_post_that_can_be_sent_later(
+    service: QuizService, chat: RecordingChat, channel: ChannelRef, clock: FakeClock
+) -> None:
+    chat.fail_posts = 1
+    with pytest.raises(ConnectionError):
+        await service.ask(channel)
+    (claimed,) = await service.store.posts.unsent(clock.now())
+    assert claimed.state is PostState.CLAIMED and claimed.kind is PostKind.ASK
+    q = await service.store.questions.get(claimed.question_hash)
+    assert q is not None
+    sent = await service.publish(claimed, q)
+    assert sent.state is PostState.OPEN and await service.store.posts.unsent(clock.now()) == []
