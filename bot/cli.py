@@ -7,6 +7,7 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from bot import __version__
 from bot.config import Settings, load_settings
@@ -33,10 +34,20 @@ def build_parser() -> argparse.ArgumentParser:
     dbsub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
     up = dbsub.add_parser("upgrade", help="apply migrations (QUIZBOT_DATABASE_URL)")
     up.set_defaults(func=_db_upgrade)
+    bk = dbsub.add_parser("backup", help="online backup of the SQLite database to PATH")
+    bk.add_argument("path", type=Path)
+    bk.set_defaults(func=_db_backup)
+    rs = dbsub.add_parser("restore", help="restore the SQLite database from PATH (bot stopped)")
+    rs.add_argument("path", type=Path)
+    rs.set_defaults(func=_db_restore)
 
     from questions.cli import add_questions_commands
 
     add_questions_commands(sub)
+
+    from gpu_runner.sim.cli import add_sim_commands
+
+    add_sim_commands(sub)
 
     return parser
 
@@ -130,6 +141,25 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 
     rev = asyncio.run(run())
     print(f"database {redact(url)} is at revision {rev}")
+    return 0
+
+
+def _db_backup(args: argparse.Namespace) -> int:
+    from bot.app import database_url
+    from storage.backup import backup
+
+    pages = backup(database_url(load_settings()), args.path)
+    print(f"backed up {pages} pages to {args.path}")
+    return 0
+
+
+def _db_restore(args: argparse.Namespace) -> int:
+    from bot.app import database_url
+    from storage.backup import restore
+
+    url = database_url(load_settings())
+    restore(url, args.path)
+    print(f"restored {args.path}")
     return 0
 
 

@@ -1,0 +1,121 @@
+"""``quizbot sim ...``: the simulator's command group (``replay``).
+
+The lead's ``bot/cli.py`` calls `add_sim_commands` on its subparsers; every subcommand
+sets ``func(args) -> int`` (the exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpu_runner.sim._errors import AllocatorConfigError, SnapshotError
+from gpu_runner.sim._sizes import GiB, format_mib, parse_size
+from gpu_runner.sim.replay import RecordedFigures, ReplayResult, recorded_figures, replay_file
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+def add_sim_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``sim`` (with ``sim replay``) to an argparse subparsers object."""
+    sim = subparsers.add_parser(
+        "sim",
+        help="CUDA caching-allocator simulator",
+        description="Simulate PyTorch's CUDA caching allocator on the CPU.",
+    )
+    sim_sub = sim.add_subparsers(dest="sim_command", metavar="COMMAND")
+    sim_sub.required = True
+    replay = sim_sub.add_parser(
+        "replay",
+        help="replay a torch.cuda.memory._dump_snapshot() pickle",
+        description=(
+            "Replay the alloc/free events of a memory snapshot with the recorded allocator "
+            "settings and with --conf, and compare peak memory, fragmentation and OOMs."
+        ),
+    )
+    replay.add_argument("snapshot", type=Path, help="pickle written by _dump_snapshot()")
+    replay.add_argument(
+        "--conf",
+        default="",
+        help="PYTORCH_CUDA_ALLOC_CONF to compare with, e.g. 'expandable_segments:True'",
+    )
+    replay.add_argument(
+        "--total-memory",
+        default="80GiB",
+        help="device memory of the simulated GPU (default 80GiB), e.g. 141GB",
+    )
+    replay.add_argument("--device", type=int, default=None, help="device trace to replay")
+    where = replay.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, help="directory for the PNG (default: .)")
+    where.add_argument("--plot", type=Path, help="path of the PNG")
+    replay.set_defaults(func=run_replay)
+
+
+def _row(name: str, cells: list[str]) -> str:
+    return f"{name:<24}" + "".join(f" {c:>25}" for c in cells)
+
+
+def format_report(
+    recorded: ReplayResult, asked: ReplayResult, figures: RecordedFigures
+) -> list[str]:
+    """The comparison table printed by ``sim replay``."""
+    rec_peak = "-" if figures.peak_reserved is None else format_mib(figures.peak_reserved)
+    lines = [
+        _row("", ["recorded run", "sim: recorded conf", "sim: asked conf"]),
+        _row(
+            "settings", ["(as traced)", recorded.conf or "(defaults)", asked.conf or "(defaults)"]
+        ),
+        _row(
+            "peak allocated",
+            ["-", format_mib(recorded.peak_allocated), format_mib(asked.peak_allocated)],
+        ),
+        _row(
+            "peak reserved",
+            [rec_peak, format_mib(recorded.peak_reserved), format_mib(asked.peak_reserved)],
+        ),
+        _row(
+            "unallocated at peak",
+            ["-", format_mib(recorded.unallocated_at_peak), format_mib(asked.unallocated_at_peak)],
+        ),
+        _row(
+            "fragmentation at peak",
+            ["-", f"{recorded.fragmentation_at_peak:.3f}", f"{asked.fragmentation_at_peak:.3f}"],
+        ),
+        _row("OOMs", [str(figures.num_ooms), str(recorded.num_ooms), str(asked.num_ooms)]),
+        _row("alloc retries", ["-", str(recorded.num_alloc_retries), str(asked.num_alloc_retries)]),
+    ]
+    return lines
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """``quizbot sim replay``: print the comparison and write the PNG."""
+    try:
+        total = parse_size(args.total_memory)
+        snapshot, device, recorded, asked = replay_file(
+            args.snapshot, total_memory=total, conf=args.conf, device=args.device
+        )
+    except (SnapshotError, AllocatorConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    figures = recorded_figures(snapshot, device)
+    events = snapshot.traces[device]
+    print(
+        f"Replay of {snapshot.path}: device {device}, {recorded.allocs} allocs, "
+        f"{recorded.frees} frees of {len(events)} events; simulated GPU {total / GiB:.2f} GiB"
+    )
+    print(f"recorded settings: {recorded.conf or '(defaults)'} ({snapshot.settings_note})")
+    for line in format_report(recorded, asked, figures):
+        print(line)
+    if recorded.unknown_frees:
+        print(
+            f"note: {recorded.unknown_frees} frees of blocks allocated before the recording "
+            "started were skipped; peaks count only memory allocated while recording"
+        )
+    from gpu_runner.sim.plot import plot_replays
+
+    path = args.plot or (args.out or Path(".")) / f"{args.snapshot.stem}-replay.png"
+    written = plot_replays([recorded, asked], path, title=f"Replay of {args.snapshot.name}")
+    print(f"plot: {written}")
+    return EXIT_OK

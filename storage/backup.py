@@ -1,0 +1,74 @@
+"""Online backup and restore of the embedded SQLite database.
+
+SQLite's backup API copies a consistent snapshot while the bot keeps writing (WAL mode
+lets readers and one writer proceed). PostgreSQL deployments use `pg_dump`/`pg_restore`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from bot.errors import StorageError
+
+
+def sqlite_path(url: str) -> Path:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        raise StorageError(
+            "quizbot db backup/restore handle the embedded SQLite database; for PostgreSQL "
+            "use pg_dump / pg_restore (see docs/operations.md)"
+        )
+    if not parsed.database or parsed.database == ":memory:":
+        raise StorageError("the SQLite database is in memory: there is no file to back up")
+    return Path(parsed.database)
+
+
+def backup(url: str, target: Path) -> int:
+    """Copy a consistent snapshot of the database to `target`; returns its page count."""
+    source = sqlite_path(url)
+    if not source.exists():
+        raise StorageError(f"no database at {str(source)!r}: nothing to back up")
+    if target.exists():
+        raise StorageError(f"{str(target)!r} exists; choose a new file name for the backup")
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30)
+    dst = sqlite3.connect(target)
+    try:
+        with dst:
+            src.backup(dst, pages=1024)  # in steps, so writers are not blocked for long
+        pages: int = dst.execute("PRAGMA page_count").fetchone()[0]
+        _check(dst, target)
+    finally:
+        dst.close()
+        src.close()
+    return pages
+
+
+def restore(url: str, backup_file: Path) -> None:
+    """Replace the database's content with a backup (stop the bot first)."""
+    target = sqlite_path(url)
+    if not backup_file.exists():
+        raise StorageError(f"no backup at {str(backup_file)!r}")
+    src = sqlite3.connect(f"file:{backup_file}?mode=ro", uri=True)
+    try:
+        _check(src, backup_file)
+        dst = sqlite3.connect(target, timeout=30)
+        try:
+            with dst:
+                src.backup(dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+
+
+def _check(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        status = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(f"{str(path)!r} is not a quizbot database: {exc}") from exc
+    if status != "ok":
+        raise StorageError(f"{str(path)!r} failed SQLite's integrity check: {status}")
