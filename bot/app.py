@@ -10,13 +10,18 @@ import random
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bot.bank import QuestionBank
 from bot.clock import Clock, SystemClock
 from bot.commands import CommandSet, core_commands
 from bot.config import Settings
+from bot.demos import DemoDispatcher, register_demo_commands
 from bot.ports import Chat
 from bot.quiz import QuizService
+
+if TYPE_CHECKING:
+    from storage.store import SqlStore
 
 
 @dataclass(slots=True)
@@ -25,7 +30,8 @@ class Core:
     service: QuizService
     commands: CommandSet
     bank: QuestionBank
-    store: object
+    store: SqlStore
+    dispatcher: DemoDispatcher
 
 
 def database_url(settings: Settings) -> str:
@@ -50,6 +56,8 @@ async def build_core(
     count_update_interval: float = 1.0,
 ) -> AsyncIterator[Core]:
     """Start the store and the quiz service; stop them in reverse order."""
+    from gpu_runner import open_runner
+    from gpu_runner.demos import default_registry
     from storage.store import SqlStore
 
     clock = clock or SystemClock()
@@ -64,4 +72,11 @@ async def build_core(
             store, chats, bank, clock, rng=rng, count_update_interval=count_update_interval
         )
         stack.push_async_callback(service.drain_updates)
-        yield Core(settings, service, core_commands(), bank, store)
+        runner = await stack.enter_async_context(open_runner(settings))
+        # Attaches itself to reveals and resumes runs left pending by a previous process.
+        dispatcher = await stack.enter_async_context(
+            DemoDispatcher(service, store.demo_runs, runner, default_registry())
+        )
+        commands = core_commands()
+        register_demo_commands(commands, dispatcher)
+        yield Core(settings, service, commands, bank, store, dispatcher)

@@ -45,8 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_questions_commands(sub)
 
+    from gpu_runner.cli import add_demo_commands, add_runner_commands
     from gpu_runner.sim.cli import add_sim_commands
 
+    add_demo_commands(sub)
+    add_runner_commands(sub)
     add_sim_commands(sub)
 
     return parser
@@ -90,7 +93,7 @@ def _play(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
     async def run() -> None:
-        chat = ConsoleChat(sys.stdout)
+        chat = ConsoleChat(sys.stdout, image_dir=Path("quizbot-plots"))
         rng = random.Random(args.seed) if args.seed is not None else None
         async with build_core(
             settings, {Platform.CONSOLE: chat}, rng=rng, count_update_interval=0.0
@@ -105,6 +108,8 @@ def _play(args: argparse.Namespace) -> int:
                 )
             prompt = (lambda: f"{session.user.display}> ") if interactive else None
             await session.run(stdin_lines(sys.stdin, prompt), echo=not interactive)
+            # A script ends at end of input: let demos started by its reveals post first.
+            await core.dispatcher.drain()
 
     asyncio.run(run())
     return 0

@@ -1,0 +1,42 @@
+"""The GPU runner: demo registry, executor (fork server), local and Celery backends.
+
+Importing this package loads neither torch nor matplotlib: only the executor's child
+processes do. The composition root uses `open_runner(settings)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from bot.ports import DemoRunner
+
+
+@asynccontextmanager
+async def open_runner(settings: Settings) -> AsyncIterator[DemoRunner]:
+    """The `DemoRunner` QUIZBOT_RUNNER asks for, started and stopped with the bot."""
+    from bot.config import RunnerKind
+
+    if settings.runner is RunnerKind.OFF:
+        from bot.demo_runner import OffRunner
+
+        yield OffRunner()
+        return
+    from gpu_runner.demos import default_registry
+
+    registry = default_registry()
+    if settings.runner is RunnerKind.CELERY:
+        from gpu_runner.celery_runner import CeleryRunner, make_celery_app
+
+        yield CeleryRunner(make_celery_app(settings.celery_broker_url), registry=registry)
+        return
+    from gpu_runner.local import LocalRunner
+
+    async with LocalRunner(registry=registry) as runner:
+        yield runner
+
+
+__all__ = ["open_runner"]

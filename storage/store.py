@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from bot.clock import Clock, SystemClock
 from bot.errors import StorageError
 from storage.answers import SqlAnswerRepository
+from storage.demo_runs import SqlDemoRunRepository
 from storage.engine import create_engine, redact, upgrade
 from storage.posts import SqlPostRepository
 from storage.questions import SqlQuestionVersions
@@ -50,6 +51,7 @@ class SqlStore:
         self.scores = SqlScoreRepository(self.sessions)
         self.settings = SqlSettingsRepository(self.sessions, self.refs, self.clock)
         self.questions = SqlQuestionVersions(self.sessions, self.clock)
+        self.demo_runs = SqlDemoRunRepository(self.sessions, self.refs)
 
     async def __aenter__(self) -> Self:
         await self.initialize()

@@ -1,0 +1,188 @@
+"""CUDA graphs keep a private memory pool.
+
+Tensors allocated while a graph is captured come from a pool that belongs to the graph:
+replays reuse the same addresses, so that memory stays reserved for as long as the graph
+lives, even after the Python outputs are gone, and ordinary allocations cannot use it.
+On a GPU this is measured; without one the pool is modelled with a second simulated
+allocator (the simulator has no graph pools), clearly labelled.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+from gpu_runner.demos import _plot
+from gpu_runner.demos._alloc import SimDevice
+from gpu_runner.demos._context import DemoOutput, RunContext, mib, title_line
+from gpu_runner.demos._registry import Demo, DemoKind, Param
+
+MiB = 1 << 20
+
+
+def measure_cuda(torch: Any, size: int) -> list[dict[str, Any]]:
+    n = size // 4
+
+    def step(x: Any) -> Any:
+        y = x * 2  # intermediates: allocated during capture, from the graph's pool
+        z = y + 1
+        return z.relu()
+
+    steps: list[dict[str, Any]] = []
+
+    def record(name: str) -> None:
+        torch.cuda.synchronize()
+        s = torch.cuda.memory_stats()
+        private = sum(
+            v
+            for k, v in s.items()
+            if k.startswith("reserved_bytes_by_private_pools") and k.endswith("current")
+        )
+        steps.append(
+            {
+                "step": name,
+                "reserved_bytes": int(torch.cuda.memory_reserved()),
+                "allocated_bytes": int(torch.cuda.memory_allocated()),
+                "private_pool_bytes": int(private) or None,
+            }
+        )
+
+    static_x = torch.randn(n, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up outside the graph, as the docs ask
+        for _ in range(3):
+            step(static_x)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.empty_cache()
+    record("before capture")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = step(static_x)
+    record("after capture")
+    graph.replay()
+    del out
+    record("del output")
+    other = torch.empty(n, device="cuda")
+    record("new tensor, same size")
+    del graph
+    gc.collect()
+    torch.cuda.empty_cache()
+    record("del graph; empty_cache()")
+    del other, static_x
+    return steps
+
+
+def model_sim(size: int) -> list[dict[str, Any]]:
+    """Two simulated pools: the default one and the graph's private one."""
+    default, pool = SimDevice(), SimDevice()
+    steps: list[dict[str, Any]] = []
+
+    def record(name: str, graph_alive: bool = True) -> None:
+        private = pool.reserved() if graph_alive else 0
+        steps.append(
+            {
+                "step": name,
+                "reserved_bytes": default.reserved() + private,
+                "allocated_bytes": default.allocated() + pool.allocated(),
+                "private_pool_bytes": private,
+            }
+        )
+
+    static_x = default.alloc(size)
+    record("before capture")
+    y, z = pool.alloc(size), pool.alloc(size)
+    out = pool.alloc(size)
+    pool.free(y)
+    pool.free(z)  # back to the graph's pool, not to the default one
+    record("after capture")
+    pool.free(out)
+    record("del output")
+    other = default.alloc(size)  # cannot use the private pool's free blocks
+    record("new tensor, same size")
+    pool.empty_cache()
+    default.empty_cache()
+    record("del graph; empty_cache()", graph_alive=False)
+    default.free(other)
+    default.free(static_x)
+    return steps
+
+
+def run(ctx: RunContext) -> DemoOutput:
+    size = ctx.int("size_mib") * MiB
+    simulated = not ctx.cuda
+    steps = model_sim(size) if simulated else measure_cuda(ctx.require_torch(), size)
+    metrics = {"size_bytes": size, "steps": steps, "simulated": simulated}
+    t = ctx.tr
+
+    def pool_text(s: dict[str, Any]) -> str:
+        p = s["private_pool_bytes"]
+        return "" if p is None else t(f", graph pool {mib(p)}", f", pool του graph {mib(p)}")
+
+    lines = [
+        title_line(
+            ctx,
+            "CUDA graphs keep a private memory pool",
+            "Τα CUDA graphs κρατούν δικό τους χώρο μνήμης (pool)",
+            simulated,
+        ),
+        t(
+            f"`out = relu(x * 2 + 1)` captured with `torch.cuda.graph`, x of {mib(size)}:",
+            f"`out = relu(x * 2 + 1)` σε capture με `torch.cuda.graph`, x {mib(size)}:",
+        ),
+        *[
+            f"- `{s['step']}` → reserved {mib(s['reserved_bytes'])}, allocated "
+            f"{mib(s['allocated_bytes'])}{pool_text(s)}"
+            for s in steps
+        ],
+        t(
+            "Replays reuse the captured addresses, so the pool stays reserved while the graph "
+            "lives — even with no live output — and ordinary tensors cannot use it. Free the "
+            "graph (then `empty_cache()`), or share one pool between graphs "
+            "(`graph_pool_handle()`).",
+            "Κάθε replay ξαναχρησιμοποιεί τις διευθύνσεις του capture, οπότε το pool μένει "
+            "δεσμευμένο όσο ζει το graph — ακόμη και χωρίς ζωντανή έξοδο — και οι συνηθισμένοι "
+            "τανυστές δεν μπορούν να το χρησιμοποιήσουν. Αποδεσμεύστε το graph (και μετά "
+            "`empty_cache()`) ή μοιραστείτε ένα pool ανάμεσα σε graphs (`graph_pool_handle()`).",
+        ),
+    ]
+    if simulated:
+        lines.append(
+            t(
+                "_Simulated model: the graph's pool is a second simulated allocator with the same "
+                "rules (the simulator has no graph pools); byte figures follow those rules, "
+                "nothing was captured._",
+                "_Μοντέλο προσομοίωσης: το pool του graph είναι δεύτερος προσομοιωμένος "
+                "allocator με τους ίδιους κανόνες (ο προσομοιωτής δεν έχει graph pools)· τα bytes "
+                "ακολουθούν αυτούς τους κανόνες, δεν έγινε capture._",
+            )
+        )
+    fig, (ax,) = _plot.figure(8.0, 3.2)
+    _plot.grouped_bars(
+        ax,
+        [s["step"].replace("; ", ";\n").replace(", ", ",\n") for s in steps],
+        [
+            ("reserved", [s["reserved_bytes"] / MiB for s in steps], _plot.FREE),
+            ("allocated", [s["allocated_bytes"] / MiB for s in steps], _plot.ALLOCATED),
+            (
+                t("graph pool", "pool του graph"),
+                [(s["private_pool_bytes"] or 0) / MiB for s in steps],
+                _plot.ACCENT,
+            ),
+        ],
+        ylabel="MiB",
+        fmt="{:.0f}",
+        title=t("Memory around a CUDA graph", "Μνήμη γύρω από ένα CUDA graph"),
+    )
+    device = "simulated allocator, no GPU" if simulated else ctx.device_line()
+    return DemoOutput("\n".join(lines), metrics, _plot.to_png(fig), device, simulated)
+
+
+DEMO = Demo(
+    id="cuda-graph-pool",
+    title="CUDA graphs keep a private memory pool",
+    title_el="Τα CUDA graphs κρατούν δικό τους pool μνήμης",
+    kind=DemoKind.ALLOCATOR,
+    run=run,
+    params=(Param("size_mib", int, 16, 1024, 64, "size of the input and each intermediate"),),
+)

@@ -1,0 +1,81 @@
+"""`LocalRunner`: the default `DemoRunner` — demos run in the bot host's fork server."""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import Self
+
+from bot.domain import DemoJob, DemoResult
+from gpu_runner.demos import Registry
+from gpu_runner.executor import Execution, Executor, ExecutorConfig
+
+
+class LocalRunner:
+    """Runs demos on this host: one at a time per GPU (or one in all without a GPU).
+
+    Also offers what `bot.demos.TrackingRunner` asks for: `started()` (the device line once
+    the demo code begins) and `knows()` (a job this process can still deliver; after a
+    restart nothing is known and the dispatcher submits again).
+    """
+
+    enabled = True
+
+    def __init__(
+        self,
+        executor: Executor | None = None,
+        *,
+        config: ExecutorConfig | None = None,
+        registry: Registry | None = None,
+    ) -> None:
+        self.executor = executor or Executor(config, registry)
+        self._runs: dict[int, Execution] = {}
+
+    async def __aenter__(self) -> Self:
+        await self.initialize()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.shutdown()
+
+    async def initialize(self) -> None:
+        await asyncio.to_thread(self.executor.start)
+
+    async def shutdown(self) -> None:
+        await asyncio.to_thread(self.executor.close)
+
+    @property
+    def device_line(self) -> str:
+        return self.executor.info.line
+
+    async def submit(self, job: DemoJob) -> None:
+        # Validation errors (unknown demo, parameter out of range) surface here.
+        self._runs[job.run_id] = await asyncio.to_thread(self.executor.submit, job)
+
+    async def started(self, run_id: int, timeout: float) -> str | None:
+        ex = self._runs.get(run_id)
+        if ex is None:
+            return None
+        try:
+            return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(ex.started)), timeout)
+        except TimeoutError:
+            return None
+
+    async def result(self, run_id: int, timeout: float) -> DemoResult | None:
+        ex = self._runs.get(run_id)
+        if ex is None:
+            return None
+        try:
+            result = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(ex.done)), timeout)
+        except TimeoutError:
+            return None
+        self._runs.pop(run_id, None)
+        return result
+
+    async def knows(self, run_id: int) -> bool:
+        return run_id in self._runs

@@ -1,0 +1,173 @@
+"""Demo runs: recorded before they are submitted, finished and posted by conditional
+updates, so two bot instances never post one result twice."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.demos import DemoRun
+from bot.domain import ChannelRef, DemoResult, DemoState, Locale, MessageRef, Platform
+from storage.models import ChannelRow, DemoRunRow
+from storage.refs import RefResolver
+
+_ACTIVE = (DemoState.QUEUED.value, DemoState.RUNNING.value)
+_FINISHED = (DemoState.SUCCEEDED.value, DemoState.FAILED.value, DemoState.TIMED_OUT.value)
+
+
+def _select() -> Select[DemoRunRow, ChannelRow]:
+    return select(DemoRunRow, ChannelRow).join(ChannelRow, ChannelRow.id == DemoRunRow.channel_id)
+
+
+def _to_run(row: DemoRunRow, ch: ChannelRow) -> DemoRun:
+    channel = ChannelRef(Platform(ch.platform), ch.workspace, ch.channel)
+    return DemoRun(
+        id=row.id,
+        channel=channel,
+        demo=row.demo,
+        locale=Locale(row.locale),
+        state=DemoState(row.state),
+        created_at=row.created_at,
+        params=json.loads(row.params or "{}"),
+        post_id=row.post_id,
+        parent=MessageRef(channel, row.parent_message_id) if row.parent_message_id else None,
+        status_message=(
+            MessageRef(channel, row.status_message_id) if row.status_message_id else None
+        ),
+        device=row.device,
+        report=row.report,
+        metrics=json.loads(row.metrics or "{}"),
+        error=row.error,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        posted_at=row.posted_at,
+    )
+
+
+class SqlDemoRunRepository:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver | None = None
+    ) -> None:
+        self._sessions = sessions
+        self._refs = refs or RefResolver(sessions.kw["bind"].dialect.name)
+
+    async def create(
+        self,
+        channel: ChannelRef,
+        demo: str,
+        locale: Locale,
+        params: Mapping[str, Any],
+        created_at: datetime,
+        *,
+        post_id: int | None = None,
+        parent: MessageRef | None = None,
+    ) -> DemoRun:
+        async with self._sessions.begin() as s:
+            cid = await self._refs.channel_id(s, channel, created_at)
+            row = DemoRunRow(
+                channel_id=cid,
+                post_id=post_id,
+                parent_message_id=parent.message if parent else None,
+                demo=demo,
+                locale=str(locale),
+                params=json.dumps(dict(params), sort_keys=True),
+                state=DemoState.QUEUED.value,
+                device="",
+                report="",
+                metrics="{}",
+                error="",
+                created_at=created_at,
+            )
+            s.add(row)
+            await s.flush()
+            run_id = row.id
+        run = await self.get(run_id)
+        assert run is not None
+        return run
+
+    async def get(self, run_id: int) -> DemoRun | None:
+        async with self._sessions() as s:
+            found = (await s.execute(_select().where(DemoRunRow.id == run_id))).first()
+        return _to_run(found[0], found[1]) if found else None
+
+    async def for_post(self, post_id: int) -> list[DemoRun]:
+        async with self._sessions() as s:
+            rows = await s.execute(
+                _select().where(DemoRunRow.post_id == post_id).order_by(DemoRunRow.id)
+            )
+            return [_to_run(row[0], row[1]) for row in rows]
+
+    async def set_status_message(self, run_id: int, message: MessageRef) -> None:
+        async with self._sessions.begin() as s:
+            await s.execute(
+                update(DemoRunRow)
+                .where(DemoRunRow.id == run_id)
+                .values(status_message_id=message.message)
+            )
+
+    async def _change(self, run_id: int, where: Any, **values: Any) -> bool:
+        async with self._sessions.begin() as s:
+            changed = (
+                await s.execute(
+                    update(DemoRunRow)
+                    .where(DemoRunRow.id == run_id, where)
+                    .values(**values)
+                    .returning(DemoRunRow.id)
+                )
+            ).first()
+        return changed is not None
+
+    async def mark_running(self, run_id: int, device: str, at: datetime) -> bool:
+        return await self._change(
+            run_id,
+            DemoRunRow.state == DemoState.QUEUED.value,
+            state=DemoState.RUNNING.value,
+            device=device,
+            started_at=at,
+        )
+
+    async def requeue(self, run_id: int) -> bool:
+        return await self._change(
+            run_id, DemoRunRow.state == DemoState.RUNNING.value, state=DemoState.QUEUED.value
+        )
+
+    async def finish(self, run_id: int, result: DemoResult, at: datetime) -> bool:
+        return await self._change(
+            run_id,
+            DemoRunRow.state.in_(_ACTIVE),
+            state=result.state.value,
+            device=result.device[:200],
+            report=result.report,
+            metrics=json.dumps(dict(result.metrics), sort_keys=True, default=str),
+            error=result.error,
+            finished_at=at,
+        )
+
+    async def claim_posting(self, run_id: int, at: datetime) -> bool:
+        return await self._change(run_id, DemoRunRow.posted_at.is_(None), posted_at=at)
+
+    async def release_posting(self, run_id: int) -> None:
+        async with self._sessions.begin() as s:
+            await s.execute(
+                update(DemoRunRow).where(DemoRunRow.id == run_id).values(posted_at=None)
+            )
+
+    async def unfinished(self, limit: int = 100) -> list[DemoRun]:
+        async with self._sessions() as s:
+            rows = await s.execute(
+                _select()
+                .where(
+                    or_(
+                        DemoRunRow.state.in_(_ACTIVE),
+                        DemoRunRow.state.in_(_FINISHED) & DemoRunRow.posted_at.is_(None),
+                    )
+                )
+                .order_by(DemoRunRow.id)
+                .limit(limit)
+            )
+            return [_to_run(row[0], row[1]) for row in rows]

@@ -1,0 +1,113 @@
+"""A test-only registry: the real demos plus demos that misbehave on purpose.
+
+Built by `registry()`, handed to executors as "tests.runner.fault_demos:registry"; the real
+registry stays untouched (registries are values, not globals).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gpu_runner.demos import Demo, DemoKind, DemoOutput, Param, Registry, RunContext
+from gpu_runner.demos import default_registry as real_registry
+
+SOURCE = "tests.runner.fault_demos:registry"
+PNG = b"\x89PNG\r\n\x1a\n-test-"
+
+
+def gate_path(token: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"quizbot-test-gate-{token}"
+
+
+def pid_path(token: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"quizbot-test-hang-{token}.pid"
+
+
+def gate_pid_path(token: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"quizbot-test-gate-{token}.pid"
+
+
+def _hang(ctx: RunContext) -> DemoOutput:
+    # A grandchild too: the timeout must end the whole process group.
+    helper = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(1)"])
+    pid_path(ctx.int("token")).write_text(str(helper.pid))
+    while True:
+        time.sleep(0.05)
+
+
+def _crash(ctx: RunContext) -> DemoOutput:
+    raise RuntimeError("boom")
+
+
+def _exit(ctx: RunContext) -> DemoOutput:
+    os._exit(3)
+
+
+def _sigkill(ctx: RunContext) -> DemoOutput:
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("unreachable")
+
+
+def _flood(ctx: RunContext) -> DemoOutput:
+    chunk = "x" * 1024 + "\n"
+    for _ in range(ctx.int("kib")):
+        sys.stdout.write(chunk)
+    sys.stdout.flush()
+    return DemoOutput("flooded")
+
+
+def _env(ctx: RunContext) -> DemoOutput:
+    return DemoOutput(
+        "environment",
+        {"env": dict(os.environ), "pid": os.getpid(), "ppid": os.getppid()},
+        PNG,
+        "test device",
+    )
+
+
+def _gate(ctx: RunContext) -> DemoOutput:
+    """Waits until the test opens the gate (creates a file), then succeeds."""
+    gate = gate_path(ctx.int("token"))
+    gate_pid_path(ctx.int("token")).write_text(str(os.getpid()))
+    while not gate.exists():
+        time.sleep(0.01)
+    return DemoOutput(
+        ctx.tr("gate passed", "η πύλη άνοιξε"), {"token": ctx.int("token")}, PNG, "test device"
+    )
+
+
+TOKEN = (Param("token", int, 0, 10**12, 0, "file name token"),)
+
+
+def registry() -> Registry:
+    real = list(real_registry().values())
+    faults = [
+        Demo("hang", "Hangs", "Κολλάει", DemoKind.TORCH, _hang, TOKEN),
+        Demo("crash", "Raises", "Σφάλμα", DemoKind.TORCH, _crash),
+        Demo("exit", "Exits 3", "Έξοδος 3", DemoKind.TORCH, _exit),
+        Demo("sigkill", "Killed", "Σκοτώνεται", DemoKind.TORCH, _sigkill),
+        Demo(
+            "flood",
+            "Floods",
+            "Πλημμυρίζει",
+            DemoKind.TORCH,
+            _flood,
+            (Param("kib", int, 1, 1 << 20, 1024),),
+        ),
+        Demo(
+            "env",
+            "Environment",
+            "Περιβάλλον",
+            DemoKind.TORCH,
+            _env,
+            alloc_conf="expandable_segments:True",
+        ),
+        Demo("gate", "Gate", "Πύλη", DemoKind.TORCH, _gate, TOKEN),
+    ]
+    return Registry.of(real + faults, source=SOURCE)

@@ -1,0 +1,66 @@
+"""`quizbot demo list|run` and `quizbot runner worker` argument wiring."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from gpu_runner.cli import add_demo_commands, add_runner_commands
+from gpu_runner.demos import default_registry
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="quizbot")
+    sub = parser.add_subparsers(dest="command")
+    add_demo_commands(sub)
+    add_runner_commands(sub)
+    return parser.parse_args(argv)
+
+
+def test_demo_list_shows_every_id_with_its_parameters(capsys: pytest.CaptureFixture[str]) -> None:
+    args = parse("demo", "list")
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    for demo in default_registry().ids():
+        assert demo in out
+    assert "blocks=16 (int 4..32)" in out
+
+
+def test_demo_run_writes_report_metrics_and_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = parse(
+        "demo",
+        "run",
+        "fragmentation",
+        "--simulate",
+        "--locale",
+        "el",
+        "--param",
+        "blocks=8",
+        "--out",
+        str(tmp_path),
+    )
+    assert args.func(args) == 0
+    assert "Κατακερματισμός" in (tmp_path / "report.md").read_text()
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["state"] == "succeeded"
+    assert metrics["metrics"]["fragmentation_index"] == 0.75
+    assert (tmp_path / "plot.png").read_bytes().startswith(b"\x89PNG")
+    assert "simulated allocator, no GPU" in capsys.readouterr().out
+
+
+def test_demo_run_refuses_a_bad_parameter_without_starting_anything(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = parse("demo", "run", "fragmentation", "--param", "blocks=99")
+    assert args.func(args) == 2
+    assert "blocks=99 is out of range" in capsys.readouterr().err
+
+
+def test_runner_worker_takes_a_concurrency() -> None:
+    args = parse("runner", "worker", "--concurrency", "2")
+    assert args.concurrency == 2 and callable(args.func)
