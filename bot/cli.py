@@ -116,17 +116,11 @@ def _play(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from bot.serve import serve
+
     settings = _settings()
-    if not (settings.slack_bot_token or settings.discord_token):
-        print(
-            "quizbot: error: no platform credentials: set SLACK_BOT_TOKEN (+ SLACK_APP_TOKEN "
-            "or SLACK_SIGNING_SECRET) for Slack, or DISCORD_TOKEN for Discord; "
-            "`quizbot play` runs in the terminal without any",
-            file=sys.stderr,
-        )
-        return 2
-    print("quizbot: error: the Slack and Discord adapters are not built yet", file=sys.stderr)
-    return 2
+    asyncio.run(serve(settings))
+    return 0
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ import tomllib
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
@@ -103,6 +104,27 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DISCORD_GATEWAY_URL"),
         description="Discord gateway URL (a gateway proxy; tests)",
     )
+    discord_dev_guild: int | None = Field(
+        None,
+        validation_alias=AliasChoices("QUIZBOT_DISCORD_DEV_GUILD"),
+        description="Discord server id to sync /quiz to while developing (instant); "
+        "unset: global sync",
+    )
+    discord_shard_count: int | None = Field(
+        None,
+        validation_alias=AliasChoices("QUIZBOT_DISCORD_SHARD_COUNT"),
+        description="total Discord shards; set: an AutoShardedClient",
+    )
+    discord_shard_ids: str = Field(
+        "",
+        validation_alias=AliasChoices("QUIZBOT_DISCORD_SHARD_IDS"),
+        description="Discord shards this process runs, e.g. 0,1 or 4-7 (needs the shard count)",
+    )
+    discord_admin_role: int | None = Field(
+        None,
+        validation_alias=AliasChoices("QUIZBOT_DISCORD_ADMIN_ROLE"),
+        description="Discord role id whose members may use /quiz schedule and /quiz close",
+    )
     log_level: str = Field(
         "INFO",
         validation_alias=AliasChoices("QUIZBOT_LOG_LEVEL"),
@@ -137,6 +159,16 @@ def check_timezone(name: str) -> ZoneInfo:
         raise ConfigError(
             f"unknown time zone {name!r}: use an IANA name such as Europe/Athens or UTC"
         ) from None
+
+
+def redact_url(url: str) -> str:
+    """``redis://:secret@host/0`` -> ``redis://:***@host/0``: URLs in messages, never secrets."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
 def env_name(field: str) -> str:

@@ -48,6 +48,12 @@ def add_runner_commands(subparsers: Any) -> None:
     worker.add_argument("--queue", default=None, help="queue name (default: quizbot-demos)")
     worker.add_argument("--loglevel", default="INFO")
     worker.set_defaults(func=_worker)
+    ping = sub.add_parser(
+        "ping", help="exit 0 when this host's runner worker answers (a health check)"
+    )
+    ping.add_argument("--all", action="store_true", help="any worker, not only this host's")
+    ping.add_argument("--timeout", type=float, default=5.0, help="seconds to wait (default 5)")
+    ping.set_defaults(func=_ping)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -117,3 +123,32 @@ def _worker(args: argparse.Namespace) -> int:
     settings = load_settings()
     app = make_celery_app(settings.celery_broker_url, queue=args.queue or DEFAULT_QUEUE)
     return run_worker(app, args.concurrency, args.loglevel)
+
+
+def _ping(args: argparse.Namespace) -> int:
+    import socket
+
+    from bot.config import load_settings, redact_url
+    from gpu_runner.celery_runner import make_celery_app
+
+    settings = load_settings()
+    app = make_celery_app(settings.celery_broker_url).app
+    # Workers are named celery@<hostname> (Celery's default node name).
+    destination = None if args.all else [f"celery@{socket.gethostname()}"]
+    try:
+        replies = app.control.ping(destination=destination, timeout=args.timeout)
+    except Exception as exc:  # broker down: say which broker, never its password
+        print(
+            f"quizbot: error: broker {redact_url(settings.celery_broker_url)} "
+            f"unreachable: {type(exc).__name__}",
+            file=sys.stderr,
+        )
+        return 1
+    if not replies:
+        who = "no runner worker" if args.all else f"no runner worker on {socket.gethostname()}"
+        print(f"{who} answered within {args.timeout:g} s", file=sys.stderr)
+        return 1
+    for reply in replies:
+        for node in reply:
+            print(f"{node}: ok")
+    return 0

@@ -54,3 +54,11 @@ def test_unreadable_toml_file_is_a_config_error(tmp_path: Path) -> None:
     f.write_text("this is = = not toml")
     with pytest.raises(ConfigError, match=r"bad\.toml"):
         load_settings(f)
+
+
+def test_redact_url_hides_only_the_password() -> None:
+    from bot.config import redact_url
+
+    assert redact_url("redis://:s3cret@redis:6379/0") == "redis://:***@redis:6379/0"
+    assert redact_url("amqp://guest:pw@mq//") == "amqp://guest:***@mq//"
+    assert redact_url("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"

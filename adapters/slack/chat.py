@@ -1,0 +1,232 @@
+"""`SlackChat`: the core's `Chat` port over Slack's Web API (`AsyncWebClient`).
+
+A 429 is retried after its ``Retry-After`` (slack_sdk's rate-limit retry handler), up to
+`max_rate_limit_retries` times, so a reveal is not dropped because Slack asked us to
+slow down; connection resets and 500/503 answers are retried too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Self
+
+import aiohttp
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from adapters.slack.render import SlackMessage, render
+from bot.domain import ChannelRef, MessageRef, UserRef
+from bot.errors import QuizError
+from bot.messages import Image, Message
+
+log = logging.getLogger(__name__)
+
+DEFAULT_API_URL = "https://slack.com/api/"
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class RetryAfterHandler(AsyncRateLimitErrorRetryHandler):
+    """slack_sdk's rate-limit handler: waits ``Retry-After`` seconds plus up to a second
+    of jitter (so many waiting calls do not return at once), with an injectable sleep."""
+
+    def __init__(
+        self,
+        max_retry_count: int,
+        sleep: Sleep = asyncio.sleep,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        super().__init__(max_retry_count=max_retry_count)
+        self._sleep = sleep
+        self._jitter = jitter
+
+    async def prepare_for_next_attempt_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        if response is None:
+            raise error or RuntimeError("rate-limit retry without a response")
+        state.next_attempt_requested = True
+        wait = 1.0
+        for name, values in response.headers.items():
+            if name.lower() == "retry-after" and values:
+                with contextlib.suppress(ValueError):
+                    wait = max(0.0, float(values[0]))
+        duration = wait + min(max(self._jitter(), 0.0), 1.0)
+        log.warning("Slack rate limit on %s: retrying in %.1f s", request.url, duration)
+        await self._sleep(duration)
+        state.increment_current_attempt()
+
+
+def retry_handlers(max_rate_limit_retries: int, sleep: Sleep) -> list[AsyncRetryHandler]:
+    return [
+        AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        RetryAfterHandler(max_rate_limit_retries, sleep),
+        AsyncServerErrorRetryHandler(max_retry_count=2),
+    ]
+
+
+class SlackChat:
+    """Outbound Slack calls. Start it (``async with``) before use: it owns the HTTP session
+    shared by every Web API call and `response_url` reply."""
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        base_url: str = DEFAULT_API_URL,
+        max_rate_limit_retries: int = 30,
+        sleep: Sleep = asyncio.sleep,
+        timeout: int = 30,
+    ) -> None:
+        self._token = token
+        self._base_url = base_url if base_url.endswith("/") else base_url + "/"
+        self._handlers = retry_handlers(max_rate_limit_retries, sleep)
+        self._timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+        self._client: AsyncWebClient | None = None
+
+    async def __aenter__(self) -> Self:
+        await self.initialize()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.shutdown()
+
+    async def initialize(self) -> None:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=100),
+                timeout=aiohttp.ClientTimeout(total=self._timeout),
+            )
+            self._client = AsyncWebClient(
+                token=self._token,
+                base_url=self._base_url,
+                session=self._session,
+                timeout=self._timeout,
+                retry_handlers=self._handlers,
+            )
+
+    async def shutdown(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+            self._client = None
+
+    @property
+    def client(self) -> AsyncWebClient:
+        if self._client is None:
+            raise RuntimeError("SlackChat is not started: use `async with SlackChat(...)`")
+        return self._client
+
+    # -- the Chat port -----------------------------------------------------------------
+
+    async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
+        slack = render(message)
+        resp = await self.client.chat_postMessage(
+            channel=channel.channel, **_content(slack), unfurl_links=False, unfurl_media=False
+        )
+        ref = MessageRef(channel, str(resp["ts"]))
+        if message.image is not None:
+            await self.upload_image(ref, message.image)
+        return ref
+
+    async def reply_in_thread(self, parent: MessageRef, message: Message) -> MessageRef:
+        slack = render(message)
+        resp = await self.client.chat_postMessage(
+            channel=parent.channel.channel,
+            thread_ts=parent.message,
+            **_content(slack),
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+        if message.image is not None:
+            await self.upload_image(parent, message.image)
+        return MessageRef(parent.channel, str(resp["ts"]))
+
+    async def send_private(self, channel: ChannelRef, user: UserRef, message: Message) -> None:
+        await self.client.chat_postEphemeral(
+            channel=channel.channel, user=user.user, **_content(render(message))
+        )
+
+    async def update_message(self, ref: MessageRef, message: Message) -> None:
+        await self.client.chat_update(
+            channel=ref.channel.channel, ts=ref.message, **_content(render(message))
+        )
+
+    async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
+        """`files_upload_v2`: get an upload URL, send the bytes, complete into the thread."""
+        await self.client.files_upload_v2(
+            channel=parent.channel.channel,
+            thread_ts=parent.message,
+            file=image.data,
+            filename=image.filename,
+            title=image.title or image.filename,
+            initial_comment=comment or None,
+        )
+
+    # -- beyond the port ---------------------------------------------------------------
+
+    async def respond(self, response_url: str, message: Message, *, private: bool = True) -> None:
+        """Reply through an interaction's `response_url` (no Web API rate tier; works in
+        channels the bot has not joined)."""
+        if self._session is None:
+            raise RuntimeError("SlackChat is not started: use `async with SlackChat(...)`")
+        slack = render(message)
+        hook = AsyncWebhookClient(
+            response_url,
+            session=self._session,
+            timeout=self._timeout,
+            retry_handlers=self._handlers,
+        )
+        resp = await hook.send(
+            text=slack.text,
+            blocks=slack.block_list,
+            response_type="ephemeral" if private else "in_channel",
+            replace_original=False,
+        )
+        if resp.status_code != 200:
+            raise ResponseUrlError(resp.status_code, resp.body)
+
+    async def user_info(self, user_id: str) -> dict[str, Any]:
+        resp = await self.client.users_info(user=user_id)
+        user = resp.get("user")
+        return user if isinstance(user, dict) else {}
+
+
+class ResponseUrlError(QuizError):
+    """A `response_url` refused a reply (expired, used up, or malformed)."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"response_url answered {status}: {body[:200]}")
+        self.status = status
+
+
+def _content(slack: SlackMessage) -> dict[str, Any]:
+    return {"text": slack.text, "blocks": slack.block_list}
+
+
+__all__ = ["DEFAULT_API_URL", "ResponseUrlError", "RetryAfterHandler", "SlackChat"]

@@ -1,0 +1,73 @@
+"""What the Slack adapter needs from the settings, checked with messages that name the
+variable and the fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from pydantic import SecretStr
+
+from adapters.slack.chat import DEFAULT_API_URL
+from bot.config import Settings
+from bot.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class SlackConfig:
+    bot_token: str
+    signing_secret: str | None = None
+    app_token: str | None = None  # set: Socket Mode; unset: HTTP mode (/slack/events)
+    api_url: str = DEFAULT_API_URL
+    admin_ids: frozenset[str] = frozenset()
+    ask_cooldown: timedelta = timedelta(seconds=30)
+    command: str = "/quiz"
+
+    @property
+    def socket_mode(self) -> bool:
+        return self.app_token is not None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SlackConfig | None:
+        """None when Slack is not configured (no SLACK_BOT_TOKEN)."""
+        if settings.slack_bot_token is None:
+            return None
+        config = cls(
+            bot_token=settings.slack_bot_token.get_secret_value().strip(),
+            signing_secret=_secret(settings.slack_signing_secret),
+            app_token=_secret(settings.slack_app_token),
+            api_url=settings.slack_api_url,
+            admin_ids=settings.admin_ids,
+        )
+        config.check()
+        return config
+
+    def check(self) -> None:
+        if not self.bot_token.startswith("xoxb-"):
+            raise ConfigError(
+                "SLACK_BOT_TOKEN must be the Bot User OAuth Token (xoxb-...) from the app's "
+                "OAuth & Permissions page"
+            )
+        if self.app_token is not None and not self.app_token.startswith("xapp-"):
+            raise ConfigError(
+                "SLACK_APP_TOKEN must be an app-level token (xapp-...) with the "
+                "connections:write scope (Basic Information > App-Level Tokens); unset it to "
+                "use HTTP mode"
+            )
+        if self.app_token is None and not self.signing_secret:
+            raise ConfigError(
+                "Slack needs SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP mode, "
+                "Basic Information > App Credentials): set one of them"
+            )
+        if not self.api_url.startswith(("https://", "http://")):
+            raise ConfigError(
+                f"SLACK_API_URL {self.api_url!r} is not a URL: use e.g. https://slack.com/api/"
+            )
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    text = value.get_secret_value().strip() if value is not None else ""
+    return text or None
+
+
+__all__ = ["SlackConfig"]

@@ -1,0 +1,38 @@
+"""The Slack Web API methods the adapter calls, and the scope each needs.
+
+`tests/adapters/slack/test_manifest.py` checks that this table names every method the
+adapter's code calls and that `deploy/slack/manifest.yaml` grants every scope in it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Bot token scopes, by Web API method ("" = no scope needed).
+METHOD_SCOPES: Final[dict[str, str]] = {
+    "auth.test": "",  # Bolt's authorization, once at start
+    "chat.postMessage": "chat:write",
+    "chat.postEphemeral": "chat:write",
+    "chat.update": "chat:write",
+    "files.getUploadURLExternal": "files:write",  # files_upload_v2, step 1
+    "files.completeUploadExternal": "files:write",  # files_upload_v2, step 3
+    "users.info": "users:read",  # the admin check (is_admin / is_owner)
+}
+
+# Scopes the app needs beyond single methods.
+EXTRA_BOT_SCOPES: Final[dict[str, str]] = {
+    "commands": "the /quiz slash command",
+    # Post in public channels without being invited first (questions, boards, reveals).
+    "chat:write.public": "chat.postMessage in public channels the bot has not joined",
+}
+
+# Socket Mode: `apps.connections.open` takes the app-level token (xapp-...), whose scope is
+# set when the token is created, not in the manifest.
+APP_TOKEN_METHODS: Final[dict[str, str]] = {"apps.connections.open": "connections:write"}
+
+
+def bot_scopes() -> set[str]:
+    return {s for s in METHOD_SCOPES.values() if s} | set(EXTRA_BOT_SCOPES)
+
+
+__all__ = ["APP_TOKEN_METHODS", "EXTRA_BOT_SCOPES", "METHOD_SCOPES", "bot_scopes"]

@@ -1,0 +1,51 @@
+"""Small steps the end-to-end tests share: ask through `/quiz ask`, read what was said."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.discord.payloads import MANAGE_GUILD
+from bot.domain import ChannelRef, Platform
+from tests.adapters.discord.fake_discord import MEMBER_PERMISSIONS, FakeDiscord, Json
+
+ADMIN = MEMBER_PERMISSIONS | MANAGE_GUILD
+
+
+def channel_of(fake: FakeDiscord) -> ChannelRef:
+    return ChannelRef(Platform.DISCORD, fake.guild_id, fake.channel_id)
+
+
+def question_messages(fake: FakeDiscord) -> list[Json]:
+    return [m for m in fake.messages.values() if m["components"] and m["channel_id"]]
+
+
+async def ask(fake: FakeDiscord, topic: str | None = None, **kw: Any) -> tuple[Json, int]:
+    """``/quiz ask`` -> (the posted question message, its post id)."""
+    before = len(fake.of("POST", rf"/channels/{fake.channel_id}/messages"))
+    inter = await fake.command("ask", {"topic": topic} if topic else {}, **kw)
+    calls = await fake.wait_for("POST", rf"/channels/{fake.channel_id}/messages", before + 1)
+    await fake.until(lambda: bool(fake.callbacks(inter)))
+    posted = next(m for m in question_messages(fake) if m["embeds"] == calls[before].json["embeds"])
+    return posted, post_id(posted)
+
+
+def custom_ids(message: Json) -> list[str]:
+    return [b["custom_id"] for row in message["components"] for b in row["components"]]
+
+
+def post_id(message: Json) -> int:
+    return int(custom_ids(message)[0].split(":")[2])
+
+
+async def said(fake: FakeDiscord, interaction: Json, count: int = 1) -> list[Json]:
+    """What the bot said in answer to `interaction`, once it said `count` things."""
+    await fake.until(lambda: len(fake.said_to(interaction)) >= count)
+    return fake.said_to(interaction)
+
+
+def text_of(said_entry: Json) -> str:
+    """Content plus embed title and description."""
+    parts = [said_entry.get("content") or ""]
+    for e in said_entry.get("embeds") or []:
+        parts += [e.get("title", ""), e.get("description", "")]
+    return "\n".join(p for p in parts if p)

@@ -1,0 +1,182 @@
+"""The real Bolt app and slack_sdk client against a fake Slack on 127.0.0.1."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from adapters.slack.app import SlackAdapter
+from adapters.slack.chat import SlackChat
+from adapters.slack.config import SlackConfig
+from bot.bank import QuestionBank
+from bot.clock import FakeClock
+from bot.commands import core_commands
+from bot.domain import ChannelRef, Platform, Post
+from bot.quiz import QuizService
+from tests.adapters.slack import slack_requests as rq
+from tests.adapters.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
+
+
+@pytest.fixture
+async def fake_slack() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack(team=rq.TEAM) as fake:
+        yield fake
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    """What the rate-limit retry handler waited (it gets this instead of sleeping)."""
+    return []
+
+
+@pytest.fixture
+async def slack_chat(fake_slack: FakeSlack, sleeps: list[float]) -> AsyncIterator[SlackChat]:
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    async with SlackChat(BOT_TOKEN, base_url=fake_slack.api_url, sleep=sleep) as chat:
+        yield chat
+
+
+@pytest.fixture
+async def slack_service(
+    store: object, slack_chat: SlackChat, bank: QuestionBank, clock: FakeClock
+) -> AsyncIterator[QuizService]:
+    svc = QuizService(
+        store,  # type: ignore[arg-type]
+        {Platform.SLACK: slack_chat},
+        bank,
+        clock,
+        rng=random.Random(7),
+        count_update_interval=0.0,
+    )
+    yield svc
+    await svc.drain_updates()
+
+
+@pytest.fixture
+def slack_channel() -> ChannelRef:
+    return ChannelRef(Platform.SLACK, rq.TEAM, rq.CHANNEL)
+
+
+def make_config(fake: FakeSlack, *, socket: bool = False, **kw: Any) -> SlackConfig:
+    return SlackConfig(
+        bot_token=BOT_TOKEN,
+        signing_secret=None if socket else rq.SIGNING_SECRET,
+        app_token=APP_TOKEN if socket else None,
+        api_url=fake.api_url,
+        **kw,
+    )
+
+
+@dataclass
+class SlackHttp:
+    """The adapter in HTTP mode behind aiohttp on 127.0.0.1, and Slack's side of it."""
+
+    fake: FakeSlack
+    adapter: SlackAdapter
+    service: QuizService
+    url: str
+    session: aiohttp.ClientSession
+    responses: dict[str, int] = field(default_factory=dict)
+
+    async def send(self, body: str, headers: dict[str, str]) -> tuple[int, str]:
+        async with self.session.post(self.url, data=body.encode(), headers=headers) as resp:
+            return resp.status, await resp.text()
+
+    async def command(
+        self,
+        text: str,
+        *,
+        user: str = "U0ALICE",
+        trigger_id: str | None = None,
+        retry_num: int | None = None,
+        channel: str = rq.CHANNEL,
+    ) -> tuple[int, str]:
+        form = rq.slash_command(
+            text,
+            user=user,
+            channel=channel,
+            response_url=self.fake.response_url(f"cmd-{user}"),
+            trigger_id=trigger_id,
+        )
+        body = rq.form_body(form)
+        return await self.send(body, rq.signed_headers(body, retry_num=retry_num))
+
+    async def click(
+        self,
+        post_id: int,
+        choice: int | str,
+        *,
+        user: str = "U0ALICE",
+        trigger_id: str | None = None,
+        retry_num: int | None = None,
+    ) -> tuple[int, str]:
+        payload = rq.block_actions(
+            post_id,
+            choice,
+            user=user,
+            response_url=self.fake.response_url(f"click-{user}"),
+            trigger_id=trigger_id,
+        )
+        body = rq.interaction_body(payload)
+        return await self.send(body, rq.signed_headers(body, retry_num=retry_num))
+
+    def private_to(self, user: str) -> list[str]:
+        """The texts shown privately to `user` (response_url or chat.postEphemeral)."""
+        out = [
+            c.text
+            for c in self.fake.calls_to("response_url")
+            if c.args["name"].endswith(f"-{user}") and c.args.get("response_type") == "ephemeral"
+        ]
+        out += [c.text for c in self.fake.calls_to("chat.postEphemeral") if c.args["user"] == user]
+        return out
+
+    async def ask(self) -> Post:
+        """`/quiz ask` and wait for the question to be posted; returns the open post."""
+        status, _ = await self.command("ask")
+        assert status == 200
+        await self.adapter.idle()
+        post = await self.service.open_post(ChannelRef(Platform.SLACK, rq.TEAM, rq.CHANNEL))
+        assert post is not None and post.message is not None
+        return post
+
+
+@pytest.fixture
+async def http_slack(
+    fake_slack: FakeSlack, slack_chat: SlackChat, slack_service: QuizService
+) -> AsyncIterator[SlackHttp]:
+    config = make_config(fake_slack, admin_ids=frozenset({"U0ROOT"}))
+    async with SlackAdapter(slack_service, core_commands(), slack_chat, config) as adapter:
+        app = web.Application()
+        adapter.mount(app)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0),
+            timeout=aiohttp.ClientTimeout(total=10),
+        ) as session:
+            try:
+                yield SlackHttp(
+                    fake_slack,
+                    adapter,
+                    slack_service,
+                    f"http://127.0.0.1:{port}/slack/events",
+                    session,
+                )
+                await adapter.idle()
+            finally:
+                await runner.cleanup()
+
+
+COOLDOWN = timedelta(seconds=30)

@@ -1,0 +1,386 @@
+"""A fake Slack on 127.0.0.1: the Web API methods the adapter calls, `response_url`s, file
+uploads and a Socket Mode WebSocket, speaking Slack's wire formats to the real
+`slack_sdk`/`slack_bolt` clients.
+
+Arguments are merged from the query string, a form body and a JSON body (slack_sdk sends
+`chat.*` as JSON and `params=` methods as a query string). Every call is recorded; tests
+wait on the record with `wait_until` (a condition, polled on every change, with a
+deadline) and never sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+from aiohttp import WSMsgType, web
+
+from tests.adapters.slack.block_kit import block_kit_problems
+
+BOT_TOKEN = "xoxb-fake-bot-token"
+APP_TOKEN = "xapp-fake-app-token"
+TEAM = "T0FAKE"
+BOT_USER = "UQUIZBOT"
+
+_APP_TOKEN_METHODS = {"apps.connections.open"}
+_BLOCK_METHODS = {"chat.postMessage", "chat.postEphemeral", "chat.update"}
+
+
+@dataclass(slots=True)
+class Call:
+    method: str  # a Web API method, "upload" (the bytes) or "response_url"
+    args: dict[str, Any]
+    token: str | None = None
+    status: int = 200
+    response: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200 and bool(self.response.get("ok", True))
+
+    @property
+    def text(self) -> str:
+        """All the text a user would read: `text` and every block's text."""
+        parts = [str(self.args.get("text", ""))]
+        for block in self.args.get("blocks") or []:
+            if "text" in block:
+                parts.append(block["text"]["text"])
+            parts += [f["text"] for f in block.get("fields", [])]
+            parts += [
+                e["text"] for e in block.get("elements", []) if isinstance(e.get("text"), str)
+            ]
+        return "\n".join(parts)
+
+    @property
+    def action_ids(self) -> list[str]:
+        return [
+            e["action_id"]
+            for b in self.args.get("blocks") or []
+            if b.get("type") == "actions"
+            for e in b["elements"]
+        ]
+
+
+class FakeSlack:
+    def __init__(
+        self,
+        *,
+        bot_token: str = BOT_TOKEN,
+        app_token: str = APP_TOKEN,
+        team: str = TEAM,
+        bot_user: str = BOT_USER,
+    ) -> None:
+        self.bot_token = bot_token
+        self.app_token = app_token
+        self.team = team
+        self.bot_user = bot_user
+        self.calls: list[Call] = []
+        self.users: dict[str, dict[str, Any]] = {}
+        self.messages: dict[tuple[str, str], dict[str, Any]] = {}
+        self.uploads: dict[str, bytes] = {}
+        self.acks: list[dict[str, Any]] = []
+        self.not_in: set[str] = set()  # channels where chat.postMessage says not_in_channel
+        self._rate_limits: dict[str, list[int]] = {}
+        self._failures: dict[str, list[str]] = {}
+        self._ts = itertools.count(1)
+        self._ids = itertools.count(1)
+        self._sockets: list[web.WebSocketResponse] = []
+        self._changed: asyncio.Condition | None = None
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        self._changed = asyncio.Condition()
+        app = web.Application(client_max_size=16 * 1024 * 1024)
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/upload/{file_id}", self._upload)
+        app.router.add_post("/response/{name}", self._response_url)
+        app.router.add_get("/socket", self._socket)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+
+    async def stop(self) -> None:
+        for ws in list(self._sockets):
+            await ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    def response_url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/response/{name}"
+
+    # -- scripting ---------------------------------------------------------------------
+
+    def rate_limit(self, method: str, retry_after: int = 1, times: int = 1) -> None:
+        """The next `times` calls of `method` answer 429 with ``Retry-After``."""
+        self._rate_limits.setdefault(method, []).extend([retry_after] * times)
+
+    def fail(self, method: str, error: str, times: int = 1) -> None:
+        """The next `times` calls of `method` answer ``{"ok": false, "error": error}``."""
+        self._failures.setdefault(method, []).extend([error] * times)
+
+    def add_user(self, user_id: str, *, admin: bool = False, owner: bool = False) -> None:
+        self.users[user_id] = {
+            "id": user_id,
+            "team_id": self.team,
+            "name": user_id.lower(),
+            "is_admin": admin,
+            "is_owner": owner,
+            "is_primary_owner": False,
+            "tz": "Europe/Athens",
+        }
+
+    # -- reading the record ------------------------------------------------------------
+
+    def calls_to(self, *methods: str, ok_only: bool = True) -> list[Call]:
+        return [c for c in self.calls if c.method in methods and (c.ok or not ok_only)]
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Wait until `predicate()` holds, re-checked after every recorded change."""
+        assert self._changed is not None
+        try:
+            async with asyncio.timeout(timeout), self._changed:
+                await self._changed.wait_for(predicate)
+        except TimeoutError:
+            summary = [(c.method, c.status, c.response.get("error")) for c in self.calls]
+            raise AssertionError(f"condition not met in {timeout} s; calls: {summary}") from None
+
+    async def wait_for_calls(
+        self, method: str, count: int = 1, timeout: float = 10.0
+    ) -> list[Call]:
+        await self.wait_until(lambda: len(self.calls_to(method)) >= count, timeout)
+        return self.calls_to(method)
+
+    async def _notify(self) -> None:
+        assert self._changed is not None
+        async with self._changed:
+            self._changed.notify_all()
+
+    # -- Socket Mode -------------------------------------------------------------------
+
+    @property
+    def open_connections(self) -> int:
+        return sum(not ws.closed for ws in self._sockets)
+
+    async def wait_connected(self, timeout: float = 10.0) -> None:
+        await self.wait_until(lambda: self.open_connections > 0, timeout)
+
+    async def push(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        envelope_id: str | None = None,
+        retry_attempt: int | None = None,
+        retry_reason: str | None = None,
+    ) -> str:
+        """Send an envelope (``slash_commands``, ``interactive``, ``events_api``) to the
+        connected app; returns its envelope id."""
+        envelope_id = envelope_id or f"env-{next(self._ids)}"
+        envelope: dict[str, Any] = {
+            "envelope_id": envelope_id,
+            "type": kind,
+            "payload": payload,
+            "accepts_response_payload": kind != "events_api",
+        }
+        if retry_attempt is not None:
+            envelope["retry_attempt"] = retry_attempt
+            envelope["retry_reason"] = retry_reason or "timeout"
+        live = [ws for ws in self._sockets if not ws.closed]
+        assert live, "no Socket Mode connection"
+        await live[-1].send_str(json.dumps(envelope))
+        return envelope_id
+
+    async def wait_for_ack(self, envelope_id: str, timeout: float = 10.0) -> dict[str, Any]:
+        await self.wait_until(
+            lambda: any(a["envelope_id"] == envelope_id for a in self.acks), timeout
+        )
+        return next(a for a in self.acks if a["envelope_id"] == envelope_id)
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        self._sockets.append(ws)
+        await ws.send_str(
+            json.dumps(
+                {
+                    "type": "hello",
+                    "num_connections": len(self._sockets),
+                    "debug_info": {"host": "fake-slack", "approximate_connection_time": 3600},
+                    "connection_info": {"app_id": "AFAKE"},
+                }
+            )
+        )
+        await self._notify()
+        async for msg in ws:
+            if msg.type == WSMsgType.TEXT:
+                data = json.loads(msg.data)
+                if "envelope_id" in data:
+                    self.acks.append(data)
+                    await self._notify()
+        await self._notify()
+        return ws
+
+    # -- HTTP endpoints ----------------------------------------------------------------
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args: dict[str, Any] = dict(request.query)
+        if request.content_type == "application/json":
+            args.update(await request.json())
+        elif request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            args.update({k: v for k, v in (await request.post()).items() if isinstance(v, str)})
+        for key in ("blocks", "files"):
+            if isinstance(args.get(key), str):
+                args[key] = json.loads(args[key])
+        auth = request.headers.get("Authorization", "")
+        token = (
+            auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else args.pop("token", None)
+        )
+        call = Call(method, args, token)
+        self.calls.append(call)
+        try:
+            if (waits := self._rate_limits.get(method)) and waits:
+                call.status = 429
+                call.response = {"ok": False, "error": "ratelimited"}
+                return web.json_response(
+                    call.response, status=429, headers={"Retry-After": str(waits.pop(0))}
+                )
+            call.response = self._answer(method, args, token)
+            return web.json_response(call.response)
+        finally:
+            await self._notify()
+
+    def _answer(self, method: str, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+        wanted = self.app_token if method in _APP_TOKEN_METHODS else self.bot_token
+        if not token:
+            return {"ok": False, "error": "not_authed"}
+        if token != wanted:
+            return {"ok": False, "error": "invalid_auth"}
+        if (errors := self._failures.get(method)) and errors:
+            return {"ok": False, "error": errors.pop(0)}
+        if method in _BLOCK_METHODS and "blocks" in args:
+            problems = block_kit_problems(args["blocks"], args.get("text"))
+            if problems:
+                return {"ok": False, "error": "invalid_blocks", "errors": problems}
+        handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+        if handler is None:
+            return {"ok": False, "error": "unknown_method"}
+        result: dict[str, Any] = handler(args)
+        return result
+
+    def _next_ts(self) -> str:
+        return f"1700000000.{next(self._ts):06d}"
+
+    def _m_auth_test(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "url": "https://fake.slack.test/",
+            "team": "Fake Team",
+            "user": "quizbot",
+            "team_id": self.team,
+            "user_id": self.bot_user,
+            "bot_id": "BQUIZBOT",
+            "is_enterprise_install": False,
+        }
+
+    def _m_chat_postMessage(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = args.get("channel")
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        if channel in self.not_in:
+            return {"ok": False, "error": "not_in_channel"}
+        ts = self._next_ts()
+        self.messages[(channel, ts)] = dict(args)
+        message = {"type": "message", "text": args.get("text", ""), "ts": ts, "user": self.bot_user}
+        if "thread_ts" in args:
+            message["thread_ts"] = args["thread_ts"]
+        return {"ok": True, "channel": channel, "ts": ts, "message": message}
+
+    def _m_chat_postEphemeral(self, args: dict[str, Any]) -> dict[str, Any]:
+        if not args.get("channel") or not args.get("user"):
+            return {"ok": False, "error": "invalid_arguments"}
+        return {"ok": True, "message_ts": self._next_ts()}
+
+    def _m_chat_update(self, args: dict[str, Any]) -> dict[str, Any]:
+        key = (args.get("channel", ""), args.get("ts", ""))
+        if key not in self.messages:
+            return {"ok": False, "error": "message_not_found"}
+        self.messages[key] = {**self.messages[key], **args}
+        return {"ok": True, "channel": key[0], "ts": key[1], "text": args.get("text", "")}
+
+    def _m_users_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        user = args.get("user", "")
+        if not user:
+            return {"ok": False, "error": "user_not_found"}
+        info = self.users.get(user) or {"id": user, "name": user.lower(), "is_admin": False}
+        return {"ok": True, "user": info}
+
+    def _m_files_getUploadURLExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+        if not args.get("filename") or not str(args.get("length", "")).isdigit():
+            return {"ok": False, "error": "invalid_arguments"}
+        file_id = f"F{next(self._ids):08d}"
+        url = f"http://127.0.0.1:{self.port}/upload/{file_id}"
+        return {"ok": True, "upload_url": url, "file_id": file_id}
+
+    def _m_files_completeUploadExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+        files = args.get("files") or []
+        if not files or any(f.get("id") not in self.uploads for f in files):
+            return {"ok": False, "error": "file_not_found"}
+        return {
+            "ok": True,
+            "files": [{"id": f["id"], "title": f.get("title", ""), "name": f["id"]} for f in files],
+        }
+
+    def _m_apps_connections_open(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["file_id"]
+        data = await request.read()
+        self.uploads[file_id] = data
+        self.calls.append(Call("upload", {"file_id": file_id, "size": len(data)}))
+        await self._notify()
+        return web.Response(text=f"OK - {len(data)}")
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        call = Call("response_url", {**body, "name": request.match_info["name"]})
+        self.calls.append(call)
+        problems = block_kit_problems(body.get("blocks") or [], body.get("text"))
+        if problems:
+            call.status = 400
+            call.response = {"ok": False, "error": "invalid_blocks", "errors": problems}
+            await self._notify()
+            return web.Response(status=400, text="invalid_blocks")
+        call.response = {"ok": True}
+        await self._notify()
+        return web.Response(text="ok")

@@ -1,0 +1,105 @@
+"""Slack's requests to the app, built from the recorded samples in `payloads/` and signed
+the way Slack signs them (`slack_sdk.signature.SignatureVerifier`)."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from slack_sdk.signature import SignatureVerifier
+
+PAYLOADS = Path(__file__).parent / "payloads"
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+TEAM = "T0FAKE"
+CHANNEL = "C0QUIZ"
+
+_triggers = itertools.count(1)
+
+
+@cache
+def _sample(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((PAYLOADS / name).read_text())
+    return data
+
+
+def new_trigger_id() -> str:
+    return f"13345224609.738474920.{next(_triggers):019x}"
+
+
+def slash_command(
+    text: str,
+    *,
+    user: str = "U0ALICE",
+    channel: str = CHANNEL,
+    response_url: str | None = None,
+    trigger_id: str | None = None,
+) -> dict[str, str]:
+    form = dict(_sample("slash_command.json"))
+    form.update(
+        text=text,
+        user_id=user,
+        user_name=user.removeprefix("U0").lower(),
+        channel_id=channel,
+        trigger_id=trigger_id or new_trigger_id(),
+    )
+    if response_url is not None:
+        form["response_url"] = response_url
+    return form
+
+
+def block_actions(
+    post_id: int,
+    choice: int | str,
+    *,
+    user: str = "U0ALICE",
+    channel: str = CHANNEL,
+    response_url: str | None = None,
+    trigger_id: str | None = None,
+    message_ts: str = "1700000000.000001",
+    action: str = "answer",
+) -> dict[str, Any]:
+    payload = copy.deepcopy(_sample("block_actions.json"))
+    action_id = f"quiz:{action}:{post_id}:{choice}"
+    payload["user"].update(id=user, username=user.removeprefix("U0").lower())
+    payload["channel"]["id"] = channel
+    payload["container"].update(channel_id=channel, message_ts=message_ts)
+    payload["trigger_id"] = trigger_id or new_trigger_id()
+    payload["actions"][0].update(action_id=action_id, value=action_id)
+    if response_url is not None:
+        payload["response_url"] = response_url
+    return payload
+
+
+def form_body(fields: dict[str, str]) -> str:
+    return urlencode(fields)
+
+
+def interaction_body(payload: dict[str, Any]) -> str:
+    return urlencode({"payload": json.dumps(payload)})
+
+
+def signed_headers(
+    body: str,
+    *,
+    secret: str = SIGNING_SECRET,
+    timestamp: int | None = None,
+    retry_num: int | None = None,
+) -> dict[str, str]:
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
+    assert signature is not None
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": signature,
+    }
+    if retry_num is not None:
+        headers["X-Slack-Retry-Num"] = str(retry_num)
+        headers["X-Slack-Retry-Reason"] = "http_timeout"
+    return headers

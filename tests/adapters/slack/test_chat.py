@@ -1,0 +1,97 @@
+"""`SlackChat` (the core's Chat port) against the fake Slack Web API."""
+
+from __future__ import annotations
+
+import pytest
+from slack_sdk.errors import SlackApiError
+
+from adapters.slack.chat import ResponseUrlError, SlackChat
+from bot.domain import ChannelRef, MessageRef, Platform, UserRef
+from bot.messages import Image, Message
+from bot.ports import Chat
+from tests.adapters.slack.fake_slack import BOT_TOKEN, FakeSlack
+
+CHANNEL = ChannelRef(Platform.SLACK, "T0FAKE", "C0QUIZ")
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
+
+
+def test_slack_chat_is_a_chat() -> None:
+    chat: Chat = SlackChat(BOT_TOKEN)
+    assert chat is not None
+
+
+async def test_an_image_upload_is_three_calls_into_the_thread(
+    fake_slack: FakeSlack, slack_chat: SlackChat
+) -> None:
+    parent = MessageRef(CHANNEL, "1700000000.000042")
+    await slack_chat.upload_image(
+        parent, Image("fragmentation.png", PNG, "Free blocks"), comment="Simulated allocator"
+    )
+    assert [c.method for c in fake_slack.calls] == [
+        "files.getUploadURLExternal",
+        "upload",
+        "files.completeUploadExternal",
+    ]
+    get_url, upload, complete = fake_slack.calls
+    assert get_url.args["filename"] == "fragmentation.png"
+    assert int(get_url.args["length"]) == len(PNG)
+    file_id = get_url.response["file_id"]
+    assert upload.args == {"file_id": file_id, "size": len(PNG)}
+    assert fake_slack.uploads[file_id] == PNG
+    assert complete.args["files"] == [{"id": file_id, "title": "Free blocks"}]
+    assert complete.args["channel_id"] == "C0QUIZ"
+    assert complete.args["thread_ts"] == "1700000000.000042"
+    assert complete.args["initial_comment"] == "Simulated allocator"
+    assert complete.ok
+
+
+async def test_thread_replies_private_messages_and_updates_reach_the_right_place(
+    fake_slack: FakeSlack, slack_chat: SlackChat
+) -> None:
+    ref = await slack_chat.post_message(CHANNEL, Message(title="Q", body="Which?"))
+    reply = await slack_chat.reply_in_thread(ref, Message(body="Answer: *C*"))
+    await slack_chat.send_private(
+        CHANNEL, UserRef(Platform.SLACK, "T0FAKE", "U1"), Message(body="hi")
+    )
+    await slack_chat.update_message(ref, Message(title="Q", body="Which? (closed)"))
+
+    post, thread = fake_slack.calls_to("chat.postMessage")
+    assert ref == MessageRef(CHANNEL, post.response["ts"])
+    assert thread.args["thread_ts"] == ref.message and reply.message == thread.response["ts"]
+    assert post.args["unfurl_links"] is False
+    (private,) = fake_slack.calls_to("chat.postEphemeral")
+    assert (private.args["channel"], private.args["user"]) == ("C0QUIZ", "U1")
+    (update,) = fake_slack.calls_to("chat.update")
+    assert update.args["ts"] == ref.message and "(closed)" in update.text
+
+
+async def test_a_message_with_an_image_uploads_it_into_its_own_thread(
+    fake_slack: FakeSlack, slack_chat: SlackChat
+) -> None:
+    ref = await slack_chat.post_message(CHANNEL, Message(body="Demo", image=Image("plot.png", PNG)))
+    (complete,) = fake_slack.calls_to("files.completeUploadExternal")
+    assert complete.args["thread_ts"] == ref.message
+
+
+async def test_rate_limits_beyond_the_retry_budget_raise(
+    fake_slack: FakeSlack, sleeps: list[float]
+) -> None:
+    fake_slack.rate_limit("chat.postMessage", retry_after=3, times=3)
+    async with SlackChat(
+        BOT_TOKEN, base_url=fake_slack.api_url, max_rate_limit_retries=2, sleep=_record(sleeps)
+    ) as chat:
+        with pytest.raises(SlackApiError):
+            await chat.post_message(CHANNEL, Message(body="x"))
+    assert [int(s) for s in sleeps] == [3, 3]
+
+
+async def test_a_refused_response_url_raises(fake_slack: FakeSlack, slack_chat: SlackChat) -> None:
+    with pytest.raises(ResponseUrlError):
+        await slack_chat.respond(f"http://127.0.0.1:{fake_slack.port}/nowhere", Message(body="x"))
+
+
+def _record(sleeps: list[float]):  # type: ignore[no-untyped-def]
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    return sleep

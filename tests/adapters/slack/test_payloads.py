@@ -1,0 +1,68 @@
+"""Recorded Slack payloads to core values (pure functions)."""
+
+from __future__ import annotations
+
+from adapters.slack.payloads import (
+    BlockActionsPayload,
+    SlashCommandForm,
+    clicks_to_core,
+    command_to_core,
+)
+from bot.domain import ChannelRef, Platform, UserRef
+from bot.messages import ActionKind
+from tests.adapters.slack import slack_requests as rq
+
+
+def test_a_recorded_slash_command_becomes_a_command_call() -> None:
+    form: SlashCommandForm = rq._sample("slash_command.json")  # type: ignore[assignment]
+    call = command_to_core(form)
+    assert call.channel == ChannelRef(Platform.SLACK, "T0FAKE", "C0QUIZ")
+    assert call.user == UserRef(Platform.SLACK, "T0FAKE", "U0ALICE")
+    assert call.user.display == "alice"
+    assert (call.text, call.subcommand) == ("ask", "ask")
+    assert call.trigger_id == "13345224609.738474920.8088930838d88f008e0"
+    assert call.response_url is not None and call.response_url.startswith("https://hooks.")
+
+
+def test_subcommand_is_the_first_word_lowercased_and_empty_text_is_empty() -> None:
+    form = rq.slash_command("  LeaderBoard week ")
+    assert command_to_core(form).subcommand == "leaderboard"  # type: ignore[arg-type]
+    assert command_to_core(rq.slash_command("")).subcommand == ""  # type: ignore[arg-type]
+
+
+def test_a_recorded_block_actions_payload_becomes_an_answer_click() -> None:
+    payload: BlockActionsPayload = rq._sample("block_actions.json")  # type: ignore[assignment]
+    (click,) = clicks_to_core(payload)
+    assert (click.action, click.post_id, click.choice) == (ActionKind.ANSWER, 1, 3)
+    assert click.user == UserRef(Platform.SLACK, "T0FAKE", "U0ALICE")
+    assert click.channel == ChannelRef(Platform.SLACK, "T0FAKE", "C0QUIZ")
+    assert click.message_ts == "1700000000.000001" and not click.ephemeral
+    assert click.trigger_id.endswith("8e1")
+
+
+def test_a_command_and_a_click_in_the_same_channel_agree_on_the_refs() -> None:
+    call = command_to_core(rq.slash_command("ask"))  # type: ignore[arg-type]
+    (click,) = clicks_to_core(rq.block_actions(5, 0))  # type: ignore[arg-type]
+    assert (call.channel, call.user) == (click.channel, click.user)
+
+
+def test_clicks_on_an_ephemeral_message_without_team_use_the_users_team() -> None:
+    payload = rq.block_actions(7, 2)
+    payload["team"] = None
+    del payload["channel"]
+    payload["container"]["is_ephemeral"] = True
+    (click,) = clicks_to_core(payload)  # type: ignore[arg-type]
+    assert click.channel == ChannelRef(Platform.SLACK, "T0FAKE", "C0QUIZ")
+    assert click.user.workspace == "T0FAKE" and click.ephemeral
+
+
+def test_other_actions_are_left_out_and_a_garbled_value_is_an_invalid_choice() -> None:
+    payload = rq.block_actions(7, "x")
+    payload["actions"].append({"action_id": "something_else", "type": "button", "value": "1"})
+    payload["actions"].append({"action_id": "quiz:demo:7:fragmentation", "type": "button"})
+    clicks = clicks_to_core(payload)  # type: ignore[arg-type]
+    assert [(c.action, c.value) for c in clicks] == [
+        (ActionKind.ANSWER, "x"),
+        (ActionKind.DEMO, "fragmentation"),
+    ]
+    assert clicks[0].choice == -1
