@@ -17,10 +17,15 @@ from bot.clock import Clock, SystemClock
 from bot.commands import CommandSet, core_commands
 from bot.config import Settings
 from bot.demos import DemoDispatcher, register_demo_commands
+from bot.metrics import MetricsRegistry, QuizMetrics
 from bot.ports import Chat
+from bot.practice import install_practice
 from bot.quiz import QuizService
+from bot.report import add_report_command
+from bot.scheduling import Scheduler, register_schedule_commands
 
 if TYPE_CHECKING:
+    from adapters.web import WebServer
     from storage.store import SqlStore
 
 
@@ -32,6 +37,9 @@ class Core:
     bank: QuestionBank
     store: SqlStore
     dispatcher: DemoDispatcher
+    scheduler: Scheduler
+    metrics: QuizMetrics
+    web: WebServer  # /healthz, /metrics (+ Slack's /slack/events); started by `serve`
 
 
 def database_url(settings: Settings) -> str:
@@ -56,6 +64,7 @@ async def build_core(
     count_update_interval: float = 1.0,
 ) -> AsyncIterator[Core]:
     """Start the store and the quiz service; stop them in reverse order."""
+    from adapters.web import WebServer
     from gpu_runner import open_runner
     from gpu_runner.demos import default_registry
     from storage.store import SqlStore
@@ -68,8 +77,15 @@ async def build_core(
         store = await stack.enter_async_context(
             SqlStore(url, clock=clock, migrate=url.startswith("sqlite"))
         )
+        metrics = QuizMetrics(MetricsRegistry())
         service = QuizService(
-            store, chats, bank, clock, rng=rng, count_update_interval=count_update_interval
+            store,
+            chats,
+            bank,
+            clock,
+            rng=rng,
+            count_update_interval=count_update_interval,
+            metrics=metrics,
         )
         stack.push_async_callback(service.drain_updates)
         runner = await stack.enter_async_context(open_runner(settings))
@@ -79,4 +95,16 @@ async def build_core(
         )
         commands = core_commands()
         register_demo_commands(commands, dispatcher)
-        yield Core(settings, service, commands, bank, store, dispatcher)
+        install_practice(service, commands, store.practice)
+        add_report_command(commands, store.reports)
+        # start() catches up after downtime: reveals, resends, the latest missed slot.
+        scheduler = await stack.enter_async_context(
+            Scheduler(service, store.schedules, clock=clock, metrics=metrics)
+        )
+        register_schedule_commands(commands, scheduler)
+        web = WebServer(
+            metrics.registry,
+            port=settings.http_port,
+            checks={"scheduler": scheduler.healthy, "database": store.ping},
+        )
+        yield Core(settings, service, commands, bank, store, dispatcher, scheduler, metrics, web)

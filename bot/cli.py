@@ -47,10 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     from gpu_runner.cli import add_demo_commands, add_runner_commands
     from gpu_runner.sim.cli import add_sim_commands
+    from storage.report import add_report_commands
 
     add_demo_commands(sub)
     add_runner_commands(sub)
     add_sim_commands(sub)
+    add_report_commands(sub)
 
     return parser
 
@@ -78,6 +80,8 @@ def _settings() -> Settings:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # APScheduler logs a line per job added and per run: 10,000 schedules, 10,000 lines.
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
     return settings
 
 
@@ -85,8 +89,10 @@ def _play(args: argparse.Namespace) -> int:
     import random
 
     from adapters.console.chat import ConsoleChat
+    from adapters.console.clock import clock_command
     from adapters.console.play import ConsoleSession, stdin_lines
     from bot.app import build_core
+    from bot.clock import OffsetClock
     from bot.domain import Platform
 
     settings = load_settings()
@@ -95,12 +101,14 @@ def _play(args: argparse.Namespace) -> int:
     async def run() -> None:
         chat = ConsoleChat(sys.stdout, image_dir=Path("quizbot-plots"))
         rng = random.Random(args.seed) if args.seed is not None else None
+        clock = OffsetClock()  # `/clock +1d` moves it, to try schedules locally
         async with build_core(
-            settings, {Platform.CONSOLE: chat}, rng=rng, count_update_interval=0.0
+            settings, {Platform.CONSOLE: chat}, clock=clock, rng=rng, count_update_interval=0.0
         ) as core:
             session = ConsoleSession(
                 core.service, core.commands, chat, sys.stdout, channel=args.channel, user=args.user
             )
+            session.extra["clock"] = clock_command(clock, core.scheduler)
             interactive = sys.stdin.isatty()
             if interactive:
                 session.say(

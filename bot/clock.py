@@ -36,3 +36,25 @@ class FakeClock:
         if when.tzinfo is None:
             raise ValueError("FakeClock.set needs a timezone-aware time")
         self._now = when
+
+
+class OffsetClock:
+    """Another clock (the system's by default) plus an offset that only moves forward:
+    the console's ``/clock +1d`` time travel, for trying schedules locally."""
+
+    def __init__(self, base: Clock | None = None, offset: timedelta = timedelta(0)) -> None:
+        self._base = base or SystemClock()
+        self._offset = offset
+
+    @property
+    def offset(self) -> timedelta:
+        return self._offset
+
+    def now(self) -> datetime:
+        return self._base.now() + self._offset
+
+    def advance(self, delta: timedelta) -> datetime:
+        if delta < timedelta(0):
+            raise ValueError("OffsetClock only moves forward")
+        self._offset += delta
+        return self.now()

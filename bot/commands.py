@@ -16,7 +16,6 @@ from bot.errors import UserFacingError
 from bot.i18n import N_, Translator, translator
 from bot.messages import Message
 from bot.quiz import QuizService
-from bot.render import leaderboard_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,37 +126,6 @@ async def _close(service: QuizService, inv: Invocation, args: list[str]) -> list
     return []
 
 
-async def _leaderboard(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
-    board = await service.leaderboard(inv.channel, inv.user)
-    return [Reply(leaderboard_message(board, inv.locale), private=False)]
-
-
-async def _stats(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
-    board = await service.leaderboard(inv.channel, inv.user)
-    t = translator(inv.locale)
-    me = board.caller
-    if me is None:
-        return [Reply(Message(body=t("You have no answers in this channel yet.")))]
-    accuracy = round(100 * me.correct / me.answered) if me.answered else 0
-    return [
-        Reply(
-            Message(
-                title=t("Your results"),
-                body=t(
-                    "Answered {answered}, correct {correct} ({accuracy}%), "
-                    "{points} points, rank {rank} of {players}.",
-                    answered=me.answered,
-                    correct=me.correct,
-                    accuracy=accuracy,
-                    points=me.points,
-                    rank=me.rank,
-                    players=board.players,
-                ),
-            )
-        )
-    ]
-
-
 async def _lang(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
     t = translator(inv.locale)
     locale = Locale.parse(args[0]) if args else None
@@ -179,8 +147,13 @@ def core_commands() -> CommandSet:
     cs = CommandSet()
     cs.add("ask", _ask, "ask [topic]")
     cs.add("close", _close, "close", admin=True)
-    cs.add("leaderboard", _leaderboard, "leaderboard")
-    cs.add("stats", _stats, "stats")
+    # Boards and stats live in their own modules (imported here: they import this one).
+    from bot.boards import USAGE as BOARD_USAGE
+    from bot.boards import leaderboard_command
+    from bot.stats import stats_command
+
+    cs.add("leaderboard", leaderboard_command, BOARD_USAGE)
+    cs.add("stats", stats_command, "stats")
     cs.add("lang", _lang, "lang en|el", admin=True)
 
     async def help_(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -227,6 +227,29 @@ class Reveal:
         return self.distribution[self.question.answer] if self.distribution else 0
 
 
+class BoardWindow(StrEnum):
+    """The span a board covers, in the channel's time zone (ISO weeks start on Monday)."""
+
+    DAY = "day"
+    WEEK = "week"
+    MONTH = "month"
+    ALL = "all"
+
+
+class BoardScope(StrEnum):
+    CHANNEL = "channel"
+    WORKSPACE = "workspace"  # every channel of the platform workspace
+
+
+@dataclass(frozen=True, slots=True)
+class BoardPeriod:
+    """The local dates of a board window: ``first``..``last`` inclusive; None for all-time."""
+
+    window: BoardWindow
+    first: date | None = None
+    last: date | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class LeaderboardRow:
     rank: int
@@ -241,8 +264,38 @@ class Leaderboard:
     rows: tuple[LeaderboardRow, ...]
     players: int
     caller: LeaderboardRow | None = None
-    window: str = "all"
-    scope: str = "channel"
+    window: BoardWindow = BoardWindow.ALL
+    scope: BoardScope = BoardScope.CHANNEL
+    first_day: date | None = None  # the window's local dates (None for all-time)
+    last_day: date | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicStats:
+    topic: str
+    answered: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.answered if self.answered else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerStats:
+    """One member's all-time results in one channel (channel questions; practice is apart)."""
+
+    user: UserRef
+    points: int
+    answered: int
+    correct: int
+    current_streak: int
+    best_streak: int
+    topics: tuple[TopicStats, ...] = ()
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.answered if self.answered else 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,8 @@ from typing import Protocol
 from bot.domain import (
     Answer,
     AnswerOutcome,
+    BoardPeriod,
+    BoardScope,
     ChannelRef,
     ChannelSettings,
     DemoJob,
@@ -16,6 +18,7 @@ from bot.domain import (
     Leaderboard,
     Locale,
     MessageRef,
+    PlayerStats,
     Post,
     PostKind,
     Question,
@@ -115,8 +118,21 @@ class AnswerRepository(Protocol):
 
 class ScoreRepository(Protocol):
     async def leaderboard(
-        self, channel: ChannelRef, caller: UserRef | None, limit: int = 10
-    ) -> Leaderboard: ...
+        self,
+        channel: ChannelRef,
+        caller: UserRef | None,
+        limit: int = 10,
+        *,
+        scope: BoardScope = BoardScope.CHANNEL,
+        period: BoardPeriod | None = None,
+    ) -> Leaderboard:
+        """The top `limit` of a board (all-time when `period` is None), the number of
+        players and the caller's own row, even outside the top."""
+        ...
+
+    async def player_stats(self, channel: ChannelRef, user: UserRef) -> PlayerStats | None:
+        """A member's all-time results in a channel; None before their first closed answer."""
+        ...
 
 
 class SettingsRepository(Protocol):

@@ -19,6 +19,8 @@ from bot.clock import Clock
 from bot.domain import (
     AnswerOutcome,
     AnswerStatus,
+    BoardScope,
+    BoardWindow,
     ChannelRef,
     ChannelSettings,
     Leaderboard,
@@ -33,8 +35,10 @@ from bot.domain import (
 from bot.errors import UserFacingError
 from bot.i18n import translator
 from bot.messages import Message
+from bot.metrics import QuizMetrics
 from bot.ports import Chat, Store
 from bot.render import outcome_message, question_message, reveal_message
+from bot.scoring import board_period
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +47,12 @@ DEFAULT_WINDOW = timedelta(hours=24)
 
 class RevealListener(Protocol):
     async def __call__(self, reveal: Reveal, thread_locale: Locale) -> None: ...
+
+
+class OutcomeRenderer(Protocol):
+    def __call__(self, outcome: AnswerOutcome, locale: Locale) -> Message | None:
+        """The private reply to a click, or None to leave it to the default."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +71,7 @@ class QuizService:
         *,
         rng: random.Random | None = None,
         count_update_interval: float = 1.0,
+        metrics: QuizMetrics | None = None,
     ) -> None:
         self.store = store
         self.chats = chats
@@ -68,8 +79,11 @@ class QuizService:
         self.clock = clock
         self.rng = rng or random.Random()
         self.on_reveal: list[RevealListener] = []
+        # Features that word the private outcome of their own posts (practice).
+        self.outcome_renderers: list[OutcomeRenderer] = []
         self._count_interval = count_update_interval
         self._count_pending: dict[int, asyncio.Task[None]] = {}
+        self.metrics = metrics or QuizMetrics()  # its own registry unless one is given
 
     def chat(self, channel: ChannelRef) -> Chat:
         try:
@@ -136,7 +150,9 @@ class QuizService:
         settings = settings or await self.store.settings.get(post.channel)
         msg = question_message(post, question, settings.timezone)
         ref = await self.chat(post.channel).post_message(post.channel, msg)
-        return await self.store.posts.mark_posted(post.id, ref)
+        posted = await self.store.posts.mark_posted(post.id, ref)
+        self.metrics.posts.inc(kind=str(post.kind))
+        return posted
 
     # -- answer ------------------------------------------------------------------------
 
@@ -155,6 +171,10 @@ class QuizService:
         locale = user_locale or (post.locale if post else Locale.EN)
         if outcome.status is AnswerStatus.RECORDED and post is not None and question:
             self._schedule_count_update(post, question)
+        self.metrics.answers.inc(status=str(outcome.status))
+        for render in self.outcome_renderers:
+            if (message := render(outcome, locale)) is not None:
+                return AnswerReply(outcome, message)
         return AnswerReply(outcome, outcome_message(outcome, locale))
 
     def _schedule_count_update(self, post: Post, question: Question) -> None:
@@ -209,6 +229,7 @@ class QuizService:
                 post.message, question_message(post, question, settings.timezone)
             )
             await chat.reply_in_thread(post.message, reveal_message(reveal, post.locale))
+        self.metrics.reveals.inc()
         for listener in self.on_reveal:
             try:
                 await listener(reveal, post.locale)
@@ -234,8 +255,17 @@ class QuizService:
 
     # -- boards and settings -----------------------------------------------------------
 
-    async def leaderboard(self, channel: ChannelRef, caller: UserRef | None) -> Leaderboard:
-        return await self.store.scores.leaderboard(channel, caller)
+    async def leaderboard(
+        self,
+        channel: ChannelRef,
+        caller: UserRef | None,
+        window: BoardWindow = BoardWindow.ALL,
+        scope: BoardScope = BoardScope.CHANNEL,
+    ) -> Leaderboard:
+        """A board of the current `window` in the channel's time zone, with the caller's rank."""
+        settings = await self.store.settings.get(channel)
+        period = board_period(window, self.clock.now(), settings.timezone)
+        return await self.store.scores.leaderboard(channel, caller, scope=scope, period=period)
 
     async def set_locale(self, channel: ChannelRef, locale: Locale) -> ChannelSettings:
         settings = replace(await self.store.settings.get(channel), locale=locale)

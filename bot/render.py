@@ -8,6 +8,8 @@ from zoneinfo import ZoneInfo
 from bot.domain import (
     AnswerOutcome,
     AnswerStatus,
+    BoardScope,
+    BoardWindow,
     Leaderboard,
     LeaderboardRow,
     Locale,
@@ -18,7 +20,7 @@ from bot.domain import (
     Reveal,
     choice_letter,
 )
-from bot.i18n import Translator, translator
+from bot.i18n import N_, Translator, translator
 from bot.messages import ActionKind, Button, Message
 
 MEDALS = ("🥇", "🥈", "🥉")
@@ -151,17 +153,37 @@ def _bar(n: int, total: int, width: int = 10) -> str:
     return "▇" * filled + "·" * (width - filled)
 
 
+_BOARD_TITLES = {
+    (BoardScope.CHANNEL, BoardWindow.ALL): N_("Leaderboard"),
+    (BoardScope.CHANNEL, BoardWindow.DAY): N_("Leaderboard · today"),
+    (BoardScope.CHANNEL, BoardWindow.WEEK): N_("Leaderboard · this week"),
+    (BoardScope.CHANNEL, BoardWindow.MONTH): N_("Leaderboard · this month"),
+    (BoardScope.WORKSPACE, BoardWindow.ALL): N_("Workspace leaderboard"),
+    (BoardScope.WORKSPACE, BoardWindow.DAY): N_("Workspace leaderboard · today"),
+    (BoardScope.WORKSPACE, BoardWindow.WEEK): N_("Workspace leaderboard · this week"),
+    (BoardScope.WORKSPACE, BoardWindow.MONTH): N_("Workspace leaderboard · this month"),
+}
+
+
 def leaderboard_message(board: Leaderboard, locale: Locale) -> Message:
+    """The top of a board with medals; the caller's own row below it when outside."""
     t = translator(locale)
+    title = t(_BOARD_TITLES[(BoardScope(board.scope), BoardWindow(board.window))])
+    dates = ""
+    if board.first_day is not None and board.last_day is not None:
+        dates = str(board.first_day)
+        if board.last_day != board.first_day:
+            dates += f" – {board.last_day}"
     if not board.rows:
-        return Message(
-            title=t("Leaderboard"), body=t("No scores yet: answer a question to get on the board.")
-        )
+        body = t("No scores yet: answer a question to get on the board.")
+        return Message(title=title, body=body, footer=dates)
     lines = [_board_line(r, t) for r in board.rows]
     if board.caller is not None and board.caller not in board.rows:
         lines += ["…", _board_line(board.caller, t)]
     footer = t.n("{count} player", "{count} players", board.players)
-    return Message(title=t("Leaderboard"), body="\n".join(lines), footer=footer)
+    return Message(
+        title=title, body="\n".join(lines), footer=" · ".join(p for p in (footer, dates) if p)
+    )
 
 
 def _board_line(r: LeaderboardRow, t: Translator) -> str:

@@ -56,30 +56,21 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             await stack.enter_async_context(discord)
             ended.append(asyncio.ensure_future(discord.wait_closed()))
             log.info("Discord adapter running")
-        await _web(stack, settings, http_routes)
+        for mount in http_routes:
+            mount(core.web.app)  # before the server starts: aiohttp freezes its routes
+        if slack is not None:
+            core.web.add_check("slack", adapter.healthy)
+        await stack.enter_async_context(core.web)
+        log.info(
+            "HTTP on port %d: /healthz, /metrics%s",
+            core.web.port,
+            ", /slack/events" if http_routes else "",
+        )
         waiter: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
         await asyncio.wait([waiter, *ended], return_when=asyncio.FIRST_COMPLETED)
         for fut in [waiter, *ended]:
             fut.cancel()
         log.info("shutting down")
-
-
-async def _web(
-    stack: AsyncExitStack, settings: Settings, routes: list[Callable[[Any], None]]
-) -> None:
-    """The HTTP port: Slack's /slack/events in HTTP mode."""
-    from aiohttp import web
-
-    if not routes:
-        return
-    app = web.Application()
-    for mount in routes:
-        mount(app)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    stack.push_async_callback(runner.cleanup)
-    await web.TCPSite(runner, port=settings.http_port).start()
-    log.info("HTTP on port %d", settings.http_port)
 
 
 def _stop_on_signals() -> asyncio.Event:

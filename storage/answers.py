@@ -18,10 +18,20 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.domain import Answer, AnswerOutcome, AnswerStatus, Platform, Post, PostState, UserRef
+from bot.domain import (
+    Answer,
+    AnswerOutcome,
+    AnswerStatus,
+    Platform,
+    Post,
+    PostKind,
+    PostState,
+    UserRef,
+)
 from storage._sql import insert
 from storage.models import AnswerRow, ChannelRow, MemberRow, PostRow
 from storage.posts import to_post
+from storage.practice import record_practice_answer
 from storage.refs import RefResolver
 
 log = logging.getLogger(__name__)
@@ -123,9 +133,13 @@ class SqlAnswerRepository:
             return [AnswerOutcome(status, post=post) for _ in idxs]
 
         first: dict[int, _Pending] = {}
+        practice = row.kind == PostKind.PRACTICE.value
+        strangers: set[int] = set()  # clicks on someone else's practice question
         for i in idxs:
             p = batch[i]
-            if 0 <= p.choice < row.choice_count:
+            if practice and member_ids[p.user.key] != row.practice_member_id:
+                strangers.add(member_ids[p.user.key])
+            elif 0 <= p.choice < row.choice_count:
                 first.setdefault(member_ids[p.user.key], p)
         inserted: set[int] = set()
         if first:
@@ -156,6 +170,11 @@ class SqlAnswerRepository:
                     .returning(PostRow.answer_count)
                 )
             ).scalar_one()
+        if practice and inserted:  # move the member's Leitner card; close the post
+            (mid,) = inserted
+            p = first[mid]
+            correct = p.choice == row.correct_choice
+            await record_practice_answer(s, row, mid, correct, p.at, self._dialect)
         # The choice that counts for members who had answered before this batch.
         earlier: dict[int, int] = {}
         others = [mid for mid in first if mid not in inserted] + [
@@ -174,7 +193,9 @@ class SqlAnswerRepository:
         for i in idxs:
             p = batch[i]
             mid = member_ids[p.user.key]
-            if mid in inserted and first[mid] is p:
+            if mid in strangers:
+                out.append(AnswerOutcome(AnswerStatus.UNKNOWN_POST))
+            elif mid in inserted and first[mid] is p:
                 out.append(_outcome(AnswerStatus.RECORDED, post, p.choice, row.correct_choice))
             elif mid in inserted or mid in earlier:
                 counted = first[mid].choice if mid in inserted else earlier[mid]

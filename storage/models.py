@@ -139,6 +139,14 @@ class PostRow(Base):
     schedule_id: Mapped[int | None] = mapped_column(ForeignKey("schedules.id"), nullable=True)
     slot_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     practice_member_id: Mapped[int | None] = mapped_column(ForeignKey("members.id"), nullable=True)
+    # The reconciler's send lease (migration 0004): a claimed post is resent only by whoever
+    # moves send_leased_at forward; send_attempts counts those resends.
+    send_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    send_leased_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+# A member's open practice post is looked up (and closed) on each `/quiz practice`.
+Index("ix_posts_practice_member_id", PostRow.practice_member_id)
 
 
 class AnswerRow(Base):
@@ -157,8 +165,6 @@ class ScoreRow(Base):
     """All-time aggregate per (channel, member), kept in step when a post closes."""
 
     __tablename__ = "scores"
-    __table_args__ = (Index("ix_scores_channel_rank", "channel_id", "points"),)
-
     channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), primary_key=True)
     member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
     points: Mapped[int] = mapped_column(Integer, default=0)
@@ -173,8 +179,6 @@ class ScoreDayRow(Base):
     """Per-day aggregate (the channel's local date) so windowed boards never scan answers."""
 
     __tablename__ = "score_days"
-    __table_args__ = (Index("ix_score_days_channel_day", "channel_id", "day"),)
-
     channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), primary_key=True)
     member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
     day: Mapped[date] = mapped_column(Date, primary_key=True)
@@ -182,6 +186,80 @@ class ScoreDayRow(Base):
     correct: Mapped[int] = mapped_column(Integer, default=0)
     answered: Mapped[int] = mapped_column(Integer, default=0)
     reached_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ScorePeriodRow(Base):
+    """Totals per board period, kept in step when a post closes, so no board sums rows at
+    read time: a channel's week and month, and a workspace's day, week, month and all-time
+    (`board` names it, e.g. ``channel:7:week``, ``workspace:slack:T1:all``; `starts` is the
+    first local day of the period). A channel's day and all-time boards are `score_days`
+    and `scores`."""
+
+    __tablename__ = "score_periods"
+
+    board: Mapped[str] = mapped_column(String(120), primary_key=True)
+    starts: Mapped[date] = mapped_column(Date, primary_key=True)
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
+    points: Mapped[int] = mapped_column(Integer, default=0)
+    correct: Mapped[int] = mapped_column(Integer, default=0)
+    answered: Mapped[int] = mapped_column(Integer, default=0)
+    reached_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ScoreHistogramRow(Base):
+    """How many players of a board period have each number of points, so a board's number
+    of players and a caller's rank (1 + players with more points) are a sum over a few
+    hundred rows at most, however many players there are. Boards as in `score_periods`,
+    plus ``channel:<id>:all`` (`scores`) and ``channel:<id>:day`` (`score_days`)."""
+
+    __tablename__ = "score_histograms"
+
+    board: Mapped[str] = mapped_column(String(120), primary_key=True)
+    starts: Mapped[date] = mapped_column(Date, primary_key=True)
+    points: Mapped[int] = mapped_column(Integer, primary_key=True)
+    players: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ScoreTopicRow(Base):
+    """Answers and correct answers per (channel, member, topic): personal stats per topic."""
+
+    __tablename__ = "score_topics"
+
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), primary_key=True)
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(80), primary_key=True)
+    answered: Mapped[int] = mapped_column(Integer, default=0)
+    correct: Mapped[int] = mapped_column(Integer, default=0)
+
+
+# The board order (points, then correct answers, then who got there first): a board's top
+# 10 and a caller's rank are index range scans, whatever the number of players.
+Index(
+    "ix_scores_rank",
+    ScoreRow.channel_id,
+    ScoreRow.points.desc(),
+    ScoreRow.correct.desc(),
+    ScoreRow.reached_at,
+    ScoreRow.member_id,
+)
+Index(
+    "ix_score_days_rank",
+    ScoreDayRow.channel_id,
+    ScoreDayRow.day,
+    ScoreDayRow.points.desc(),
+    ScoreDayRow.correct.desc(),
+    ScoreDayRow.reached_at,
+    ScoreDayRow.member_id,
+)
+Index(
+    "ix_score_periods_rank",
+    ScorePeriodRow.board,
+    ScorePeriodRow.starts,
+    ScorePeriodRow.points.desc(),
+    ScorePeriodRow.correct.desc(),
+    ScorePeriodRow.reached_at,
+    ScorePeriodRow.member_id,
+)
 
 
 class PracticeCardRow(Base):

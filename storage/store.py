@@ -16,8 +16,11 @@ from storage.answers import SqlAnswerRepository
 from storage.demo_runs import SqlDemoRunRepository
 from storage.engine import create_engine, redact, upgrade
 from storage.posts import SqlPostRepository
+from storage.practice import SqlPracticeRepository
 from storage.questions import SqlQuestionVersions
 from storage.refs import RefResolver
+from storage.report import SqlReportRepository
+from storage.schedules import SqlScheduleRepository
 from storage.scores import SqlScoreRepository
 from storage.settings import SqlSettingsRepository
 
@@ -52,6 +55,9 @@ class SqlStore:
         self.settings = SqlSettingsRepository(self.sessions, self.refs, self.clock)
         self.questions = SqlQuestionVersions(self.sessions, self.clock)
         self.demo_runs = SqlDemoRunRepository(self.sessions, self.refs)
+        self.practice = SqlPracticeRepository(self.sessions, self.refs)
+        self.reports = SqlReportRepository(self.sessions)
+        self.schedules = SqlScheduleRepository(self.sessions, self.refs)
 
     async def __aenter__(self) -> Self:
         await self.initialize()

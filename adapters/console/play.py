@@ -14,9 +14,10 @@ from typing import TextIO
 
 from adapters.console.chat import ConsoleChat, render_text
 from bot.commands import CommandSet, Invocation, run_command
-from bot.domain import LETTERS, ChannelRef, Platform, UserRef
+from bot.domain import LETTERS, AnswerStatus, ChannelRef, Platform, UserRef
 from bot.errors import UserFacingError
 from bot.i18n import translator
+from bot.messages import ActionKind
 from bot.quiz import QuizService
 
 WORKSPACE = "local"
@@ -42,6 +43,7 @@ class ConsoleSession:
         self.channel = ChannelRef(Platform.CONSOLE, WORKSPACE, channel)
         self.user = _user(user)
         self.done = False
+        self.practice: dict[str, int] = {}  # user key -> their open practice post id
         # The console's own commands; features add theirs (e.g. /clock).
         self.extra: dict[str, ConsoleCommand] = {"as": _as, "quit": _quit, "exit": _quit}
 
@@ -70,6 +72,9 @@ class ConsoleSession:
         for reply in await run_command(self.commands, self.service, inv, text):
             if reply.private:
                 await self.chat.send_private(self.channel, self.user, reply.message)
+                asks = [b.post_id for b in reply.message.buttons if b.action is ActionKind.ANSWER]
+                if asks:  # a private question (practice): a bare answer is for it next
+                    self.practice[self.user.key] = asks[0]
             else:
                 self.say(f"\n#{self.channel.channel}\n{render_text(reply.message, '  ')}")
 
@@ -79,6 +84,12 @@ class ConsoleSession:
         choice = _parse_choice(text)
         if choice is None:
             self.say("! " + t("Type a choice number (1-4) or letter (A-D), or /help."))
+            return
+        if (practice := self.practice.get(self.user.key)) is not None:
+            reply = await self.service.record_answer(practice, self.user, choice)
+            if reply.outcome.status is not AnswerStatus.INVALID_CHOICE:
+                del self.practice[self.user.key]
+            await self.chat.send_private(self.channel, self.user, reply.message)
             return
         post = await self.service.open_post(self.channel)
         if post is None:

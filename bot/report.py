@@ -1,0 +1,169 @@
+"""The admin report: per question — times asked, answers, % correct, the most chosen wrong
+choice. `/quiz report [workspace]` in chat (admins), `quizbot report --format csv|text`
+from the command line (`storage.report`). Practice is left out: it is retried on purpose.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.commands import CommandSet, Invocation, Reply
+from bot.domain import BoardScope, ChannelRef, Locale, choice_letter
+from bot.errors import UserFacingError
+from bot.i18n import translator
+from bot.messages import Message
+from bot.quiz import QuizService
+
+CHAT_ROWS = 20  # a chat message stays readable; the CLI has them all
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionReport:
+    question_id: str
+    topic: str
+    asked: int  # channel posts of the question (scheduled and ask)
+    answers: int
+    correct: int
+    wrong_choice: int | None = None  # the most chosen wrong choice (index), if any
+    wrong_count: int = 0
+    wrong_text: str = ""  # its wording in the latest version asked
+
+    @property
+    def percent_correct(self) -> int:
+        return round(100 * self.correct / self.answers) if self.answers else 0
+
+    @property
+    def wrong_letter(self) -> str:
+        return choice_letter(self.wrong_choice) if self.wrong_choice is not None else ""
+
+
+class ReportRepository(Protocol):
+    async def questions(
+        self, channel: ChannelRef | None, scope: BoardScope, locale: Locale
+    ) -> list[QuestionReport]:
+        """Per-question figures for a channel, its workspace, or everything (None)."""
+        ...
+
+
+def hardest_first(rows: Sequence[QuestionReport]) -> list[QuestionReport]:
+    """Answered questions by % correct (lowest first), then unanswered ones."""
+    return sorted(rows, key=lambda r: (r.answers == 0, r.percent_correct, -r.asked, r.question_id))
+
+
+def report_message(
+    rows: Sequence[QuestionReport], scope: BoardScope, locale: Locale, limit: int = CHAT_ROWS
+) -> Message:
+    t = translator(locale)
+    title = (
+        t("Question report · this workspace")
+        if scope is BoardScope.WORKSPACE
+        else t("Question report · this channel")
+    )
+    if not rows:
+        return Message(title=title, body=t("No questions asked here yet."))
+    ordered = hardest_first(rows)
+    lines = []
+    for r in ordered[:limit]:
+        line = t(
+            "*{question}* ({topic}): asked {asked}×, {answers} answers, correct: {percent}%",
+            question=r.question_id,
+            topic=r.topic,
+            asked=r.asked,
+            answers=r.answers,
+            percent=r.percent_correct,
+        )
+        if r.wrong_choice is not None:
+            line += "; " + t(
+                "most chosen wrong answer: {letter}. {text} ({count})",
+                letter=r.wrong_letter,
+                text=r.wrong_text,
+                count=r.wrong_count,
+            )
+        lines.append(f"- {line}")
+    footer = t("Hardest first. All questions: quizbot report --format csv")
+    if len(ordered) > limit:
+        footer = t("{shown} of {total} questions, hardest first.", shown=limit, total=len(rows))
+        footer += " " + t("All questions: quizbot report --format csv")
+    return Message(title=title, body="\n".join(lines), footer=footer)
+
+
+CSV_HEADER = (
+    "question_id",
+    "topic",
+    "times_asked",
+    "answers",
+    "correct",
+    "percent_correct",
+    "most_chosen_wrong_choice",
+    "most_chosen_wrong_text",
+    "most_chosen_wrong_count",
+)
+
+
+def report_csv(rows: Sequence[QuestionReport]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_HEADER)
+    for r in hardest_first(rows):
+        writer.writerow(
+            (
+                r.question_id,
+                r.topic,
+                r.asked,
+                r.answers,
+                r.correct,
+                r.percent_correct,
+                r.wrong_letter,
+                r.wrong_text,
+                r.wrong_count,
+            )
+        )
+    return out.getvalue()
+
+
+def report_text(rows: Sequence[QuestionReport]) -> str:
+    """An aligned table for a terminal."""
+    head = ("question", "topic", "asked", "answers", "correct", "most chosen wrong")
+    body = [
+        (
+            r.question_id,
+            r.topic,
+            str(r.asked),
+            str(r.answers),
+            f"{r.percent_correct}%",
+            f"{r.wrong_letter}. {r.wrong_text} ({r.wrong_count})" if r.wrong_letter else "",
+        )
+        for r in hardest_first(rows)
+    ]
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in [head, *body]
+    ]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def add_report_command(commands: CommandSet, reports: ReportRepository) -> None:
+    """Add the admin-only `/quiz report [workspace]` (composition root)."""
+
+    async def report(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
+        scope = BoardScope.CHANNEL
+        for word in args:
+            if word.lower() in ("workspace", "server"):
+                scope = BoardScope.WORKSPACE
+            elif word.lower() != "channel":
+                t = translator(inv.locale)
+                raise UserFacingError(
+                    t(
+                        "Unknown report {value!r}: use channel or workspace. "
+                        "Example: /quiz report workspace",
+                        value=word,
+                    )
+                )
+        rows = await reports.questions(inv.channel, scope, inv.locale)
+        return [Reply(report_message(rows, scope, inv.locale))]
+
+    commands.add("report", report, "report [workspace]", admin=True)

@@ -1,0 +1,103 @@
+"""Practice: Leitner cards per (member, question) and private practice posts.
+
+A practice answer is recorded by the answer writer like any other; in the same
+transaction `record_practice_answer` moves the member's card and closes the post.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.domain import ChannelRef, Locale, Post, PostKind, PostState, Question, UserRef
+from bot.practice import PracticeCard, review
+from storage._sql import insert
+from storage.models import MemberRow, PostRow, PracticeCardRow
+from storage.posts import post_select, to_post
+from storage.refs import RefResolver
+
+
+async def record_practice_answer(
+    s: AsyncSession, post: PostRow, member_id: int, correct: bool, at: datetime, dialect: str
+) -> None:
+    """Move the member's card for the post's question, and close the practice post."""
+    box = (
+        await s.execute(
+            select(PracticeCardRow.box).where(
+                PracticeCardRow.member_id == member_id,
+                PracticeCardRow.question_id == post.question_id,
+            )
+        )
+    ).scalar_one_or_none()
+    new_box, due_at = review(box, correct, at)
+    values = {"box": new_box, "due_at": due_at, "last_answered_at": at}
+    await s.execute(
+        insert(dialect, PracticeCardRow)
+        .values(member_id=member_id, question_id=post.question_id, **values)
+        .on_conflict_do_update(index_elements=["member_id", "question_id"], set_=values)
+    )
+    await s.execute(
+        update(PostRow)
+        .where(PostRow.id == post.id, PostRow.state == PostState.OPEN.value)
+        .values(state=PostState.CLOSED.value, closed_at=at)
+    )
+
+
+class SqlPracticeRepository:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
+        self._sessions = sessions
+        self._refs = refs
+
+    async def cards(self, user: UserRef) -> list[PracticeCard]:
+        async with self._sessions() as s:
+            rows = await s.execute(
+                select(PracticeCardRow)
+                .join(MemberRow, MemberRow.id == PracticeCardRow.member_id)
+                .where(
+                    MemberRow.platform == str(user.platform),
+                    MemberRow.workspace == user.workspace,
+                    MemberRow.user_id == user.user,
+                )
+                .order_by(PracticeCardRow.question_id)
+            )
+            return [
+                PracticeCard(c.question_id, c.box, c.due_at, c.last_answered_at)
+                for c in rows.scalars()
+            ]
+
+    async def open_post(
+        self, channel: ChannelRef, user: UserRef, question: Question, locale: Locale, now: datetime
+    ) -> Post:
+        async with self._sessions.begin() as s:
+            cid = await self._refs.channel_id(s, channel, now)
+            mid = (await self._refs.member_ids(s, [user]))[user.key]
+            # One practice question at a time: a bare answer in the console goes to it.
+            await s.execute(
+                update(PostRow)
+                .where(
+                    PostRow.practice_member_id == mid,
+                    PostRow.kind == PostKind.PRACTICE.value,
+                    PostRow.state == PostState.OPEN.value,
+                )
+                .values(state=PostState.CLOSED.value, closed_at=now)
+            )
+            row = PostRow(
+                channel_id=cid,
+                question_id=question.id,
+                question_hash=question.content_hash,
+                correct_choice=question.answer,
+                choice_count=question.choice_count,
+                kind=PostKind.PRACTICE.value,
+                state=PostState.OPEN.value,
+                locale=str(locale),
+                created_at=now,
+                closes_at=None,  # never closed by the clock: the answer closes it
+                answer_count=0,
+                practice_member_id=mid,
+            )
+            s.add(row)
+            await s.flush()
+            found = (await s.execute(post_select().where(PostRow.id == row.id))).one()
+            return to_post(*found)

@@ -1,0 +1,395 @@
+"""The aggregates equal a full recomputation from the answers, after any mix of asks,
+answers (repeated ones too), practice, closes and clock moves — on SQLite and PostgreSQL.
+Also: the migration that introduced `score_periods`/`score_topics` fills them the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.operations import Operations
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import delete, select
+from sqlalchemy.engine import Connection
+
+from bot.bank import QuestionBank
+from bot.clock import FakeClock
+from bot.domain import (
+    BoardPeriod,
+    BoardScope,
+    BoardWindow,
+    ChannelRef,
+    ChannelSettings,
+    Locale,
+    Platform,
+    PostKind,
+    PostState,
+    UserRef,
+)
+from bot.practice import Practice
+from bot.quiz import QuizService
+from bot.scoring import local_day, period_start, score_answer
+from storage.engine import alembic_config, create_engine, upgrade
+from storage.models import (
+    AnswerRow,
+    Base,
+    ChannelRow,
+    MemberRow,
+    PostRow,
+    QuestionVersionRow,
+    ScoreDayRow,
+    ScoreHistogramRow,
+    ScorePeriodRow,
+    ScoreRow,
+    ScoreTopicRow,
+)
+from storage.scores import ALL_TIME
+from storage.store import SqlStore
+from tests.boards.conftest import play
+from tests.fakes import RecordingChat
+
+CHANNELS = [
+    (ChannelRef(Platform.SLACK, "T1", "C1"), "Europe/Athens"),
+    (ChannelRef(Platform.SLACK, "T1", "C2"), "UTC"),
+    (ChannelRef(Platform.SLACK, "T2", "C3"), "America/New_York"),
+]
+MEMBERS = {
+    ws: [UserRef(Platform.SLACK, ws, f"U{ws}{i}", f"{ws.lower()}-{i}") for i in range(3)]
+    for ws in ("T1", "T2")
+}
+START = datetime(2027, 3, 26, 20, 0, tzinfo=UTC)  # a Friday before the spring DST change
+
+# A round: a question in a channel (scheduled, ask or someone's practice), clicks on it or
+# on earlier questions (right, wrong, or not a choice; repeats too), then it is closed now,
+# at the end (out of order) or never; then the clock moves on (across days, weeks and the
+# DST change).
+clicks = st.lists(
+    st.tuples(st.integers(0, 2), st.integers(0, 2), st.sampled_from([True, True, False, None])),
+    max_size=7,
+)
+rounds = st.lists(
+    st.tuples(
+        st.integers(0, 2),
+        st.sampled_from(["scheduled", "scheduled", "ask", "practice"]),
+        clicks,
+        st.sampled_from(["now", "now", "later", "never"]),
+        st.integers(0, 60),
+    ),
+    min_size=1,
+    max_size=9,
+)
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],  # no shrinking: each example is a database run
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(script=rounds)
+def test_aggregates_equal_a_recomputation_from_the_answers(
+    db_url: str, bank: QuestionBank, script: list[tuple[Any, ...]]
+) -> None:
+    asyncio.run(_run(db_url, bank, script))
+
+
+async def _run(url: str, bank: QuestionBank, script: list[tuple[Any, ...]]) -> None:
+    clock = FakeClock(START)
+    async with SqlStore(url, clock=clock) as store:
+        await _clear(store)
+        service = QuizService(
+            store,
+            {Platform.SLACK: RecordingChat()},
+            bank,
+            clock,
+            rng=random.Random(3),
+            count_update_interval=0.0,
+        )
+        practice = Practice(service, store.practice)
+        for ref, tz in CHANNELS:
+            await store.settings.save(ChannelSettings(ref, timezone=tz))
+        posts: list[tuple[int, ChannelRef]] = []
+        later: list[int] = []
+        for channel_index, kind, round_clicks, close, hours in script:
+            ref = CHANNELS[channel_index][0]
+            members = MEMBERS[ref.workspace]
+            if kind == "practice":
+                post, _ = await practice.next_question(ref, members[0], Locale.EN)
+            else:
+                asked = await service.ask(ref, kind=PostKind(kind))
+                assert asked is not None
+                post = asked
+            posts.append((post.id, ref))
+            for back, member, right in round_clicks:
+                post_id, where = posts[max(0, len(posts) - 1 - back)]
+                target = await store.posts.get(post_id)
+                assert target is not None
+                q = bank.get(target.question_id)
+                assert q is not None
+                choice = q.answer if right else (q.answer + 1) % q.choice_count
+                if right is None:
+                    choice = q.choice_count  # an invalid click records nothing
+                await service.record_answer(post_id, MEMBERS[where.workspace][member], choice)
+                clock.advance(timedelta(minutes=7))
+            if close == "now":
+                await service.close(post.id)
+                clock.advance(timedelta(seconds=1))  # folds happen in closed_at order
+            elif close == "later":
+                later.append(post.id)
+            clock.advance(timedelta(hours=hours))
+        for post_id in reversed(later):
+            await service.close(post_id)
+            clock.advance(timedelta(seconds=1))
+        await service.drain_updates()
+        expected = await recompute(store)
+        assert await actual(store) == expected
+        await _check_boards(service, expected)
+
+
+async def _clear(store: SqlStore) -> None:
+    async with store.sessions.begin() as s:
+        for table in reversed(Base.metadata.sorted_tables):
+            await s.execute(delete(table))
+
+
+async def recompute(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]:
+    """Every aggregate, from posts and answers alone, the rules applied in close order."""
+    async with store.sessions() as s:
+        channels = {c.id: c for c in (await s.execute(select(ChannelRow))).scalars()}
+        topics = {
+            h: json.loads(d)["topic"]
+            for h, d in await s.execute(select(QuestionVersionRow.hash, QuestionVersionRow.data))
+        }
+        closed = (
+            (
+                await s.execute(
+                    select(PostRow)
+                    .where(PostRow.state == PostState.CLOSED.value, PostRow.kind != "practice")
+                    .order_by(PostRow.closed_at, PostRow.id)
+                )
+            )
+            .scalars()
+            .all()
+        )
+        answers: dict[int, list[AnswerRow]] = defaultdict(list)
+        for a in (await s.execute(select(AnswerRow))).scalars():
+            answers[a.post_id].append(a)
+
+    streak: dict[tuple[int, int], int] = defaultdict(int)
+    best: dict[tuple[int, int], int] = defaultdict(int)
+    tallies: dict[str, dict[tuple[Any, ...], list[tuple[int, bool, datetime]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    topic_counts: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0])
+    for post in closed:
+        kind = PostKind(post.kind)
+        ch = channels[post.channel_id]
+        answered = {a.member_id for a in answers[post.id]}
+        if kind is PostKind.SCHEDULED:
+            for key in list(streak):
+                if key[0] == ch.id and key[1] not in answered:
+                    streak[key] = 0
+        for a in answers[post.id]:
+            key = (ch.id, a.member_id)
+            scored = score_answer(kind, a.correct, streak[key])
+            streak[key] = scored.streak
+            best[key] = max(best[key], scored.streak)
+            item = (scored.points, a.correct, a.answered_at)
+            day = local_day(a.answered_at, ch.timezone)
+            week = period_start(BoardWindow.WEEK, day)
+            month = period_start(BoardWindow.MONTH, day)
+            ws = f"workspace:{ch.platform}:{ch.workspace}"
+            tallies["scores"][key].append(item)
+            tallies["score_days"][(ch.id, a.member_id, day)].append(item)
+            for board, starts in (
+                (f"channel:{ch.id}:week", week),
+                (f"channel:{ch.id}:month", month),
+                (f"{ws}:day", day),
+                (f"{ws}:week", week),
+                (f"{ws}:month", month),
+                (f"{ws}:all", ALL_TIME),
+            ):
+                tallies["score_periods"][(board, starts, a.member_id)].append(item)
+            counts = topic_counts[(ch.id, a.member_id, topics[post.question_hash])]
+            counts[0] += 1
+            counts[1] += int(a.correct)
+
+    def total(items: list[tuple[int, bool, datetime]]) -> tuple[Any, ...]:
+        points = sum(p for p, _, _ in items)
+        scoring = [at for p, _, at in items if p > 0]
+        reached = max(scoring) if scoring else min(at for _, _, at in items)
+        return (points, sum(c for _, c, _ in items), len(items), reached)
+
+    out = {
+        "scores": {k: (*total(v), streak[k], best[k]) for k, v in tallies["scores"].items()},
+        "score_days": {k: total(v) for k, v in tallies["score_days"].items()},
+        "score_periods": {k: total(v) for k, v in tallies["score_periods"].items()},
+        "score_topics": {k: tuple(v) for k, v in topic_counts.items()},
+    }
+    players: dict[tuple[Any, ...], int] = defaultdict(int)
+    for (cid, _), v in out["scores"].items():
+        players[(f"channel:{cid}:all", ALL_TIME, v[0])] += 1
+    for (cid, _, day), v in out["score_days"].items():
+        players[(f"channel:{cid}:day", day, v[0])] += 1
+    for (board, starts, _), v in out["score_periods"].items():
+        players[(board, starts, v[0])] += 1
+    out["score_histograms"] = {k: (n,) for k, n in players.items()}
+    return out
+
+
+async def actual(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]:
+    async with store.sessions() as s:
+        return {
+            "scores": {
+                (r.channel_id, r.member_id): (
+                    r.points,
+                    r.correct,
+                    r.answered,
+                    r.reached_at,
+                    r.current_streak,
+                    r.best_streak,
+                )
+                for r in (await s.execute(select(ScoreRow))).scalars()
+            },
+            "score_days": {
+                (r.channel_id, r.member_id, r.day): (r.points, r.correct, r.answered, r.reached_at)
+                for r in (await s.execute(select(ScoreDayRow))).scalars()
+            },
+            "score_periods": {
+                (r.board, r.starts, r.member_id): (r.points, r.correct, r.answered, r.reached_at)
+                for r in (await s.execute(select(ScorePeriodRow))).scalars()
+            },
+            "score_topics": {
+                (r.channel_id, r.member_id, r.topic): (r.answered, r.correct)
+                for r in (await s.execute(select(ScoreTopicRow))).scalars()
+            },
+            "score_histograms": {
+                (r.board, r.starts, r.points): (r.players,)
+                for r in (await s.execute(select(ScoreHistogramRow))).scalars()
+                if r.players  # a bucket everyone left stays, empty
+            },
+        }
+
+
+async def _check_boards(
+    service: QuizService, expected: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]
+) -> None:
+    """The all-time channel and workspace boards list what the recomputation ranks."""
+    store = service.store
+    assert isinstance(store, SqlStore)
+    async with store.sessions() as s:
+        names = {m.id: m.user_id for m in (await s.execute(select(MemberRow))).scalars()}
+        ids = {
+            (c.platform, c.workspace, c.channel): c.id
+            for c in (await s.execute(select(ChannelRow))).scalars()
+        }
+    for ref, _ in CHANNELS:
+        cid = ids[(str(ref.platform), ref.workspace, ref.channel)]
+        rows = [(k[1], v) for k, v in expected["scores"].items() if k[0] == cid]
+        want = sorted(rows, key=lambda kv: (-kv[1][0], -kv[1][1], kv[1][3], kv[0]))
+        board = await store.scores.leaderboard(ref, None)
+        assert [(r.user.user, r.points) for r in board.rows] == [(names[m], v[0]) for m, v in want]
+        ws_key = f"workspace:{ref.platform}:{ref.workspace}:all"
+        ws_rows = [(k[2], v) for k, v in expected["score_periods"].items() if k[0] == ws_key]
+        ws_board = await store.scores.leaderboard(
+            ref, None, scope=BoardScope.WORKSPACE, period=BoardPeriod(BoardWindow.ALL)
+        )
+        assert ws_board.players == len(ws_rows)
+        ranks = {names[m]: 1 + sum(o[0] > v[0] for _, o in ws_rows) for m, v in ws_rows}
+        assert all(ranks[r.user.user] == r.rank for r in ws_board.rows)
+
+
+async def test_migration_backfill_equals_what_the_folds_wrote(service: QuizService) -> None:
+    """The revision that added `score_periods`, `score_histograms` and `score_topics` fills
+    them from `scores`, `score_days` and the answers exactly as the folds would have."""
+    athens = ChannelRef(Platform.SLACK, "T1", "C1")
+    await service.store.settings.save(ChannelSettings(athens, timezone="Europe/Athens"))
+    members = MEMBERS["T1"]
+    for day in range(9):
+        at = START + timedelta(days=day, hours=day % 5)
+        await play(service, athens, {m: (day + i) % 3 != 0 for i, m in enumerate(members)}, at=at)
+        await play(
+            service,
+            ChannelRef(Platform.SLACK, "T1", "C2"),
+            {members[day % 3]: day % 2 == 0},
+            kind=PostKind.ASK,
+            at=at + timedelta(hours=3),
+        )
+    store = service.store
+    assert isinstance(store, SqlStore)
+    before = await actual(store)
+    assert before["score_periods"] and before["score_topics"]
+    async with store.sessions.begin() as s:
+        await s.execute(delete(ScorePeriodRow))
+        await s.execute(delete(ScoreTopicRow))
+        await s.execute(delete(ScoreHistogramRow))
+
+    migration = _migration("0003")
+
+    def backfill(conn: Connection) -> None:
+        with Operations.context(MigrationContext.configure(conn)):
+            migration._backfill_periods()
+            migration._backfill_histograms()
+            migration._backfill_topics()
+
+    async with store.engine.begin() as conn:
+        await conn.run_sync(backfill)
+    assert await actual(store) == before
+
+
+async def test_migration_downgrades_and_upgrades_again_to_the_models(db_url: str) -> None:
+    engine = create_engine(db_url)
+    below = _migration("0003").down_revision
+
+    def migrate(conn: Connection, to: str) -> list[object]:
+        cfg = alembic_config()
+        cfg.attributes["connection"] = conn
+        if to == "head":
+            command.upgrade(cfg, to)
+        else:
+            command.downgrade(cfg, to)
+        ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+        return list(compare_metadata(ctx, Base.metadata))
+
+    try:
+        async with engine.begin() as conn:
+            assert await conn.run_sync(migrate, below) != []  # the new tables are gone
+        async with engine.begin() as conn:
+            assert await conn.run_sync(migrate, "head") == []
+    finally:
+        await engine.dispose()
+
+
+def _migration(revision: str) -> Any:
+    script = ScriptDirectory.from_config(alembic_config()).get_revision(revision)
+    assert script is not None and script.module is not None
+    return script.module
+
+
+async def test_benchmark_history_follows_the_rules(tmp_path: Path) -> None:
+    """bench/leaderboard.py generates its aggregates with numpy; they equal the
+    recomputation above, so the benchmark measures boards the bot would have built."""
+    from bench.leaderboard import generate, load_sqlite
+
+    history = generate(answers=6000, members=400, channels=12, workspaces=2, days=15)
+    path = tmp_path / "bench.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    engine = create_engine(url)
+    await upgrade(engine)
+    await engine.dispose()
+    load_sqlite(path, history)
+    async with SqlStore(url) as store:
+        assert await actual(store) == await recompute(store)

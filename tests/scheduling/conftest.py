@@ -1,0 +1,117 @@
+"""Fixtures for the scheduling tests: a scheduler driven by the fake clock (APScheduler
+off: tests call `tick`, the code path APScheduler wakes in production)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shlex
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from bot.bank import QuestionBank
+from bot.clock import Clock, FakeClock
+from bot.domain import ChannelRef, Locale, MessageRef, Platform, PostKind
+from bot.i18n import translator
+from bot.messages import ActionKind, Button
+from bot.quiz import QuizService
+from bot.scheduling import Scheduler, ScheduleRequest, parse_schedule_request
+from storage.store import SqlStore
+from tests.fakes import RecordingChat, Sent
+
+
+class NamedChat(RecordingChat):
+    """A `RecordingChat` whose message ids name the instance (two replicas, one DB)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def _ref(self, channel: ChannelRef) -> MessageRef:
+        ref = super()._ref(channel)
+        return MessageRef(channel, f"{self.name}-{ref.message}")
+
+
+def post_id_of(sent: Sent) -> int:
+    """The post id carried by a posted question's first button."""
+    assert sent.message is not None and sent.message.buttons
+    action, post_id, _ = Button.decode(sent.message.buttons[0].encode())
+    assert action is ActionKind.ANSWER
+    return post_id
+
+
+@pytest.fixture
+async def scheduler(service: QuizService, store: SqlStore) -> AsyncIterator[Scheduler]:
+    async with Scheduler(service, store.schedules, use_apscheduler=False) as s:
+        yield s
+
+
+async def run_until(
+    clock: FakeClock, schedulers: Sequence[Scheduler], until: datetime, max_steps: int = 5000
+) -> int:
+    """Step the fake clock from event to event up to ``until``; at each stop every
+    scheduler ticks at once (replicas racing). Returns the number of stops."""
+    steps = 0
+    while steps < max_steps:
+        events = [e for s in schedulers if (e := await s.next_event(clock.now())) is not None]
+        nxt = min(events, default=None)
+        if nxt is None or nxt > until:
+            break
+        clock.set(nxt)
+        await asyncio.gather(*(s.tick() for s in schedulers))
+        steps += 1
+    clock.set(max(until, clock.now()))
+    await asyncio.gather(*(s.tick() for s in schedulers))
+    return steps
+
+
+SCHEDULED = PostKind.SCHEDULED
+
+
+@dataclass
+class Instance:
+    """One bot process: its own engine, service, chat and scheduler."""
+
+    store: SqlStore
+    service: QuizService
+    scheduler: Scheduler
+    chat: RecordingChat
+
+
+@asynccontextmanager
+async def instance(
+    db_url: str,
+    clock: Clock,
+    bank: QuestionBank,
+    chat: RecordingChat,
+    *,
+    platforms: Sequence[Platform] = (Platform.SLACK, Platform.DISCORD, Platform.CONSOLE),
+    seed: int = 7,
+    **scheduler_options: Any,
+) -> AsyncIterator[Instance]:
+    async with SqlStore(db_url, clock=clock) as store:
+        service = QuizService(
+            store,
+            {p: chat for p in platforms},
+            bank,
+            clock,
+            rng=random.Random(seed),
+            count_update_interval=0.0,
+        )
+        scheduler_options.setdefault("use_apscheduler", False)
+        scheduler = Scheduler(service, store.schedules, **scheduler_options)
+        await scheduler.start()
+        try:
+            yield Instance(store, service, scheduler, chat)
+        finally:
+            await scheduler.shutdown()
+            await service.drain_updates()
+
+
+def request(text: str, now: datetime, default_zone: str = "UTC") -> ScheduleRequest:
+    return parse_schedule_request(shlex.split(text), translator(Locale.EN), default_zone, now)
