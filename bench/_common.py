@@ -21,3 +21,46 @@ def target(name: str, measured: str, goal: str, ok: bool) -> str:
     line = f"target {name}: {measured} (goal {goal}) {'PASS' if ok else 'FAIL'}"
     print(line, flush=True)
     return line
+
+
+PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+
+
+def _dsn(url: str) -> str:
+    return url.replace("postgresql+asyncpg://", "postgresql://")
+
+
+async def pg_database(admin_url: str, label: str, *, migrate: bool = True) -> str | None:
+    """A fresh database for one benchmark run (None when PostgreSQL is unreachable).
+
+    `migrate`: bring it to the current schema; drop it with `drop_pg` at the end.
+    """
+    import os
+
+    import asyncpg
+
+    name = f"quizbot_bench_{label}_{os.getpid()}"
+    try:
+        conn = await asyncpg.connect(_dsn(admin_url), timeout=3)
+    except (OSError, asyncpg.PostgresError) as exc:
+        print(f"PostgreSQL not reachable ({exc}); skipping it")
+        return None
+    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.close()
+    url = admin_url.rsplit("/", 1)[0] + "/" + name
+    if migrate:
+        from storage.engine import create_engine, upgrade
+
+        engine = create_engine(url)
+        await upgrade(engine)
+        await engine.dispose()
+    return url
+
+
+async def drop_pg(admin_url: str, url: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(_dsn(admin_url))
+    await conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+    await conn.close()

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import median, percentile, target
+from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
 from bot.clock import SystemClock
 from bot.domain import AnswerStatus, ChannelRef, MessageRef, Platform, UserRef
 from bot.messages import Image, Message
@@ -29,8 +29,6 @@ from bot.quiz import QuizService
 from questions.loader import load_bank
 from storage.engine import create_engine, upgrade
 from storage.store import SqlStore
-
-PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 
 
 class NullChat:
@@ -153,36 +151,6 @@ async def raw_postgres(url: str, rows: int) -> tuple[float, float]:
     return single, batched
 
 
-async def pg_database(admin_url: str) -> str | None:
-    """A fresh, migrated database for the run (dropped at the end)."""
-    import asyncpg
-
-    name = f"quizbot_bench_{os.getpid()}"
-    try:
-        conn = await asyncpg.connect(
-            admin_url.replace("postgresql+asyncpg://", "postgresql://"), timeout=3
-        )
-    except (OSError, asyncpg.PostgresError) as exc:
-        print(f"PostgreSQL not reachable ({exc}); skipping it")
-        return None
-    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
-    url = admin_url.rsplit("/", 1)[0] + "/" + name
-    engine = create_engine(url)
-    await upgrade(engine)
-    await engine.dispose()
-    return url
-
-
-async def drop_pg(admin_url: str, url: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(admin_url.replace("postgresql+asyncpg://", "postgresql://"))
-    await conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
-    await conn.close()
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--users", type=int, default=5000)
@@ -198,7 +166,7 @@ async def main() -> None:
         results["sqlite"] = await burst(url, args.users)
         single, batched = await raw_sqlite(Path(tmp) / "raw.db", args.users)
         results["sqlite"].update(raw_single=single, raw_batched=batched)
-    pg = await pg_database(args.pg)
+    pg = await pg_database(args.pg, "answers")
     if pg is not None:
         try:
             results["postgresql"] = await burst(pg, args.users)

@@ -41,7 +41,7 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import median, percentile, target
+from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
 from bot.bank import question_to_dict
 from bot.clock import FakeClock
 from bot.domain import BoardScope, BoardWindow, ChannelRef, Platform, UserRef
@@ -50,7 +50,6 @@ from questions.loader import load_bank
 from storage.engine import create_engine, upgrade
 from storage.store import SqlStore
 
-PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 ZONES = ("UTC", "Europe/Athens", "America/New_York", "Asia/Tokyo", "Europe/London")
 FIRST_DAY = date(2027, 1, 4)  # a Monday
 GOAL_MS = 20.0
@@ -437,31 +436,6 @@ async def measure(url: str, history: History, samples: int) -> dict[str, list[fl
     return out
 
 
-async def pg_database(admin_url: str) -> str | None:
-    import asyncpg
-
-    name = f"quizbot_bench_lb_{os.getpid()}"
-    try:
-        conn = await asyncpg.connect(
-            admin_url.replace("postgresql+asyncpg://", "postgresql://"), timeout=3
-        )
-    except (OSError, asyncpg.PostgresError) as exc:
-        print(f"PostgreSQL not reachable ({exc}); skipping it")
-        return None
-    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
-    return admin_url.rsplit("/", 1)[0] + "/" + name
-
-
-async def drop_pg(admin_url: str, url: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(admin_url.replace("postgresql+asyncpg://", "postgresql://"))
-    await conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
-    await conn.close()
-
-
 async def run_db(name: str, url: str, history: History, samples: int) -> dict[str, list[float]]:
     engine = create_engine(url)
     await upgrade(engine)
@@ -500,7 +474,7 @@ async def main(args: argparse.Namespace) -> None:
         results["sqlite"] = await run_db(
             "sqlite", f"sqlite+aiosqlite:///{Path(tmp) / 'boards.db'}", history, args.samples
         )
-    pg = await pg_database(args.pg)
+    pg = await pg_database(args.pg, "lb", migrate=False)
     if pg is not None:
         try:
             results["postgresql"] = await run_db("postgresql", pg, history, args.samples)

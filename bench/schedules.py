@@ -34,9 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import median, percentile, target
+from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
 
-PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 HOT_SLOT = datetime(2027, 6, 1, 9, 0, tzinfo=UTC)
 LEAD = timedelta(seconds=3)  # start the scheduler this long before the hot slot
 OTHER_ZONES = ("UTC", "Europe/Athens", "Europe/Berlin", "America/New_York", "Asia/Tokyo")
@@ -225,31 +224,6 @@ async def run_one(url: str, channels: int, hot: int) -> dict[str, float]:
     }
 
 
-async def pg_database(admin_url: str) -> str | None:
-    import asyncpg
-
-    name = f"quizbot_bench_sched_{os.getpid()}"
-    try:
-        conn = await asyncpg.connect(
-            admin_url.replace("postgresql+asyncpg://", "postgresql://"), timeout=3
-        )
-    except (OSError, asyncpg.PostgresError) as exc:
-        print(f"PostgreSQL not reachable ({exc}); skipping it")
-        return None
-    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
-    return admin_url.rsplit("/", 1)[0] + "/" + name
-
-
-async def drop_pg(admin_url: str, url: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(admin_url.replace("postgresql+asyncpg://", "postgresql://"))
-    await conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
-    await conn.close()
-
-
 def child(url: str, channels: int, hot: int) -> dict[str, float]:
     out = subprocess.run(
         [sys.executable, __file__, "--child", url, "--channels", str(channels), "--hot", str(hot)],
@@ -277,7 +251,7 @@ def main() -> None:
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         results["sqlite"] = child(f"sqlite+aiosqlite:///{tmp}/bench.db", args.channels, args.hot)
-    pg = asyncio.run(pg_database(args.pg))
+    pg = asyncio.run(pg_database(args.pg, "sched", migrate=False))
     if pg is not None:
         try:
             results["postgresql"] = child(pg, args.channels, args.hot)
