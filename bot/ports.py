@@ -3,7 +3,8 @@ implement them; the core never imports those packages."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Collection
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from bot.domain import (
@@ -86,7 +87,9 @@ class PostRepository(Protocol):
         ...
 
     async def close(self, post_id: int, closed_at: datetime) -> Post | None:
-        """Close an open post exactly once (conditional update). None if it was not open."""
+        """Close an open post exactly once (conditional update). None if it was not open.
+        The winner holds the post's reveal lease from ``closed_at``; a post with no public
+        reveal (practice, never sent) is marked revealed at once."""
         ...
 
     async def due(self, now: datetime, limit: int = 100) -> list[Post]:
@@ -95,6 +98,26 @@ class PostRepository(Protocol):
 
     async def unsent(self, older_than: datetime, limit: int = 100) -> list[Post]:
         """Claimed posts that never got their platform message."""
+        ...
+
+    async def claim_reveal(self, post_id: int, now: datetime, lease: timedelta) -> bool:
+        """Take the reveal lease of a closed, unrevealed post whose last attempt (or close)
+        is at least ``lease`` old: one caller per lease period gets True."""
+        ...
+
+    async def mark_revealed(self, post_id: int, at: datetime) -> bool:
+        """Record that the reveal was posted; False when it already was."""
+        ...
+
+    async def unrevealed(
+        self, older_than: datetime, limit: int = 100, platforms: Collection[str] | None = None
+    ) -> list[Post]:
+        """Closed posts whose reveal was never posted, last tried (or closed) no later than
+        ``older_than``, oldest first; optionally only on ``platforms``."""
+        ...
+
+    async def oldest_unrevealed(self, platforms: Collection[str] | None = None) -> datetime | None:
+        """When the oldest pending reveal attempt began (its lease, else its close)."""
         ...
 
 

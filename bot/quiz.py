@@ -43,6 +43,9 @@ from bot.scoring import board_period
 log = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = timedelta(hours=24)
+# How long a reveal attempt owns its post: a reveal not marked done by then is retried by
+# the reconciler (longer than the platform clients' request timeouts).
+DEFAULT_REVEAL_LEASE = timedelta(minutes=2)
 
 
 class RevealListener(Protocol):
@@ -209,11 +212,51 @@ class QuizService:
     async def close(self, post_id: int) -> Reveal | None:
         """Close an open post and post the reveal in its thread, exactly once.
 
-        Returns None when the post was not open (someone else closed it first).
+        Returns None when the post was not open (someone else closed it first). The close
+        commits first (scores folded, reveal lease taken); if posting the reveal then fails,
+        the failure is logged, the reveal is still returned, and the reconciler posts it
+        after the lease (`retry_reveal`).
         """
         post = await self.store.posts.close(post_id, self.clock.now())
         if post is None:
             return None
+        reveal = await self._reveal_of(post)
+        if reveal is None:
+            return None
+        if post.message is None or post.kind is PostKind.PRACTICE:
+            await self._revealed(reveal)  # no public reveal: the close marked it done
+            return reveal
+        try:
+            await self._post_reveal(reveal)
+        except Exception:
+            log.exception("posting the reveal of post %s failed; it is retried later", post.id)
+        return reveal
+
+    async def retry_reveal(
+        self, post: Post, lease: timedelta = DEFAULT_REVEAL_LEASE
+    ) -> Reveal | None:
+        """Post the reveal of a closed post whose reveal was never posted (the platform call
+        failed, or the process stopped between close and reveal), rendered from storage.
+
+        Takes the post's reveal lease first, so of any number of instances one per lease
+        period tries. Returns the reveal when this call posted it; None when the lease was
+        not free or the reveal is done. A failing platform call raises; the lease then
+        expires and the next pass tries again.
+        """
+        if not await self.store.posts.claim_reveal(post.id, self.clock.now(), lease):
+            return None
+        fresh = await self.store.posts.get(post.id)
+        if fresh is None or fresh.message is None:
+            return None
+        reveal = await self._reveal_of(fresh)
+        if reveal is None:
+            return None
+        await self._post_reveal(reveal)
+        log.info("posted the delayed reveal of post %s in %s", fresh.id, fresh.channel.key)
+        return reveal
+
+    async def _reveal_of(self, post: Post) -> Reveal | None:
+        """The reveal of a closed post, from storage: distribution, first correct, leader."""
         question = await self.store.questions.get(post.question_hash)
         if question is None:
             log.error("post %s has no stored question version %s", post.id, post.question_hash)
@@ -221,21 +264,29 @@ class QuizService:
         distribution = await self.store.answers.distribution(post.id, question.choice_count)
         first = await self.store.answers.first_correct(post.id)
         board = await self.store.scores.leaderboard(post.channel, None, limit=1)
-        reveal = Reveal(post, question, distribution, first, board.rows[0] if board.rows else None)
+        return Reveal(post, question, distribution, first, board.rows[0] if board.rows else None)
+
+    async def _post_reveal(self, reveal: Reveal) -> None:
+        """Edit the question (buttons gone), reply with the reveal, then mark it revealed;
+        the first to mark it runs the reveal listeners."""
+        post, question = reveal.post, reveal.question
+        assert post.message is not None
         settings = await self.store.settings.get(post.channel)
-        if post.message is not None and post.kind is not PostKind.PRACTICE:
-            chat = self.chat(post.channel)
-            await chat.update_message(
-                post.message, question_message(post, question, settings.timezone)
-            )
-            await chat.reply_in_thread(post.message, reveal_message(reveal, post.locale))
+        chat = self.chat(post.channel)
+        await chat.update_message(post.message, question_message(post, question, settings.timezone))
+        await chat.reply_in_thread(post.message, reveal_message(reveal, post.locale))
+        if await self.store.posts.mark_revealed(post.id, self.clock.now()):
+            await self._revealed(reveal)
+        else:
+            log.warning("the reveal of post %s was posted again (its lease had expired)", post.id)
+
+    async def _revealed(self, reveal: Reveal) -> None:
         self.metrics.reveals.inc()
         for listener in self.on_reveal:
             try:
-                await listener(reveal, post.locale)
+                await listener(reveal, reveal.post.locale)
             except Exception:
-                log.exception("reveal listener failed for post %s", post.id)
-        return reveal
+                log.exception("reveal listener failed for post %s", reveal.post.id)
 
     async def close_channel(self, channel: ChannelRef) -> list[Reveal]:
         """Close every open question in a channel now (`/quiz close`)."""

@@ -22,6 +22,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -143,10 +144,28 @@ class PostRow(Base):
     # moves send_leased_at forward; send_attempts counts those resends.
     send_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     send_leased_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    # The reveal (migration 0005): a closed post waits for its reveal until revealed_at is
+    # set; the reconciler retries it only under the reveal lease (reveal_leased_at, taken by
+    # the close itself and moved forward by each retry; reveal_attempts counts them).
+    revealed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    reveal_leased_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    reveal_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 # A member's open practice post is looked up (and closed) on each `/quiz practice`.
 Index("ix_posts_practice_member_id", PostRow.practice_member_id)
+# Closed posts whose reveal was never posted (the reconciler's retry list): a partial
+# index, so it stays as small as that list however many posts there are.
+UNREVEALED = (
+    "state = 'closed' AND revealed_at IS NULL AND kind <> 'practice' AND message_id IS NOT NULL"
+)
+Index(
+    "ix_posts_unrevealed",
+    PostRow.state,  # leading, so SQLite prefers it to ix_posts_state_closes_at
+    PostRow.closed_at,
+    postgresql_where=text(UNREVEALED),
+    sqlite_where=text(UNREVEALED),
+)
 
 
 class AnswerRow(Base):

@@ -1,12 +1,14 @@
 """Posts: claimed before they are sent, opened when the platform message is stored, closed
-exactly once by a conditional update."""
+exactly once by a conditional update, and marked revealed once the reveal is posted (a
+reveal that failed is retried under a lease, as a send is)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Collection
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, and_, select, update
+from sqlalchemy import ColumnElement, Select, and_, func, literal_column, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
@@ -21,11 +23,25 @@ from bot.domain import (
     PostState,
     UserRef,
 )
-from storage.models import ChannelRow, MemberRow, PostRow
+from storage.models import ChannelRow, MemberRow, PostRow, UtcDateTime
 from storage.refs import RefResolver
 from storage.scores import fold_post
 
 _Practice = aliased(MemberRow)
+
+# A closed post still waiting for its public reveal: the predicate of the partial index
+# ix_posts_unrevealed, with inline literals so both planners can match it to the index.
+_UNREVEALED = and_(
+    PostRow.state == literal_column("'closed'"),
+    PostRow.revealed_at.is_(None),
+    PostRow.kind != literal_column("'practice'"),
+    PostRow.message_id.is_not(None),
+)
+
+
+def _reveal_lease_start() -> ColumnElement[datetime]:
+    """When the current reveal attempt began: the last reveal lease, else the close."""
+    return func.coalesce(PostRow.reveal_leased_at, PostRow.closed_at, type_=UtcDateTime())
 
 
 def post_select() -> Select[PostRow, ChannelRow, MemberRow]:
@@ -159,16 +175,32 @@ class SqlPostRepository:
         )
 
     async def close(self, post_id: int, closed_at: datetime) -> Post | None:
+        """Close an open post (one caller wins) and fold its scores. The winner also takes
+        the post's reveal lease in the same statement, so no reconciler reveals it while
+        the winner does; a post with no public reveal (practice, or never sent) is marked
+        revealed at once."""
         async with self._sessions.begin() as s:
             changed = (
                 await s.execute(
                     update(PostRow)
                     .where(PostRow.id == post_id, PostRow.state == PostState.OPEN.value)
-                    .values(state=PostState.CLOSED.value, closed_at=closed_at)
-                    .returning(PostRow.id)
+                    .values(
+                        state=PostState.CLOSED.value,
+                        closed_at=closed_at,
+                        reveal_leased_at=closed_at,
+                        reveal_attempts=PostRow.reveal_attempts + 1,
+                    )
+                    .returning(PostRow.id, PostRow.kind, PostRow.message_id)
                 )
             ).first()
             if changed is not None:
+                _, kind, message_id = changed
+                if kind == PostKind.PRACTICE.value or message_id is None:
+                    await s.execute(
+                        update(PostRow)
+                        .where(PostRow.id == post_id)
+                        .values(revealed_at=closed_at, reveal_leased_at=None)
+                    )
                 row, ch = (
                     await s.execute(
                         select(PostRow, ChannelRow)
@@ -194,6 +226,66 @@ class SqlPostRepository:
             PostRow.id.asc(),
             limit,
         )
+
+    # -- the reveal ----------------------------------------------------------------------
+
+    async def claim_reveal(self, post_id: int, now: datetime, lease: timedelta) -> bool:
+        """Take the reveal lease of a closed, unrevealed post whose last attempt (or close)
+        is at least ``lease`` old. Of any number of callers, one per lease period wins."""
+        async with self._sessions.begin() as s:
+            taken = (
+                await s.execute(
+                    update(PostRow)
+                    .where(
+                        PostRow.id == post_id,
+                        _UNREVEALED,
+                        _reveal_lease_start() <= now - lease,
+                    )
+                    .values(reveal_leased_at=now, reveal_attempts=PostRow.reveal_attempts + 1)
+                    .returning(PostRow.id)
+                )
+            ).first()
+        return taken is not None
+
+    async def mark_revealed(self, post_id: int, at: datetime) -> bool:
+        """Record that the reveal was posted; False when it already was."""
+        async with self._sessions.begin() as s:
+            changed = (
+                await s.execute(
+                    update(PostRow)
+                    .where(
+                        PostRow.id == post_id,
+                        PostRow.state == PostState.CLOSED.value,
+                        PostRow.revealed_at.is_(None),
+                    )
+                    .values(revealed_at=at, reveal_leased_at=None)
+                    .returning(PostRow.id)
+                )
+            ).first()
+        return changed is not None
+
+    async def unrevealed(
+        self,
+        older_than: datetime,
+        limit: int = 100,
+        platforms: Collection[str] | None = None,
+    ) -> list[Post]:
+        """Closed posts whose reveal was never posted and whose reveal lease (or close) is
+        no newer than ``older_than``, oldest close first; optionally only on ``platforms``."""
+        where = [_UNREVEALED, _reveal_lease_start() <= older_than]
+        if platforms is not None:
+            where.append(ChannelRow.platform.in_([str(p) for p in platforms]))
+        return await self._list(and_(*where), PostRow.closed_at.asc(), limit)
+
+    async def oldest_unrevealed(self, platforms: Collection[str] | None = None) -> datetime | None:
+        """The start of the oldest pending reveal attempt (its lease, else its close)."""
+        stmt = select(func.min(_reveal_lease_start())).where(_UNREVEALED)
+        if platforms is not None:
+            stmt = stmt.join(ChannelRow, ChannelRow.id == PostRow.channel_id).where(
+                ChannelRow.platform.in_([str(p) for p in platforms])
+            )
+        async with self._sessions() as s:
+            return (await s.execute(stmt)).scalar_one_or_none()
 
     @staticmethod
     def _channel_filter(channel: ChannelRef) -> list[Any]:

@@ -24,6 +24,7 @@ class RecordingChat:
         self.sent: list[Sent] = []
         self._n = 0
         self.fail_posts = 0  # fail the next N post_message calls
+        self.fail_threads = 0  # fail the next N reply_in_thread calls
 
     def _ref(self, channel: ChannelRef) -> MessageRef:
         self._n += 1
@@ -38,6 +39,9 @@ class RecordingChat:
         return ref
 
     async def reply_in_thread(self, parent: MessageRef, message: Message) -> MessageRef:
+        if self.fail_threads:
+            self.fail_threads -= 1
+            raise ConnectionError("platform unavailable")
         ref = self._ref(parent.channel)
         self.sent.append(Sent("thread", parent.channel, message, ref=ref, parent=parent))
         return ref

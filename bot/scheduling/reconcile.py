@@ -1,9 +1,10 @@
-"""The reconciler's repairs: reveal posts whose window passed (also after downtime), and
-resend claimed posts whose platform message was never stored.
+"""The reconciler's repairs: reveal posts whose window passed (also after downtime), post
+the reveals that failed after their close, and resend claimed posts whose platform message
+was never stored.
 
-Both are safe with any number of instances: closing is a conditional update (one closer
-wins and reveals), and a resend first takes the post's send lease (one instance per lease
-period sends it).
+All are safe with any number of instances: closing is a conditional update (one closer
+wins and reveals), and a reveal retry or a resend first takes the post's reveal or send
+lease (one instance per lease period tries it).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Collection, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from bot.domain import Post
@@ -49,6 +50,36 @@ async def _close_one(service: QuizService, post_id: int) -> bool:
     except Exception:
         log.exception("could not reveal post %s", post_id)
         return False
+
+
+async def retry_reveals(
+    service: QuizService,
+    platforms: Collection[str],
+    stale_before: datetime,
+    lease: timedelta,
+    metrics: QuizMetrics,
+) -> int:
+    """Post the reveal of closed posts on these platforms whose reveal never reached the
+    platform (the call failed, or the process stopped after the close), last tried before
+    ``stale_before``. Returns how many this instance posted."""
+    posts = await service.store.posts.unrevealed(stale_before, _BATCH, platforms)
+    results = await bounded(_retry_reveal_one(service, metrics, p, lease) for p in posts)
+    return sum(results)
+
+
+async def _retry_reveal_one(
+    service: QuizService, metrics: QuizMetrics, post: Post, lease: timedelta
+) -> bool:
+    try:
+        reveal = await service.retry_reveal(post, lease)
+    except Exception:
+        metrics.reconciler_retries.inc()  # it held the lease and tried
+        log.exception("posting the reveal of post %s failed again; tried later", post.id)
+        return False
+    if reveal is None:
+        return False  # another instance holds the lease, or it is done
+    metrics.reconciler_retries.inc()
+    return True
 
 
 async def resend_unsent(
@@ -104,4 +135,4 @@ async def bounded(coros: Iterable[Awaitable[T]], limit: int = CONCURRENCY) -> li
     return list(await asyncio.gather(*(run(c) for c in coros)))
 
 
-__all__ = ["bounded", "close_due", "resend_unsent"]
+__all__ = ["bounded", "close_due", "resend_unsent", "retry_reveals"]

@@ -6,9 +6,10 @@ number of schedulers on one database post and reveal each slot exactly once. Thi
 only decides *when to look*:
 
 - `reconcile` (also `tick`) does all the due work for "now": close posts whose window
-  passed, resend claimed posts that never got their platform message, and post each
-  schedule's most recent slot if it is due and within the grace period (older missed slots
-  are skipped and logged). Start-up runs it once, so downtime is caught up.
+  passed, post reveals that failed after their close (under a reveal lease), resend
+  claimed posts that never got their platform message, and post each schedule's most
+  recent slot if it is due and within the grace period (older missed slots are skipped
+  and logged). Start-up runs it once, so downtime is caught up.
 - In production APScheduler 3.x (`trigger.Wakeups`: in-memory job store, one job per
   schedule, job id = the schedule id, ``coalesce=True``, a misfire grace) wakes
   `reconcile` at each slot, and an interval job wakes it every 30 s. Tests call `tick`
@@ -29,10 +30,10 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot.clock import Clock, OffsetClock
 from bot.domain import ChannelRef, DemoPolicy, Post, Schedule
 from bot.metrics import QuizMetrics
-from bot.quiz import QuizService
+from bot.quiz import DEFAULT_REVEAL_LEASE, QuizService
 from bot.scheduling.claims import Claimed, claim_slots
 from bot.scheduling.ports import ScheduleStore
-from bot.scheduling.reconcile import close_due, resend_unsent
+from bot.scheduling.reconcile import close_due, resend_unsent, retry_reveals
 from bot.scheduling.recurrence import Recurrence, RecurrenceError
 from bot.scheduling.spec import MAX_DEFAULT_WINDOW, ScheduleRequest, recurrence_of
 from bot.scheduling.trigger import Wakeups
@@ -56,6 +57,7 @@ class ReconcileReport:
     resent: int = 0
     abandoned: int = 0
     skipped: tuple[tuple[int, datetime], ...] = ()  # (schedule id, slot) not posted
+    reveals_retried: int = 0  # failed reveals of earlier closes, posted in this pass
 
 
 @dataclass(slots=True)
@@ -78,6 +80,7 @@ class Scheduler:
         metrics: QuizMetrics | None = None,
         grace: timedelta = DEFAULT_GRACE,
         send_lease: timedelta = DEFAULT_SEND_LEASE,
+        reveal_lease: timedelta = DEFAULT_REVEAL_LEASE,
         reconcile_every: timedelta = DEFAULT_RECONCILE_EVERY,
         use_apscheduler: bool = True,
         drain_timeout: float = 5.0,
@@ -88,6 +91,7 @@ class Scheduler:
         self.metrics = metrics or service.metrics
         self.grace = grace
         self.send_lease = send_lease
+        self.reveal_lease = reveal_lease
         self.reconcile_every = reconcile_every
         self.use_apscheduler = use_apscheduler
         self.drain_timeout = drain_timeout
@@ -257,14 +261,20 @@ class Scheduler:
             await self.load()  # another instance added or turned off a schedule
         platforms = set(self.service.chats)
         revealed = await close_due(self.service, self.store, platforms, now)
+        retried = await retry_reveals(
+            self.service, platforms, now - self.reveal_lease, self.reveal_lease, self.metrics
+        )
         resent, abandoned = await resend_unsent(
             self.service, self.store, platforms, now, now - self.send_lease, self.metrics
         )
         posted, skipped = await self._fire_due(now)
-        return ReconcileReport(tuple(posted), revealed, resent, abandoned, tuple(skipped))
+        return ReconcileReport(
+            tuple(posted), revealed, resent, abandoned, tuple(skipped), reveals_retried=retried
+        )
 
     async def next_event(self, now: datetime | None = None) -> datetime | None:
-        """The earliest future moment with due work: a slot, a close, a resend."""
+        """The earliest future moment with due work: a slot, a close, a reveal retry, a
+        resend."""
         now = now or self.clock.now()
         times = [e.next_slot for e in self._entries.values() if e.next_slot and e.next_slot > now]
         next_close, oldest_unsent = await self.store.next_deadlines()
@@ -272,6 +282,9 @@ class Scheduler:
             times.append(next_close)
         if oldest_unsent is not None and oldest_unsent + self.send_lease > now:
             times.append(oldest_unsent + self.send_lease)
+        unrevealed = await self.service.store.posts.oldest_unrevealed(set(self.service.chats))
+        if unrevealed is not None and unrevealed + self.reveal_lease > now:
+            times.append(unrevealed + self.reveal_lease)
         return min(times, default=None)
 
     async def _fire_due(self, now: datetime) -> tuple[list[Post], list[tuple[int, datetime]]]:
