@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import random
@@ -36,7 +37,7 @@ with warnings.catch_warnings():  # discord.py imports the deprecated stdlib audi
     import discord  # noqa: F401
 
 from adapters.discord.client import DiscordAdapter
-from bench._common import median, percentile, target
+from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
 from bot.clock import SystemClock
 from bot.commands import core_commands
 from bot.domain import ChannelRef, Platform
@@ -46,7 +47,6 @@ from questions.loader import load_bank
 from storage.engine import create_engine, upgrade
 from storage.store import SqlStore
 
-PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 GUILD = "811111111111111111"
 CHANNEL = "822222222222222222"
 
@@ -72,11 +72,13 @@ def control(port: int, path: str, body: dict[str, Any] | None = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(f"http://127.0.0.1:{port}/_fake/{path}", data=data)
     req.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(req, timeout=30) as resp:
+    with urllib.request.urlopen(req, timeout=90) as resp:
         return json.loads(resp.read())
 
 
-async def burst(url: str, port: int, users: int, ack_deadline: float) -> dict[str, Any]:
+async def burst(
+    url: str, port: int, users: int, ack_deadline: float, gc_freeze: bool = False
+) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     chats: dict[str, Chat] = {}
     async with SqlStore(url) as store:
@@ -101,6 +103,11 @@ async def burst(url: str, port: int, users: int, ack_deadline: float) -> dict[st
         chats[Platform.DISCORD] = adapter.chat
         async with adapter:
             await adapter.wait_until_ready(timeout=10)
+            if gc_freeze:
+                # What `quizbot serve` should do once started (see docs/discord.md): the
+                # objects of the startup (question bank, ORM, discord.py) leave the
+                # collector's generations, so a burst's collections scan only its own.
+                gc.freeze()
             post = await service.ask(ChannelRef(Platform.DISCORD, GUILD, CHANNEL))
             assert post is not None and post.message is not None
             fake_cpu0 = (await loop.run_in_executor(None, control, port, "state"))["cpu_seconds"]
@@ -110,21 +117,31 @@ async def burst(url: str, port: int, users: int, ack_deadline: float) -> dict[st
                 None, control, port, "burst", {"message_id": post.message.message, "users": users}
             )
             deadline = time.monotonic() + 60
-            state: dict[str, Any] = {}
-            while time.monotonic() < deadline:  # poll the fake against a deadline
-                state = await loop.run_in_executor(None, control, port, "state")
-                answered = len(state["callback_latencies"])
-                if answered >= users:
-                    break
-                await asyncio.sleep(0.1)
+            # One request that the fake answers once every click got its callback (within a
+            # minute): no polling competes with the burst.
+            state = await loop.run_in_executor(None, control, port, f"state?callbacks={users}")
             elapsed = time.perf_counter() - t0
             cpu = time.process_time() - cpu0
+            # The answers are recorded, and each outcome replaces its "thinking…" line, after
+            # the acknowledgements: wait for both (against the same deadline).
+            stored = edits = 0
+            while time.monotonic() < deadline:
+                stored = sum(await store.answers.distribution(post.id, 4))
+                after = await loop.run_in_executor(None, control, port, "state")
+                edits = after["edits_of_original"]
+                if stored >= users and edits >= users:
+                    break
+                await asyncio.sleep(0.1)
+            settled = time.perf_counter() - t0
+            cpu_all = time.process_time() - cpu0
             await service.drain_updates()
-            stored = sum(await store.answers.distribution(post.id, 4))
     latencies = state.get("callback_latencies", [])
     return {
         "responded": len(latencies),
         "stored": stored,
+        "edits": edits,
+        "settled": settled,
+        "bot_cpu_all": cpu_all,
         "p50": median(latencies),
         "p99": percentile(latencies, 99),
         "max": max(latencies) if latencies else float("nan"),
@@ -134,44 +151,20 @@ async def burst(url: str, port: int, users: int, ack_deadline: float) -> dict[st
         "elapsed": elapsed,
         "bot_cpu": cpu,
         "fake_cpu": state.get("cpu_seconds", 0.0) - fake_cpu0,
+        "dispatch_span": state.get("dispatch_span", 0.0),
+        "callback_span": state.get("callback_span", 0.0),
     }
 
 
-async def pg_database(admin_url: str) -> str | None:
-    import asyncpg
-
-    name = f"quizbot_bench_discord_{os.getpid()}"
-    try:
-        conn = await asyncpg.connect(
-            admin_url.replace("postgresql+asyncpg://", "postgresql://"), timeout=3
-        )
-    except (OSError, asyncpg.PostgresError) as exc:
-        print(f"PostgreSQL not reachable ({exc}); skipping it")
-        return None
-    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
-    url = admin_url.rsplit("/", 1)[0] + "/" + name
-    engine = create_engine(url)
-    await upgrade(engine)
-    await engine.dispose()
-    return url
-
-
-async def drop_pg(admin_url: str, url: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(admin_url.replace("postgresql+asyncpg://", "postgresql://"))
-    await conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
-    await conn.close()
-
-
-async def run_one(name: str, url: str, users: int, ack_deadline: float) -> dict[str, Any]:
+async def run_one(
+    name: str, url: str, users: int, ack_deadline: float, gc_freeze: bool
+) -> dict[str, Any]:
     port = free_port()
     fake = start_fake(port)  # a fresh fake per database: its records are per run
     try:
-        return await burst(url, port, users, ack_deadline)
+        return await burst(url, port, users, ack_deadline, gc_freeze)
     finally:
+        gc.unfreeze()
         fake.terminate()
         fake.wait(timeout=10)
 
@@ -181,6 +174,12 @@ async def main() -> None:
     parser.add_argument("--users", type=int, default=1000)
     parser.add_argument("--pg", default=os.environ.get("QUIZBOT_TEST_POSTGRES_URL", PG_DEFAULT))
     parser.add_argument("--ack-deadline", type=float, default=1.0, help="defer after (s)")
+    parser.add_argument(
+        "--no-gc-freeze",
+        dest="gc_freeze",
+        action="store_false",
+        help="skip the gc.freeze() that `quizbot serve` does once started (to compare)",
+    )
     args = parser.parse_args()
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -188,11 +187,15 @@ async def main() -> None:
         engine = create_engine(url)
         await upgrade(engine)
         await engine.dispose()
-        results["sqlite"] = await run_one("sqlite", url, args.users, args.ack_deadline)
-    pg = await pg_database(args.pg)
+        results["sqlite"] = await run_one(
+            "sqlite", url, args.users, args.ack_deadline, args.gc_freeze
+        )
+    pg = await pg_database(args.pg, "discord")
     if pg is not None:
         try:
-            results["postgresql"] = await run_one("postgresql", pg, args.users, args.ack_deadline)
+            results["postgresql"] = await run_one(
+                "postgresql", pg, args.users, args.ack_deadline, args.gc_freeze
+            )
         finally:
             await drop_pg(args.pg, pg)
 
@@ -202,8 +205,11 @@ async def main() -> None:
             f"dispatch->callback p50 {r['p50'] * 1000:.0f} ms, p99 {r['p99'] * 1000:.0f} ms, "
             f"max {r['max'] * 1000:.0f} ms; callback types {r['types']} "
             f"(4 = answered at once, 5 = deferred); {r['rest_calls']} REST calls; "
-            f"{r['stored']} answers stored; CPU bot {r['bot_cpu']:.2f} s, "
-            f"fake Discord {r['fake_cpu']:.2f} s"
+            f"{r['stored']} answers stored and {r['edits']} outcomes shown after "
+            f"{r['settled']:.2f} s; CPU bot {r['bot_cpu']:.2f} s to the last callback "
+            f"({r['bot_cpu_all']:.2f} s to the last outcome), "
+            f"fake Discord {r['fake_cpu']:.2f} s; frames sent over {r['dispatch_span']:.3f} s, "
+            f"callbacks over {r['callback_span']:.3f} s"
         )
         if r["failed"]:
             print(f"{db}: failed calls: {r['failed'][:5]} ({len(r['failed'])} in all)")

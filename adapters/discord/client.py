@@ -29,7 +29,8 @@ from discord.http import Route
 
 from adapters.discord.buttons import DYNAMIC_ITEMS, QuizClient, ShardedQuizClient
 from adapters.discord.chat import DiscordChat
-from adapters.discord.interactions import InteractionHandler
+from adapters.discord.fast import FastAnswers
+from adapters.discord.interactions import FAILED, InteractionHandler
 from adapters.discord.slash import DescriptionTranslator, quiz_group
 from bot.commands import CommandSet
 from bot.config import Settings
@@ -111,6 +112,12 @@ class DiscordAdapter:
         else:
             self.client = QuizClient(self.handler, **options)
         self.client.add_dynamic_items(*DYNAMIC_ITEMS)
+        # Answer clicks skip discord.py's Interaction objects: acknowledged from the raw
+        # gateway payload, then recorded (see adapters/discord/fast.py).
+        self.fast = FastAnswers(
+            service, failed_text=FAILED, user_agent=lambda: self.client.http.user_agent
+        )
+        self.fast.install(self.client._connection.parsers)
         self.tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(self.client)
         self.tree.add_command(
             quiz_group(self.handler.command, service.bank.topics, service.bank.demos)
@@ -153,10 +160,12 @@ class DiscordAdapter:
         self.client.http.connector = aiohttp.TCPConnector(limit=self._http_connections)
         try:
             await self.client.login(self._token)
+            await self.fast.start(self.client.http.connector)
             await self.tree.set_translator(DescriptionTranslator())
             if self._sync:
                 await self.sync_commands()
         except BaseException as exc:
+            await self.fast.close()
             await self.client.close()
             self._restore_endpoints()
             if isinstance(exc, discord.LoginFailure):
@@ -176,8 +185,10 @@ class DiscordAdapter:
     ) -> None:
         try:
             await self.handler.drain(timeout=5)  # answer the clicks being handled
+            await self.fast.drain(timeout=5)
             await self.service.drain_updates()  # count edits still need the client
         finally:
+            await self.fast.close()
             await self.client.close()
             if self._connection is not None:
                 # Its failure, if any, was logged where it happened.

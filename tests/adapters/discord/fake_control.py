@@ -2,12 +2,13 @@
 real Discord is not on the bot's CPU) and asks it for a burst of clicks and for what it saw.
 
     POST /_fake/burst {"message_id": …, "users": 1000}   clicks, as fast as it can send them
-    GET  /_fake/state                                     callback latencies and counts
+    GET  /_fake/state[?callbacks=N]                       callback latencies and counts
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from dataclasses import asdict
@@ -40,6 +41,21 @@ def add_control_routes(app: web.Application, fake: FakeDiscord) -> None:
         return json_response({"sent": len(frames)})
 
     async def state(request: web.Request) -> web.Response:
+        """``?callbacks=N``: first wait (up to a minute) until N interaction callbacks
+        arrived — one request instead of polling while the burst is answered."""
+        want = int(request.query.get("callbacks", "0"))
+        if want:
+            seen = [0, 0]  # calls scanned, callbacks among them: each call looked at once
+
+            def enough() -> bool:
+                calls = fake.calls
+                for i in range(seen[0], len(calls)):
+                    seen[1] += calls[i].path.startswith("/interactions/")
+                seen[0] = len(calls)
+                return seen[1] >= want
+
+            with contextlib.suppress(AssertionError):  # timed out: report what there is
+                await fake.until(enough, timeout=60)
         latencies = {}
         types: dict[str, int] = {}
         for c in fake.calls:
@@ -60,6 +76,10 @@ def add_control_routes(app: web.Application, fake: FakeDiscord) -> None:
                 ),
                 "rest_calls": len(fake.calls),
                 "cpu_seconds": time.process_time(),
+                "dispatch_span": _span([i.dispatched_at for i in fake.interactions.values()]),
+                "callback_span": _span(
+                    [c.at for c in fake.calls if c.path.startswith("/interactions/")]
+                ),
                 "calls": [asdict(c) | {"json": None} for c in fake.calls[-50:]],
                 "failed": [
                     f"{c.method} {c.path} {c.status}" for c in fake.calls if c.status >= 300
@@ -69,6 +89,11 @@ def add_control_routes(app: web.Application, fake: FakeDiscord) -> None:
 
     app.router.add_post("/_fake/burst", burst)
     app.router.add_get("/_fake/state", state)
+
+
+def _span(times: list[float]) -> float:
+    times = [t for t in times if t]
+    return max(times) - min(times) if times else 0.0
 
 
 async def serve_forever(port: int) -> None:

@@ -9,7 +9,7 @@ it retries) and `fail` (403/404 with a Discord error code).
 Wire details discord.py depends on (see docs/platforms.md): JSON responses carry exactly
 ``Content-Type: application/json``; gateway frames are text (no zlib stream); members have
 ``flags``; the interaction callback answers ``?with_response=1`` with
-``{"interaction": …, "resource": …}``.
+``{"interaction": …, "resource": …}``, and 204 without it (the adapter's answer clicks).
 
 Payload shapes live in `fake_payloads`; for the benchmark the fake runs in its own process,
 driven over HTTP (`fake_control`).
@@ -62,6 +62,7 @@ class Call:
     files: list[tuple[str, int]] = field(default_factory=list)  # (filename, size)
     at: float = 0.0  # time.monotonic() at arrival
     status: int = 200
+    result: Any = None  # an edited message as it stands after the edit
 
 
 @dataclass
@@ -245,9 +246,11 @@ class FakeDiscord(DiscordPayloads):
         return self.of("POST", f"/interactions/{interaction['id']}/{interaction['token']}/callback")
 
     def said_to(self, interaction: Json) -> list[Json]:
-        """Everything the bot said in answer to an interaction: the callback's message,
-        edits of @original and follow-ups, in order."""
+        """Everything the bot said in answer to an interaction, in order: the callback's
+        message, follow-ups, and edits of @original as the message stands after the edit
+        (an edit replacing a deferral's "thinking…" keeps its ephemeral flag)."""
         token = interaction["token"]
+        webhook = f"/webhooks/{self.app_id}/{token}"
         out: list[Json] = []
         for c in self.calls:
             if c.status >= 300:
@@ -255,11 +258,11 @@ class FakeDiscord(DiscordPayloads):
             if c.path == f"/interactions/{interaction['id']}/{token}/callback":
                 if c.json.get("type") in (4, 7):
                     out.append(c.json.get("data") or {})
-            elif c.path.startswith(f"/webhooks/{self.app_id}/{token}") and c.method in (
+            elif (c.path == webhook or c.path.startswith(webhook + "/")) and c.method in (
                 "POST",
                 "PATCH",
             ):
-                out.append(c.json or {})
+                out.append(c.result if c.result is not None else (c.json or {}))
         return out
 
     # -- gateway -------------------------------------------------------------------------
@@ -356,9 +359,9 @@ class FakeDiscord(DiscordPayloads):
             self.commands = [self.command_record(c) for c in body]
             return json_response(self.commands)
         if method == "POST" and parts[0] == "interactions" and parts[-1] == "callback":
-            return self._callback(parts[1], parts[2], body)
+            return self._callback(parts[1], parts[2], body, "with_response" in call.query)
         if parts[0] == "webhooks":
-            return self._webhook(method, parts[2], parts[3:], body)
+            return self._webhook(method, parts[2], parts[3:], body, call)
         if method == "POST" and path == "/users/@me/channels":
             recipient = user(str(body["recipient_id"]))
             dm = {"id": self.snowflake(), "type": 1, "recipients": [recipient]}
@@ -379,7 +382,7 @@ class FakeDiscord(DiscordPayloads):
             },
         }
 
-    def _callback(self, iid: str, token: str, body: Json) -> web.Response:
+    def _callback(self, iid: str, token: str, body: Json, with_response: bool) -> web.Response:
         inter = self.interactions.get(iid)
         if inter is None or inter.token != token:
             raise _Error(404, 10062, "Unknown interaction")
@@ -400,9 +403,13 @@ class FakeDiscord(DiscordPayloads):
             info["response_message_loading"] = rtype == 5
             info["response_message_ephemeral"] = bool(flags & EPHEMERAL)
             result["resource"] = {"type": rtype, "message": msg}
+        if not with_response:
+            return web.Response(status=204)
         return json_response(result)
 
-    def _webhook(self, method: str, token: str, rest: list[str], body: Any) -> web.Response:
+    def _webhook(
+        self, method: str, token: str, rest: list[str], body: Any, call: Call
+    ) -> web.Response:
         inter = next((i for i in self.interactions.values() if i.token == token), None)
         if inter is None:
             raise _Error(404, 10015, "Unknown Webhook")
@@ -419,6 +426,7 @@ class FakeDiscord(DiscordPayloads):
             if method == "PATCH":
                 target.update({k: v for k, v in (body or {}).items() if k != "attachments"})
                 target["flags"] = int(target.get("flags") or 0) & ~LOADING
+                call.result = dict(target)
                 return json_response(target)
             if method == "DELETE":
                 self.messages.pop(target["id"], None)

@@ -3,11 +3,14 @@ answer clicks (private, localized, once), restarts, deferral, admin-only command
 
 from __future__ import annotations
 
+import asyncio
 import copy
 
 import discord
 
+from bot.commands import Invocation, Reply, core_commands
 from bot.domain import Locale, PostState
+from bot.messages import Message
 from bot.quiz import QuizService
 from tests.adapters.discord.conftest import Runner
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
@@ -103,8 +106,10 @@ async def test_answer_click_is_answered_privately_in_the_users_language(
         right = f"quiz:answer:{post_id}:{question.answer}"
         click = await fake.click(message["id"], right, user_id="7001", locale="el")
         (reply,) = await said(fake, click)
+        # Acknowledged at once (deferred, private), then the outcome replaces "thinking…".
         (callback,) = fake.callbacks(click)
-        assert callback.json["type"] == 4  # answered at once, no deferral needed
+        assert callback.json == {"type": 5, "data": {"flags": EPHEMERAL}}
+        assert callback.status == 204 and not fake.of("POST", rf"/webhooks/.*/{click['token']}")
         assert reply["flags"] == EPHEMERAL
         assert "✅ Σωστό" in text_of(reply)
         assert question.text(Locale.EL).explanation[:40] in text_of(reply)
@@ -158,18 +163,26 @@ async def test_click_on_a_question_posted_before_a_restart_is_still_answered(
     assert sorted(a.user.user for a in answers) == ["7004", "7005"]
 
 
-async def test_slow_core_defers_at_once_then_replaces_the_thinking_line(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+async def test_slow_command_defers_at_once_then_replaces_the_thinking_line(
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
-    async with run_adapter(ack_deadline=0.0):
-        message, post_id = await ask(fake)
-        click = await fake.click(message["id"], custom_ids(message)[1], user_id="7006")
-        await fake.until(lambda: len(fake.said_to(click)) == 1)
-        (callback,) = fake.callbacks(click)
+    commands = core_commands()
+    release = asyncio.Event()
+
+    async def slow(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
+        await release.wait()  # the core is slow: the deadline passes first
+        return [Reply(Message(body="slow answer"))]
+
+    commands.add("stats", slow, "stats")
+    async with run_adapter(ack_deadline=0.0, commands=commands):
+        inter = await fake.command("stats", user_id="7006")
+        await fake.until(lambda: bool(fake.callbacks(inter)))
+        (callback,) = fake.callbacks(inter)
         assert callback.json == {"type": 5, "data": {"flags": EPHEMERAL}}
-        (edit,) = fake.of("PATCH", rf"/webhooks/{fake.app_id}/{click['token']}/messages/@original")
-        assert "answer" in text_of(edit.json).lower()
-        assert len(await store.answers.for_post(post_id)) == 1  # type: ignore[attr-defined]
+        release.set()
+        (reply,) = await said(fake, inter)
+        (edit,) = fake.of("PATCH", rf"/webhooks/{fake.app_id}/{inter['token']}/messages/@original")
+        assert "slow answer" in text_of(edit.json) and reply["flags"] == EPHEMERAL
 
 
 async def test_click_on_a_closed_question_gets_a_clear_line(
