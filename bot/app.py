@@ -67,6 +67,7 @@ async def build_core(
     from adapters.web import WebServer
     from gpu_runner import open_runner
     from gpu_runner.demos import default_registry
+    from storage.refs import ChannelDefaults
     from storage.store import SqlStore
 
     clock = clock or SystemClock()
@@ -75,7 +76,12 @@ async def build_core(
     async with AsyncExitStack() as stack:
         # The embedded SQLite default upgrades itself; PostgreSQL runs `quizbot db upgrade`.
         store = await stack.enter_async_context(
-            SqlStore(url, clock=clock, migrate=url.startswith("sqlite"))
+            SqlStore(
+                url,
+                clock=clock,
+                migrate=url.startswith("sqlite"),
+                defaults=ChannelDefaults(settings.default_locale, settings.default_timezone),
+            )
         )
         metrics = QuizMetrics(MetricsRegistry())
         service = QuizService(

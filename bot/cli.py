@@ -70,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:  # e.g. the HTTP port is taken
+        print(f"quizbot: error: {exc}", file=sys.stderr)
+        return 2
     return int(code or 0)
 
 

@@ -27,7 +27,17 @@ class RunnerKind(StrEnum):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    # An empty variable (`DISCORD_TOKEN=` in an env file) counts as unset.
+    model_config = SettingsConfigDict(
+        extra="ignore", populate_by_name=True, frozen=True, env_ignore_empty=True
+    )
+
+    config_file: Path | None = Field(
+        None,
+        validation_alias=AliasChoices("QUIZBOT_CONFIG"),
+        description="TOML file with any of these settings (keys: the variable names); "
+        "the environment wins",
+    )
 
     database_url: str | None = Field(
         None,
@@ -178,8 +188,11 @@ def env_name(field: str) -> str:
 
 
 def load_settings(toml_file: Path | None = None, **overrides: Any) -> Settings:
-    """Environment variables win over the TOML file (keys: the variable names)."""
+    """Environment variables win over the TOML file (keys: the variable names); the file is
+    `toml_file`, else QUIZBOT_CONFIG's."""
     data: dict[str, Any] = {}
+    if toml_file is None and os.environ.get("QUIZBOT_CONFIG"):
+        toml_file = Path(os.environ["QUIZBOT_CONFIG"])
     if toml_file is not None:
         try:
             data = tomllib.loads(toml_file.read_text())

@@ -14,7 +14,7 @@ from typing import Any
 from bot.app import build_core
 from bot.config import Settings
 from bot.domain import Platform
-from bot.errors import ConfigError
+from bot.errors import ConfigError, QuizError
 from bot.ports import Chat
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         for fut in [waiter, *ended]:
             fut.cancel()
         log.info("shutting down")
+        if not stop.is_set():
+            # Exit non-zero so a supervisor (systemd, Kubernetes) restarts the bot.
+            raise QuizError("the Discord gateway connection ended; exiting for a restart")
 
 
 def _stop_on_signals() -> asyncio.Event:

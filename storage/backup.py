@@ -37,7 +37,9 @@ def backup(url: str, target: Path) -> int:
     dst = sqlite3.connect(target)
     try:
         with dst:
-            src.backup(dst, pages=1024)  # in steps, so writers are not blocked for long
+            # One step: in WAL mode it blocks no writer, while a stepped backup restarts
+            # whenever the source is written to, and may never finish under load.
+            src.backup(dst)
         pages: int = dst.execute("PRAGMA page_count").fetchone()[0]
         _check(dst, target)
     finally:

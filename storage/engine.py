@@ -118,6 +118,22 @@ async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
         ) from exc
 
 
+def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+async def check_schema(engine: AsyncEngine) -> None:
+    """Refuse to start on a database the migrations have not brought up to date."""
+    current, head = await current_revision(engine), head_revision()
+    if current != head:
+        raise StorageError(
+            f"the database {redact(str(engine.url))} is at schema revision {current or 'none'}, "
+            f"this version needs {head}: run `quizbot db upgrade` first"
+        )
+
+
 async def current_revision(engine: AsyncEngine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 

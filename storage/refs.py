@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select, tuple_
@@ -13,12 +14,21 @@ from storage._sql import insert
 from storage.models import ChannelRow, MemberRow
 
 
+@dataclass(frozen=True, slots=True)
+class ChannelDefaults:
+    """What a channel starts with (QUIZBOT_LOCALE, QUIZBOT_TIMEZONE)."""
+
+    locale: str = "en"
+    timezone: str = "UTC"
+
+
 class RefResolver:
     """Maps `ChannelRef`/`UserRef` to ids. Rows are created on first sight and never deleted,
     so ids can be cached for the life of the process."""
 
-    def __init__(self, dialect: str) -> None:
+    def __init__(self, dialect: str, defaults: ChannelDefaults | None = None) -> None:
         self._dialect = dialect
+        self.defaults = defaults or ChannelDefaults()
         self._channels: dict[ChannelRef, int] = {}
         self._members: dict[tuple[str, str, str], int] = {}
         self._names: dict[int, str] = {}
@@ -32,8 +42,8 @@ class RefResolver:
                 platform=str(ref.platform),
                 workspace=ref.workspace,
                 channel=ref.channel,
-                locale="en",
-                timezone="UTC",
+                locale=self.defaults.locale,
+                timezone=self.defaults.timezone,
                 demo_policy="auto",
                 created_at=now,
             )

@@ -31,7 +31,8 @@ class SqlSettingsRepository:
                 )
             ).scalar_one_or_none()
         if row is None:
-            return ChannelSettings(channel)
+            d = self._refs.defaults
+            return ChannelSettings(channel, Locale(d.locale), d.timezone)
         return ChannelSettings(
             channel, Locale(row.locale), row.timezone, DemoPolicy(row.demo_policy)
         )

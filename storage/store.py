@@ -14,11 +14,11 @@ from bot.clock import Clock, SystemClock
 from bot.errors import StorageError
 from storage.answers import SqlAnswerRepository
 from storage.demo_runs import SqlDemoRunRepository
-from storage.engine import create_engine, redact, upgrade
+from storage.engine import check_schema, create_engine, redact, upgrade
 from storage.posts import SqlPostRepository
 from storage.practice import SqlPracticeRepository
 from storage.questions import SqlQuestionVersions
-from storage.refs import RefResolver
+from storage.refs import ChannelDefaults, RefResolver
 from storage.report import SqlReportRepository
 from storage.schedules import SqlScheduleRepository
 from storage.scores import SqlScoreRepository
@@ -41,6 +41,7 @@ class SqlStore:
         clock: Clock | None = None,
         migrate: bool = False,
         engine: AsyncEngine | None = None,
+        defaults: ChannelDefaults | None = None,
     ) -> None:
         self.url = url
         self.clock = clock or SystemClock()
@@ -48,7 +49,7 @@ class SqlStore:
         self.engine = engine or create_engine(url)
         self.dialect = self.engine.dialect.name
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
-        self.refs = RefResolver(self.dialect)
+        self.refs = RefResolver(self.dialect, defaults)
         self.posts = SqlPostRepository(self.sessions, self.refs)
         self.answers = SqlAnswerRepository(self.sessions, self.refs)
         self.scores = SqlScoreRepository(self.sessions)
@@ -77,6 +78,10 @@ class SqlStore:
                 await upgrade(self.engine)
             async with self.engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))
+            await check_schema(self.engine)
+        except StorageError:
+            await self.engine.dispose()
+            raise
         except (OperationalError, DBAPIError, OSError) as exc:
             await self.engine.dispose()
             raise StorageError(

@@ -62,3 +62,20 @@ def test_redact_url_hides_only_the_password() -> None:
     assert redact_url("redis://:s3cret@redis:6379/0") == "redis://:***@redis:6379/0"
     assert redact_url("amqp://guest:pw@mq//") == "amqp://guest:***@mq//"
     assert redact_url("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+
+
+def test_config_file_comes_from_quizbot_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f = tmp_path / "quizbot.toml"
+    f.write_text('QUIZBOT_TIMEZONE = "Europe/Athens"\n')
+    monkeypatch.delenv("QUIZBOT_TIMEZONE", raising=False)
+    monkeypatch.setenv("QUIZBOT_CONFIG", str(f))
+    assert load_settings().default_timezone == "Europe/Athens"
+
+
+def test_an_empty_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DISCORD_TOKEN", "")
+    monkeypatch.setenv("QUIZBOT_DISCORD_SHARD_COUNT", "")
+    s = load_settings()
+    assert s.discord_token is None and s.discord_shard_count is None

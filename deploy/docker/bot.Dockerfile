@@ -21,11 +21,14 @@ COPY --from=build /wheels /wheels
 # hadolint ignore=DL3013
 RUN pip install --no-cache-dir --no-index --find-links=/wheels "quizbot[postgres,celery]" \
     && rm -rf /wheels \
-    && useradd --create-home --uid 10001 quizbot
+    && useradd --create-home --uid 10001 quizbot \
+    && install -d -o quizbot -g quizbot /data
+# /data: where a SQLite database goes (QUIZBOT_DATABASE_URL=sqlite:////data/quizbot.db)
+# when mounted as a volume; PostgreSQL deployments do not use it.
 USER 10001
 WORKDIR /home/quizbot
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=4)"]
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('QUIZBOT_HTTP_PORT', '8080'), timeout=4)"]
 ENTRYPOINT ["quizbot"]
 CMD ["serve"]

@@ -1,5 +1,6 @@
 # The GPU runner: a Celery worker that runs registered demos on the host's GPU, one at a
-# time per GPU. The base image brings CUDA and PyTorch; quizbot adds the runner extra.
+# time per GPU. The base image brings CUDA and PyTorch; quizbot adds its `celery` extra
+# (no second torch: the `gpu` extra's torch requirement is the base image's).
 # Build from the repository root:
 #   docker build -f deploy/docker/gpu-runner.Dockerfile -t quizbot-gpu-runner .
 
@@ -11,17 +12,22 @@ COPY adapters ./adapters
 COPY questions ./questions
 COPY storage ./storage
 COPY gpu_runner ./gpu_runner
-RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . \
-    && pip wheel --no-cache-dir --wheel-dir /wheels "celery[redis]>=5.4" "redis>=5.0"
+# Wheels for quizbot and its dependencies, torch excluded (not a base dependency).
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[celery]"
 
 FROM pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 COPY --from=build /wheels /wheels
-# torch comes from the base image: install quizbot's other dependencies, not a second torch.
-RUN pip install --no-cache-dir --find-links=/wheels /wheels/quizbot-*.whl "celery[redis]>=5.4" \
+# The only index is /wheels, built from this tree in the first stage. Packages the base
+# image already has (numpy, pillow, ...) are kept: pip installs only what is missing.
+# hadolint ignore=DL3013
+RUN pip install --no-cache-dir --no-index --find-links=/wheels "quizbot[celery]" \
     && rm -rf /wheels \
     && useradd --create-home --uid 10001 runner
 USER 10001
 WORKDIR /home/runner
+# The worker preloads torch before it answers pings: give it time to start.
+HEALTHCHECK --interval=60s --timeout=20s --start-period=120s --retries=3 \
+    CMD ["quizbot", "runner", "ping"]
 ENTRYPOINT ["quizbot", "runner", "worker"]

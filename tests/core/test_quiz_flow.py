@@ -211,3 +211,22 @@ async def test_publish_failure_leaves_a_claimed_post_that_can_be_sent_later(
     assert q is not None
     sent = await service.publish(claimed, q)
     assert sent.state is PostState.OPEN and await service.store.posts.unsent(clock.now()) == []
+
+
+async def test_new_channels_start_with_the_configured_locale_and_time_zone(
+    db_url: str, clock: FakeClock, bank: QuestionBank
+) -> None:
+    from storage.refs import ChannelDefaults
+    from storage.store import SqlStore
+
+    chat = RecordingChat()
+    defaults = ChannelDefaults("el", "Europe/Athens")
+    async with SqlStore(db_url, clock=clock, defaults=defaults) as store:
+        fresh = ChannelRef(Platform.SLACK, "T9", "C9")
+        settings = await store.settings.get(fresh)
+        assert (settings.locale, settings.timezone) == (Locale.EL, "Europe/Athens")
+        service = QuizService(store, {Platform.SLACK: chat}, bank, clock, count_update_interval=0)
+        post = await service.ask(fresh)
+        assert post is not None and post.locale is Locale.EL
+        assert "(Europe/Athens)" in chat.of("post")[0].message.footer  # type: ignore[union-attr]
+        await service.drain_updates()

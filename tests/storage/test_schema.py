@@ -71,3 +71,15 @@ async def test_unreachable_postgres_gives_a_storage_error_without_the_password()
         await store.initialize()
     assert "QUIZBOT_DATABASE_URL" in str(info.value)
     assert "hunter2" not in str(info.value)
+
+
+async def test_a_database_behind_the_migrations_is_refused_with_the_fix(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'old.db'}"
+    engine = create_engine(url)
+    await upgrade(engine, "0001")
+    await engine.dispose()
+    store = SqlStore(url)
+    with pytest.raises(StorageError, match=r"quizbot db upgrade"):
+        await store.initialize()
+    async with SqlStore(url, migrate=True) as upgraded:  # the embedded default upgrades itself
+        assert await upgraded.ping()
