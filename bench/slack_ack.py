@@ -255,9 +255,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             runs["sqlite"] = run_once(sqlite_url(tmp), args.users)
     if args.db in ("postgresql", "both"):
-        from bench.answers import drop_pg, pg_database
+        from bench._common import drop_pg, pg_database
 
-        pg = asyncio.run(pg_database(args.pg))
+        pg = asyncio.run(pg_database(args.pg, "slack"))
         if pg is not None:
             try:
                 runs["postgresql"] = run_once(pg, args.users)
