@@ -17,6 +17,7 @@ from bot.clock import Clock, SystemClock
 from bot.commands import CommandSet, core_commands
 from bot.config import Settings
 from bot.demos import DemoDispatcher, register_demo_commands
+from bot.domain import DemoPolicy
 from bot.metrics import MetricsRegistry, QuizMetrics
 from bot.ports import Chat
 from bot.practice import install_practice
@@ -95,9 +96,20 @@ async def build_core(
         )
         stack.push_async_callback(service.drain_updates)
         runner = await stack.enter_async_context(open_runner(settings))
+
         # Attaches itself to reveals and resumes runs left pending by a previous process.
+        async def schedule_policy(schedule_id: int) -> DemoPolicy | None:
+            schedule = await store.schedules.get(schedule_id)
+            return schedule.demo_policy if schedule is not None else None
+
         dispatcher = await stack.enter_async_context(
-            DemoDispatcher(service, store.demo_runs, runner, default_registry())
+            DemoDispatcher(
+                service,
+                store.demo_runs,
+                runner,
+                default_registry(),
+                schedule_policy=schedule_policy,
+            )
         )
         commands = core_commands()
         register_demo_commands(commands, dispatcher)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
@@ -139,6 +139,10 @@ class TrackingRunner(Protocol):
         ...
 
 
+SchedulePolicy = Callable[[int], Awaitable[DemoPolicy | None]]
+"""The demo policy of a schedule, by schedule id (None: use the channel's)."""
+
+
 class DemoDispatcher:
     """Runs demos for reveals (channel policy AUTO), buttons and `/quiz demo`."""
 
@@ -151,8 +155,10 @@ class DemoDispatcher:
         *,
         start_timeout: float = 900.0,
         result_timeout: float = 900.0,
+        schedule_policy: SchedulePolicy | None = None,
     ) -> None:
         self.service = service
+        self.schedule_policy = schedule_policy
         self.runs = runs
         self.runner = runner
         self.catalog = catalog
@@ -192,12 +198,15 @@ class DemoDispatcher:
                 "question %s names demo %r, which is not registered", reveal.question.id, demo
             )
             return
-        settings = await self.service.store.settings.get(post.channel)
-        if settings.demo_policy is DemoPolicy.AUTO:
+        policy = (await self.service.store.settings.get(post.channel)).demo_policy
+        if post.schedule_id is not None and self.schedule_policy is not None:
+            # A scheduled question follows its schedule's demo policy.
+            policy = await self.schedule_policy(post.schedule_id) or policy
+        if policy is DemoPolicy.AUTO:
             await self.request(
                 post.channel, demo, thread_locale, post_id=post.id, parent=post.message
             )
-        elif settings.demo_policy is DemoPolicy.BUTTON:
+        elif policy is DemoPolicy.BUTTON:
             t = translator(thread_locale)
             await self.service.chat(post.channel).reply_in_thread(
                 post.message,

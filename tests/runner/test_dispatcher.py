@@ -129,6 +129,62 @@ async def test_off_policy_runs_nothing(
     assert chat.of("image") == []
 
 
+@pytest.mark.parametrize(
+    ("channel_policy", "schedule_policy", "runs"),
+    [(DemoPolicy.AUTO, DemoPolicy.OFF, 0), (DemoPolicy.OFF, DemoPolicy.AUTO, 1)],
+)
+async def test_a_scheduled_question_follows_its_schedules_demo_policy(
+    service: QuizService,
+    chat: RecordingChat,
+    fault_executor: Executor,
+    clock: FakeClock,
+    channel_policy: DemoPolicy,
+    schedule_policy: DemoPolicy,
+    runs: int,
+) -> None:
+    from bot.domain import PostKind
+    from storage.schedules import SqlScheduleRepository
+
+    store = service.store
+    schedules = SqlScheduleRepository(store.sessions, store.refs)  # type: ignore[attr-defined]
+    await set_policy(service, channel_policy)
+    schedule = await schedules.add(
+        CHANNEL,
+        timezone="UTC",
+        local_time="09:30",
+        weekdays="mon-fri",
+        cron=None,
+        window_seconds=None,
+        demo_policy=schedule_policy,
+        created_by="ana",
+        created_at=clock.now(),
+    )
+
+    async def policy_of(schedule_id: int) -> DemoPolicy | None:
+        found = await schedules.get(schedule_id)
+        return found.demo_policy if found else None
+
+    d = DemoDispatcher(
+        service,
+        runs_of(service),
+        LocalRunner(fault_executor),
+        fault_executor.registry,
+        schedule_policy=policy_of,
+    )
+    d.attach()
+    post = await service.ask(
+        CHANNEL,
+        topic="fragmentation",
+        kind=PostKind.SCHEDULED,
+        schedule_id=schedule.id,
+        slot_at=clock.now(),
+    )
+    assert post is not None
+    await service.close(post.id)
+    await d.drain()
+    assert len(await runs_of(service).for_post(post.id)) == runs
+
+
 def commands(dispatcher: DemoDispatcher) -> CommandSet:
     cs = CommandSet()
     register_demo_commands(cs, dispatcher)
