@@ -127,7 +127,7 @@ def _play(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from bot.serve import serve
+    from bot.app import serve
 
     settings = _settings()
     asyncio.run(serve(settings))

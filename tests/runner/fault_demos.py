@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -35,10 +36,9 @@ def gate_pid_path(token: int) -> Path:
 
 def _hang(ctx: RunContext) -> DemoOutput:
     # A grandchild too: the timeout must end the whole process group.
-    helper = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(1)"])
+    helper = subprocess.Popen([sys.executable, "-c", "import signal\nsignal.pause()"])
     pid_path(ctx.int("token")).write_text(str(helper.pid))
-    while True:
-        time.sleep(0.05)
+    threading.Event().wait()  # hangs until the executor kills the process group
 
 
 def _crash(ctx: RunContext) -> DemoOutput:

@@ -10,9 +10,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.app import serve
 from bot.config import load_settings
 from bot.errors import ConfigError
-from bot.serve import serve
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.fake_slack import BOT_TOKEN, FakeSlack
 
