@@ -173,6 +173,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             discord = DiscordAdapter.from_settings(settings, core.service, core.commands)
             chats[Platform.DISCORD] = discord.chat
             await stack.enter_async_context(discord)
+            core.web.add_check("discord", discord.healthy)
             ended.append(asyncio.ensure_future(discord.wait_closed()))
             log.info("Discord adapter running")
         for mount in http_routes:

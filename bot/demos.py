@@ -360,6 +360,7 @@ class DemoDispatcher:
     async def _publish(self, run: DemoRun, result: DemoResult) -> None:
         if not await self.runs.claim_posting(run.id, self.service.clock.now()):
             return  # another instance (or an earlier attempt) posted it
+        self.service.metrics.demos.inc(state=result.state.value)
         try:
             chat = self.service.chat(run.channel)
             message = result_message(run.demo, run.locale, result)

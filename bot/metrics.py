@@ -147,6 +147,11 @@ class QuizMetrics:
             "Scheduled slots not posted: missed beyond the grace period, or window already over",
         )
         self.schedules = r.gauge("quizbot_schedules", "Enabled schedules loaded by this bot")
+        self.demos = r.counter(
+            "quizbot_demos_total",
+            "Demo runs whose result was posted, by final state",
+            ("state",),
+        )
 
 
 __all__ = ["Counter", "Gauge", "MetricsRegistry", "QuizMetrics"]

@@ -218,6 +218,16 @@ class DiscordAdapter:
                 self._connection.result()  # raises why it ended
             raise TimeoutError(f"Discord was not ready within {timeout} s")
 
+    async def healthy(self) -> bool:
+        """For /healthz: the gateway connection is up and READY came (discord.py reconnects
+        by itself; a long outage shows here)."""
+        return (
+            self._connection is not None
+            and not self._connection.done()
+            and self.client.is_ready()
+            and not self.client.is_closed()
+        )
+
     async def wait_closed(self) -> None:
         """Until the gateway connection ends (`quizbot serve` waits on this)."""
         if self._connection is not None:

@@ -97,6 +97,7 @@ async def test_reveal_posts_status_then_result_and_plot_in_the_question_thread(
     (run,) = await runs_of(service).for_post(post.id)
     assert run.state is DemoState.SUCCEEDED and run.posted_at is not None
     assert run.started_at is not None and run.device == "simulated allocator, no GPU"
+    assert service.metrics.demos.value(state="succeeded") == 1
 
 
 async def test_button_policy_offers_a_button_and_runs_nothing(

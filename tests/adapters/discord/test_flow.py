@@ -46,6 +46,8 @@ async def test_ready_and_guild_create_reach_the_client(
         (identify,) = fake.identifies
         assert identify["token"] == "fake-token"
         assert identify["intents"] == discord.Intents(guilds=True).value  # nothing privileged
+        assert await adapter.healthy()  # what /healthz reports for Discord
+    assert not await adapter.healthy()  # after the adapter closed
 
 
 async def test_commands_sync_to_the_dev_guild_with_greek_descriptions(
