@@ -16,15 +16,18 @@ import signal
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from bot.bank import QuestionBank
 from bot.clock import Clock, SystemClock
 from bot.commands import CommandSet, core_commands
 from bot.config import Settings
-from bot.demos import DemoDispatcher, register_demo_commands
-from bot.domain import DemoPolicy, Platform
+from bot.deliveries import Deliveries
+from bot.demos import DemoDispatcher, install_demos
+from bot.domain import DemoPolicy, Locale, Platform
 from bot.errors import ConfigError, QuizError
+from bot.interactions import Interactions
 from bot.metrics import MetricsRegistry, QuizMetrics
 from bot.ports import Chat
 from bot.practice import install_practice
@@ -45,6 +48,8 @@ class Core:
     settings: Settings
     service: QuizService
     commands: CommandSet
+    interactions: Interactions
+    deliveries: Deliveries
     bank: QuestionBank
     store: SqlStore
     dispatcher: DemoDispatcher
@@ -85,6 +90,7 @@ async def build_core(
     bank = load_bank(settings)
     url = database_url(settings)
     async with AsyncExitStack() as stack:
+        metrics = QuizMetrics(MetricsRegistry())
         # The embedded SQLite default upgrades itself; PostgreSQL runs `quizbot db upgrade`.
         store = await stack.enter_async_context(
             SqlStore(
@@ -92,9 +98,10 @@ async def build_core(
                 clock=clock,
                 migrate=url.startswith("sqlite"),
                 defaults=ChannelDefaults(settings.default_locale, settings.default_timezone),
+                observer=metrics,
             )
         )
-        metrics = QuizMetrics(MetricsRegistry())
+        metrics.answers_waiting.track(lambda: store.answers.waiting)
         service = QuizService(
             store,
             chats,
@@ -103,7 +110,10 @@ async def build_core(
             rng=rng,
             count_update_interval=count_update_interval,
             metrics=metrics,
+            ask_cooldown=timedelta(seconds=settings.ask_cooldown),
+            default_locale=Locale.parse(settings.default_locale) or Locale.EN,
         )
+        interactions = Interactions(service)
         stack.push_async_callback(service.drain_updates)
         runner = await stack.enter_async_context(open_runner(settings))
 
@@ -122,7 +132,7 @@ async def build_core(
             )
         )
         commands = core_commands()
-        register_demo_commands(commands, dispatcher)
+        install_demos(commands, interactions, dispatcher)
         install_practice(service, commands, store.practice)
         add_report_command(commands, store.reports)
         # start() catches up after downtime: reveals, resends, the latest missed slot.
@@ -130,12 +140,25 @@ async def build_core(
             Scheduler(service, store.schedules, clock=clock, metrics=metrics)
         )
         register_schedule_commands(commands, scheduler)
+        deliveries = await stack.enter_async_context(Deliveries(store.deliveries, clock, metrics))
         web = WebServer(
             metrics.registry,
             port=settings.http_port,
             checks={"scheduler": scheduler.healthy, "database": store.ping},
         )
-        yield Core(settings, service, commands, bank, store, dispatcher, scheduler, metrics, web)
+        yield Core(
+            settings,
+            service,
+            commands,
+            interactions,
+            deliveries,
+            bank,
+            store,
+            dispatcher,
+            scheduler,
+            metrics,
+            web,
+        )
 
 
 async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
@@ -161,8 +184,16 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         ended: list[asyncio.Future[Any]] = []
         http_routes: list[Callable[[Any], None]] = []
         if slack is not None:
+            slack_chat.metrics = core.metrics
             adapter = await stack.enter_async_context(
-                SlackAdapter(core.service, core.commands, slack_chat, slack)
+                SlackAdapter(
+                    core.service,
+                    core.commands,
+                    slack_chat,
+                    slack,
+                    interactions=core.interactions,
+                    deliveries=core.deliveries,
+                )
             )
             if not adapter.socket_mode:
                 http_routes.append(adapter.mount)

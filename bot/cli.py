@@ -109,7 +109,13 @@ def _play(args: argparse.Namespace) -> int:
             settings, {Platform.CONSOLE: chat}, clock=clock, rng=rng, count_update_interval=0.0
         ) as core:
             session = ConsoleSession(
-                core.service, core.commands, chat, sys.stdout, channel=args.channel, user=args.user
+                core.service,
+                core.commands,
+                chat,
+                sys.stdout,
+                channel=args.channel,
+                user=args.user,
+                interactions=core.interactions,
             )
             session.extra["clock"] = clock_command(clock, core.scheduler)
             interactive = sys.stdin.isatty()

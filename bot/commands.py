@@ -7,15 +7,30 @@ adapter shows (privately or in the channel); public questions are posted by the 
 
 from __future__ import annotations
 
+import logging
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-from bot.domain import ChannelRef, Locale, UserRef
-from bot.errors import UserFacingError
+from bot.domain import ChannelRef, Locale, Platform, UserRef
+from bot.errors import StorageUnavailable, UserFacingError
 from bot.i18n import N_, Translator, translator
+from bot.logs import problem_key
 from bot.messages import Message
 from bot.quiz import QuizService
+
+log = logging.getLogger(__name__)
+
+
+class AdminStatus(StrEnum):
+    YES = "yes"
+    NO = "no"
+    UNKNOWN = "unknown"  # the platform could not say (its API did not answer)
+
+
+AdminCheck = Callable[[], Awaitable[AdminStatus]]
+"""An adapter's capability: is the invoking user an admin? Asked only for admin commands."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +39,38 @@ class Invocation:
     user: UserRef
     locale: Locale  # the channel's locale, or the user's where the platform tells it
     is_admin: bool = False
+    admin_check: AdminCheck | None = None  # when set, it decides (and `is_admin` is ignored)
+
+    async def admin_status(self) -> AdminStatus:
+        if self.admin_check is not None:
+            return await self.admin_check()
+        return AdminStatus.YES if self.is_admin else AdminStatus.NO
+
+
+# Who counts as an admin, in each platform's words.
+NOT_ADMIN = {
+    Platform.SLACK: N_(
+        "Only workspace admins (or users listed in QUIZBOT_ADMINS) can use /quiz {name}."
+    ),
+    Platform.DISCORD: N_(
+        "Only members with the Manage Server permission (or the quiz admin role) can use "
+        "/quiz {name}."
+    ),
+    Platform.CONSOLE: N_("Only admins (users listed in QUIZBOT_ADMINS) can use /quiz {name}."),
+}
+ADMIN_UNKNOWN = N_(
+    "I could not check whether you are an admin ({platform} did not answer), so /quiz {name} "
+    "did not run. Try again in a moment; an operator can also add your user id to "
+    "QUIZBOT_ADMINS."
+)
+FAILED = N_("Something went wrong on our side; please try again in a moment.")
+STORAGE_DOWN = N_("The quiz's database is not answering right now; please try again in a moment.")
+
+
+def failure_message(locale: Locale, exc: BaseException | None = None) -> Message:
+    """The one "it did not work" reply, for every platform."""
+    t = translator(locale)
+    return Message(body=t(STORAGE_DOWN if isinstance(exc, StorageUnavailable) else FAILED))
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +88,29 @@ class CommandSet:
 
     handlers: dict[str, Handler] = field(default_factory=dict)
     admin_only: set[str] = field(default_factory=set)
+    # Admin only when given arguments: the bare command shows a setting, with arguments
+    # it changes it (`/quiz demos` vs `/quiz demos off`).
+    admin_to_change: set[str] = field(default_factory=set)
     usage: dict[str, str] = field(default_factory=dict)
 
-    def add(self, name: str, handler: Handler, usage: str, *, admin: bool = False) -> None:
+    def add(
+        self,
+        name: str,
+        handler: Handler,
+        usage: str,
+        *,
+        admin: bool = False,
+        admin_args_only: bool = False,
+    ) -> None:
         self.handlers[name] = handler
         self.usage[name] = usage
-        if admin:
+        if admin and admin_args_only:
+            self.admin_to_change.add(name)
+        elif admin:
             self.admin_only.add(name)
+
+    def needs_admin(self, name: str, args: list[str]) -> bool:
+        return name in self.admin_only or (name in self.admin_to_change and bool(args))
 
 
 async def run_command(
@@ -72,22 +135,30 @@ async def run_command(
                 )
             )
         ]
-    if name in commands.admin_only and not inv.is_admin:
-        return [
-            Reply(
-                Message(
-                    body=t(
-                        "Only workspace admins (or users listed in QUIZBOT_ADMINS) "
-                        "can use /quiz {name}.",
-                        name=name,
-                    )
-                )
-            )
-        ]
     try:
+        if commands.needs_admin(name, args):
+            status = await inv.admin_status()
+            if status is not AdminStatus.YES:
+                return [Reply(Message(body=_refusal(inv, name, status, t)))]
         return await handler(service, inv, args)
     except UserFacingError as exc:
         return [Reply(Message(body=str(exc)))]
+    except Exception as exc:
+        service.problems.problem(
+            problem_key(f"/quiz {name}", exc),
+            "/quiz %s failed in %s",
+            name,
+            inv.channel.key,
+            exc=exc,
+        )
+        return [Reply(failure_message(inv.locale, exc))]
+
+
+def _refusal(inv: Invocation, name: str, status: AdminStatus, t: Translator) -> str:
+    platform = inv.channel.platform
+    if status is AdminStatus.UNKNOWN:
+        return t(ADMIN_UNKNOWN, platform=platform.value.capitalize(), name=name)
+    return t(NOT_ADMIN.get(platform, NOT_ADMIN[Platform.CONSOLE]), name=name)
 
 
 def help_message(commands: CommandSet, t: Translator) -> Message:
@@ -107,6 +178,7 @@ _DESCRIPTIONS = {
     "help": N_("this list"),
     "practice": N_("a private question just for you (not scored)"),
     "demo": N_("run a GPU memory demonstration"),
+    "demos": N_("show or set when demos run after a reveal"),
     "schedule": N_("daily questions for this channel"),
     "report": N_("per-question statistics for admins"),
 }
@@ -163,4 +235,13 @@ def core_commands() -> CommandSet:
     return cs
 
 
-__all__ = ["CommandSet", "Invocation", "Reply", "core_commands", "run_command"]
+__all__ = [
+    "AdminCheck",
+    "AdminStatus",
+    "CommandSet",
+    "Invocation",
+    "Reply",
+    "core_commands",
+    "failure_message",
+    "run_command",
+]

@@ -64,6 +64,20 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("QUIZBOT_ADMINS"),
         description="comma-separated platform user ids allowed to change channel settings",
     )
+    ask_cooldown: int = Field(
+        30,
+        ge=0,
+        le=86_400,
+        validation_alias=AliasChoices("QUIZBOT_ASK_COOLDOWN"),
+        description="seconds between two /quiz ask in one channel, on every platform and "
+        "replica (0: no cooldown)",
+    )
+    discord_public_key: str | None = Field(
+        None,
+        validation_alias=AliasChoices("DISCORD_PUBLIC_KEY"),
+        description="the application's public key (hex, Developer Portal > General "
+        "Information): serves Discord's HTTP interactions at /discord/interactions",
+    )
     http_port: int = Field(
         8080,
         validation_alias=AliasChoices("QUIZBOT_HTTP_PORT"),

@@ -53,6 +53,7 @@ class AnswerStatus(StrEnum):
     CLOSED = "closed"
     UNKNOWN_POST = "unknown_post"
     INVALID_CHOICE = "invalid_choice"
+    WRONG_CHANNEL = "wrong_channel"  # the click names a post of another channel
 
 
 class DemoPolicy(StrEnum):
@@ -330,3 +331,14 @@ class DemoResult:
     metrics: Mapping[str, Any] = field(default_factory=dict)
     png: bytes | None = None
     error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """A platform request acknowledged but not (yet) marked handled: replayed after a crash."""
+
+    key: str
+    platform: str
+    received_at: datetime
+    attempts: int
+    payload: Mapping[str, Any] | None

@@ -7,8 +7,13 @@ markdown subset: ``*bold*``, ``_italic_``, ```code``` and ``- `` list lines.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
+
+MAX_POST_ID = 2**63 - 1  # what the database can hold; a larger id is no post of ours
+MAX_VALUE = 64  # a choice index, a demo id: short
+_ID = re.compile(r"[0-9]{1,19}")
 
 
 class ButtonStyle(StrEnum):
@@ -38,11 +43,16 @@ class Button:
 
     @staticmethod
     def decode(custom_id: str) -> tuple[ActionKind, int, str] | None:
+        """The inverse of `encode`, for every platform; None for anything that is not one of
+        our buttons or is out of range (such a click never reaches the database)."""
         parts = custom_id.split(":", 3)
-        if len(parts) != 4 or parts[0] != "quiz":
+        if len(parts) != 4 or parts[0] != "quiz" or not _ID.fullmatch(parts[2]):
+            return None
+        post_id = int(parts[2])
+        if not 0 < post_id <= MAX_POST_ID or len(parts[3]) > MAX_VALUE:
             return None
         try:
-            return ActionKind(parts[1]), int(parts[2]), parts[3]
+            return ActionKind(parts[1]), post_id, parts[3]
         except ValueError:
             return None
 

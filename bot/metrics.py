@@ -1,125 +1,116 @@
-"""A tiny metrics registry (counters and gauges) rendered in the Prometheus text format.
+"""The bot's metrics, on `prometheus_client` with a registry of its own.
 
-No client library: the bot exposes a handful of series on ``/metrics``. A registry is an
-ordinary object handed to whoever counts (no module-level default), so tests and several
-bots in one process never share numbers.
+Each `MetricsRegistry` wraps its own `CollectorRegistry` (never the library's global
+default), so tests and several bots in one process never share numbers; it also carries
+the process collector (CPU, memory, open files). The small `Counter`/`Gauge`/`Histogram`
+wrappers keep call sites short (``metrics.answers.inc(status="recorded")``) and let tests
+read a value back.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any
 
+import prometheus_client as prom
+from prometheus_client.registry import CollectorRegistry
 
-def _escape_label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-def _number(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if float(value).is_integer() and abs(value) < 2**53:
-        return str(int(value))
-    return repr(float(value))
+CONTENT_TYPE = prom.CONTENT_TYPE_LATEST
 
 
 class _Metric:
-    kind = ""
-
-    def __init__(self, name: str, help: str, labelnames: tuple[str, ...] = ()) -> None:
+    def __init__(self, metric: Any, name: str, labelnames: tuple[str, ...]) -> None:
+        self._metric = metric
         self.name = name
-        self.help = help
         self.labelnames = labelnames
-        self._values: dict[tuple[str, ...], float] = {}
-        if not labelnames:
-            self._values[()] = 0.0
 
-    def _key(self, labels: dict[str, str]) -> tuple[str, ...]:
+    def _child(self, labels: dict[str, str]) -> Any:
         if set(labels) != set(self.labelnames):
             raise ValueError(
                 f"{self.name} takes the labels {self.labelnames}, got {tuple(sorted(labels))}"
             )
-        return tuple(str(labels[n]) for n in self.labelnames)
+        return self._metric.labels(**labels) if labels else self._metric
 
     def value(self, **labels: str) -> float:
         """The current value (0 for a label set never touched)."""
-        return self._values.get(self._key(labels), 0.0)
-
-    def samples(self) -> Iterator[tuple[tuple[str, ...], float]]:
-        return iter(sorted(self._values.items()))
-
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {_escape_help(self.help)}", f"# TYPE {self.name} {self.kind}"]
-        for key, value in self.samples():
-            if key:
-                pairs = ",".join(
-                    f'{n}="{_escape_label(v)}"' for n, v in zip(self.labelnames, key, strict=True)
-                )
-                lines.append(f"{self.name}{{{pairs}}} {_number(value)}")
-            else:
-                lines.append(f"{self.name} {_number(value)}")
-        return lines
+        if set(labels) != set(self.labelnames):
+            raise ValueError(f"{self.name} takes the labels {self.labelnames}")
+        for family in self._metric.collect():
+            for sample in family.samples:
+                if sample.name in (self.name, f"{self.name}_total") and sample.labels == labels:
+                    return float(sample.value)
+        return 0.0
 
 
 class Counter(_Metric):
     """A value that only goes up."""
 
-    kind = "counter"
-
     def inc(self, amount: float = 1.0, **labels: str) -> None:
         if amount < 0:
             raise ValueError(f"{self.name}: a counter cannot go down (inc by {amount})")
-        key = self._key(labels)
-        self._values[key] = self._values.get(key, 0.0) + amount
+        self._child(labels).inc(amount)
 
 
 class Gauge(_Metric):
-    """A value that goes up and down."""
-
-    kind = "gauge"
+    """A value that goes up and down, or is read when scraped (`track`)."""
 
     def set(self, value: float, **labels: str) -> None:
-        self._values[self._key(labels)] = float(value)
+        self._child(labels).set(value)
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
-        key = self._key(labels)
-        self._values[key] = self._values.get(key, 0.0) + amount
+        self._child(labels).inc(amount)
+
+    def track(self, read: Callable[[], float]) -> None:
+        """Read the value from `read` at each scrape (queue depths)."""
+        self._metric.set_function(read)
 
 
-M = TypeVar("M", bound=_Metric)
+class Histogram(_Metric):
+    def observe(self, value: float, **labels: str) -> None:
+        self._child(labels).observe(value)
 
 
 class MetricsRegistry:
     """Named metrics, rendered together for ``/metrics``."""
 
-    def __init__(self) -> None:
-        self._metrics: dict[str, _Metric] = {}
+    def __init__(self, *, process: bool = True) -> None:
+        # The `*_created` series (a timestamp per counter) only double the exposition; the
+        # switch is the library's documented, process-wide one.
+        prom.disable_created_metrics()  # type: ignore[no-untyped-call]
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._names: set[str] = set()
+        if process:
+            prom.ProcessCollector(registry=self.registry)
+
+    def _check(self, name: str) -> None:
+        if name in self._names:
+            raise ValueError(f"metric {name} is already registered")
+        self._names.add(name)
 
     def counter(self, name: str, help: str, labelnames: tuple[str, ...] = ()) -> Counter:
-        return self._register(Counter(name, help, labelnames))
+        self._check(name)
+        return Counter(
+            prom.Counter(name, help, labelnames, registry=self.registry), name, labelnames
+        )
 
     def gauge(self, name: str, help: str, labelnames: tuple[str, ...] = ()) -> Gauge:
-        return self._register(Gauge(name, help, labelnames))
+        self._check(name)
+        return Gauge(prom.Gauge(name, help, labelnames, registry=self.registry), name, labelnames)
 
-    def _register(self, metric: M) -> M:
-        if metric.name in self._metrics:
-            raise ValueError(f"metric {metric.name} is already registered")
-        self._metrics[metric.name] = metric
-        return metric
+    def histogram(
+        self,
+        name: str,
+        help: str,
+        labelnames: tuple[str, ...] = (),
+        buckets: Sequence[float] = prom.Histogram.DEFAULT_BUCKETS,
+    ) -> Histogram:
+        self._check(name)
+        metric = prom.Histogram(name, help, labelnames, registry=self.registry, buckets=buckets)
+        return Histogram(metric, name, labelnames)
 
     def render(self) -> str:
-        """The Prometheus text exposition format (version 0.0.4)."""
-        lines: list[str] = []
-        for metric in self._metrics.values():
-            lines += metric.render()
-        return "\n".join(lines) + "\n"
+        """The Prometheus text exposition format."""
+        return prom.generate_latest(self.registry).decode()
 
 
 class QuizMetrics:
@@ -127,7 +118,7 @@ class QuizMetrics:
     it keeps its own (counting still works, nothing is exposed)."""
 
     def __init__(self, registry: MetricsRegistry | None = None) -> None:
-        self.registry = registry or MetricsRegistry()
+        self.registry = registry or MetricsRegistry(process=False)
         r = self.registry
         self.posts = r.counter(
             "quizbot_posts_total", "Questions posted to a platform, by kind", ("kind",)
@@ -152,6 +143,47 @@ class QuizMetrics:
             "Demo runs whose result was posted, by final state",
             ("state",),
         )
+        self.platform_errors = r.counter(
+            "quizbot_platform_errors_total",
+            "Chat platform API calls that failed, by platform, method and HTTP status",
+            ("platform", "method", "status"),
+        )
+        self.db_retries = r.counter(
+            "quizbot_db_retries_total",
+            "Database work tried again after a transient error, by reason "
+            "(deadlock, serialization, connection, locked)",
+            ("reason",),
+        )
+        self.db_errors = r.counter(
+            "quizbot_db_errors_total",
+            "Database work that failed after its retries, by operation",
+            ("operation",),
+        )
+        self.dropped_payloads = r.counter(
+            "quizbot_dropped_payloads_total",
+            "Platform requests dropped as malformed or not ours, by platform and kind",
+            ("platform", "kind"),
+        )
+        self.redeliveries = r.counter(
+            "quizbot_redeliveries_total",
+            "Platform requests recognised as redeliveries and not handled twice, by platform",
+            ("platform",),
+        )
+        self.answers_waiting = r.gauge(
+            "quizbot_answers_waiting", "Answer clicks queued or being committed"
+        )
+        self.click_seconds = r.histogram(
+            "quizbot_click_seconds",
+            "Seconds from receiving an answer click to its recorded outcome",
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+        )
+
+    # The store's retry loop reports here (storage.faults.RetryObserver).
+    def retried(self, reason: str) -> None:
+        self.db_retries.inc(reason=reason)
+
+    def failed(self, operation: str) -> None:
+        self.db_errors.inc(operation=operation)
 
 
-__all__ = ["Counter", "Gauge", "MetricsRegistry", "QuizMetrics"]
+__all__ = ["CONTENT_TYPE", "Counter", "Gauge", "Histogram", "MetricsRegistry", "QuizMetrics"]

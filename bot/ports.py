@@ -3,9 +3,9 @@ implement them; the core never imports those packages."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from bot.domain import (
     Answer,
@@ -14,6 +14,7 @@ from bot.domain import (
     BoardScope,
     ChannelRef,
     ChannelSettings,
+    Delivery,
     DemoJob,
     DemoResult,
     Leaderboard,
@@ -86,6 +87,14 @@ class PostRepository(Protocol):
         """Channel posts (not practice), newest first."""
         ...
 
+    async def unsent_in_channel(self, channel: ChannelRef) -> list[Post]:
+        """Channel posts claimed but not on the platform yet."""
+        ...
+
+    async def discard_unsent(self, post_id: int) -> bool:
+        """Delete a claimed post that can never be sent."""
+        ...
+
     async def close(self, post_id: int, closed_at: datetime) -> Post | None:
         """Close an open post exactly once (conditional update). None if it was not open.
         The winner holds the post's reveal lease from ``closed_at``; a post with no public
@@ -122,11 +131,20 @@ class PostRepository(Protocol):
 
 
 class AnswerRepository(Protocol):
-    async def record(self, post_id: int, user: UserRef, choice: int, at: datetime) -> AnswerOutcome:
+    async def record(
+        self,
+        post_id: int,
+        user: UserRef,
+        choice: int,
+        at: datetime,
+        channel: ChannelRef | None = None,
+    ) -> AnswerOutcome:
         """Record the first answer of a user on an open post (the first one counts).
 
         The outcome's status is RECORDED, ALREADY_ANSWERED (with the choice that counts),
-        CLOSED, UNKNOWN_POST or INVALID_CHOICE; `question` is left for the caller.
+        CLOSED, UNKNOWN_POST, INVALID_CHOICE or WRONG_CHANNEL (`channel` given and not the
+        post's); `question` is left for the caller. Raises `StorageUnavailable` when the
+        database did not answer within the retry budget.
         """
         ...
 
@@ -163,6 +181,41 @@ class SettingsRepository(Protocol):
 
     async def save(self, settings: ChannelSettings) -> None: ...
 
+    async def claim_ask(
+        self, channel: ChannelRef, now: datetime, cooldown: timedelta
+    ) -> timedelta | None:
+        """Take the channel's `/quiz ask` cooldown: None when taken, else the time left."""
+        ...
+
+    async def release_ask(self, channel: ChannelRef, taken_at: datetime) -> None:
+        """Give back a cooldown taken at `taken_at` (nothing was posted)."""
+        ...
+
+
+class DeliveryLog(Protocol):
+    """Platform requests acknowledged to their sender (see `bot.deliveries`)."""
+
+    async def claim(
+        self,
+        key: str,
+        platform: str,
+        now: datetime,
+        lease: timedelta,
+        payload: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Record a request before acknowledging it; False for a redelivery."""
+        ...
+
+    async def finish(self, key: str, now: datetime) -> None: ...
+
+    async def take_unfinished(
+        self, platform: str, now: datetime, lease: timedelta, max_age: timedelta, limit: int = 100
+    ) -> list[Delivery]:
+        """Unfinished requests whose handler died (lease passed), under a new lease."""
+        ...
+
+    async def prune(self, older_than: datetime) -> int: ...
+
 
 class QuestionVersions(Protocol):
     """The exact question content each post showed, by content hash."""
@@ -190,6 +243,9 @@ class Store(Protocol):
     @property
     def questions(self) -> QuestionVersions: ...
 
+    @property
+    def deliveries(self) -> DeliveryLog: ...
+
 
 class DemoRunner(Protocol):
     """Runs registered demos somewhere (subprocess, Celery worker) or nowhere (`off`)."""
@@ -209,6 +265,7 @@ class DemoRunner(Protocol):
 __all__ = [
     "AnswerRepository",
     "Chat",
+    "DeliveryLog",
     "DemoRunner",
     "PostRepository",
     "QuestionVersions",

@@ -32,13 +32,15 @@ from bot.domain import (
     Reveal,
     UserRef,
 )
-from bot.errors import UserFacingError
+from bot.errors import NotInChannel, StorageUnavailable, UserFacingError
 from bot.i18n import translator
+from bot.logs import ThrottledLog
 from bot.messages import Message
 from bot.metrics import QuizMetrics
 from bot.ports import Chat, Store
 from bot.render import outcome_message, question_message, reveal_message
 from bot.scoring import board_period
+from bot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,7 @@ DEFAULT_WINDOW = timedelta(hours=24)
 # How long a reveal attempt owns its post: a reveal not marked done by then is retried by
 # the reconciler (longer than the platform clients' request timeouts).
 DEFAULT_REVEAL_LEASE = timedelta(minutes=2)
+_REMEMBERED_LOCALES = 10_000
 
 
 class RevealListener(Protocol):
@@ -75,24 +78,50 @@ class QuizService:
         rng: random.Random | None = None,
         count_update_interval: float = 1.0,
         metrics: QuizMetrics | None = None,
+        ask_cooldown: timedelta = timedelta(0),  # QUIZBOT_ASK_COOLDOWN, from `build_core`
+        default_locale: Locale = Locale.EN,
     ) -> None:
         self.store = store
         self.chats = chats
         self.bank = bank
         self.clock = clock
         self.rng = rng or random.Random()
+        self.ask_cooldown = ask_cooldown
+        self.default_locale = default_locale
         self.on_reveal: list[RevealListener] = []
         # Features that word the private outcome of their own posts (practice).
         self.outcome_renderers: list[OutcomeRenderer] = []
         self._count_interval = count_update_interval
-        self._count_pending: dict[int, asyncio.Task[None]] = {}
+        self._count_pending: set[int] = set()
+        self.tasks = TaskSupervisor("quiz")
         self.metrics = metrics or QuizMetrics()  # its own registry unless one is given
+        self.problems = ThrottledLog(log)
+        # The last locale read per channel: what a failure reply speaks when the database
+        # it would read it from is the thing that failed.
+        self._locales: dict[str, Locale] = {}
 
     def chat(self, channel: ChannelRef) -> Chat:
         try:
             return self.chats[channel.platform]
         except KeyError:
             raise UserFacingError(f"no chat adapter is running for {channel.platform}") from None
+
+    async def locale_for(self, channel: ChannelRef, user_locale: Locale | None = None) -> Locale:
+        """The user's own language where the platform says it, else the channel's; never
+        raises (a cached or default locale when the database does not answer)."""
+        if user_locale is not None:
+            return user_locale
+        try:
+            locale = (await self.store.settings.get(channel)).locale
+        except Exception:
+            return self._locales.get(channel.key, self.default_locale)
+        self._remember_locale(channel, locale)
+        return locale
+
+    def _remember_locale(self, channel: ChannelRef, locale: Locale) -> None:
+        if len(self._locales) >= _REMEMBERED_LOCALES:
+            self._locales.clear()
+        self._locales[channel.key] = locale
 
     # -- ask ---------------------------------------------------------------------------
 
@@ -108,11 +137,35 @@ class QuizService:
     ) -> Post | None:
         """Pick a question for the channel, claim the post, then send it.
 
-        Returns None when a scheduled slot was already claimed (by another replica).
+        Returns None when a scheduled slot was already claimed (by another replica). An
+        on-demand ask (`PostKind.ASK`) takes the channel's cooldown first (in the database,
+        so replicas agree) and is refused while an earlier question still waits to be sent.
         """
         settings = await self.store.settings.get(channel)
+        self._remember_locale(channel, settings.locale)
+        t = translator(settings.locale)
+        if kind is PostKind.ASK and await self.store.posts.unsent_in_channel(channel):
+            raise UserFacingError(
+                t(
+                    "A question is already waiting to be posted in this channel (the chat "
+                    "platform is not answering); it appears as soon as it does."
+                )
+            )
         question = await self._pick(channel, topic, settings.locale)
         now = self.clock.now()
+        if kind is PostKind.ASK and self.ask_cooldown > timedelta(0):
+            left = await self.store.settings.claim_ask(channel, now, self.ask_cooldown)
+            if left is not None:
+                seconds = max(1, round(left.total_seconds()))
+                raise UserFacingError(
+                    t.n(
+                        "A question was just asked in this channel: /quiz ask works again in "
+                        "{count} second.",
+                        "A question was just asked in this channel: /quiz ask works again in "
+                        "{count} seconds.",
+                        seconds,
+                    )
+                )
         await self.store.questions.save(question)
         post = await self.store.posts.create(
             channel,
@@ -129,7 +182,32 @@ class QuizService:
         )
         if post is None:
             return None
-        return await self.publish(post, question, settings)
+        if kind is not PostKind.ASK:
+            return await self.publish(post, question, settings)
+        try:
+            return await self.publish(post, question, settings)
+        except NotInChannel:
+            await self.store.posts.discard_unsent(post.id)
+            await self.store.settings.release_ask(channel, now)
+            raise UserFacingError(
+                t("I cannot post in this channel yet: add me with /invite, then try again.")
+            ) from None
+        except (UserFacingError, StorageUnavailable):
+            raise
+        except Exception as exc:
+            # The post stays claimed: the reconciler sends it once the platform answers.
+            self.problems.problem(
+                f"ask: {type(exc).__name__}",
+                "posting a question in %s failed",
+                channel.key,
+                exc=exc,
+            )
+            raise UserFacingError(
+                t(
+                    "The chat platform is not answering right now; the question will be posted "
+                    "here as soon as it does."
+                )
+            ) from None
 
     async def _pick(self, channel: ChannelRef, topic: str | None, locale: Locale) -> Question:
         history = [p.question_id for p in await self.store.posts.history(channel)]
@@ -160,10 +238,26 @@ class QuizService:
     # -- answer ------------------------------------------------------------------------
 
     async def record_answer(
-        self, post_id: int, user: UserRef, choice: int, user_locale: Locale | None = None
+        self,
+        post_id: int,
+        user: UserRef,
+        choice: int,
+        user_locale: Locale | None = None,
+        *,
+        channel: ChannelRef | None = None,
+        redelivered: bool = False,
     ) -> AnswerReply:
-        """Record a click. The first answer per user counts; the reply is private."""
-        outcome = await self.store.answers.record(post_id, user, choice, self.clock.now())
+        """Record a click. The first answer per user counts; the reply is private. With
+        `channel` (where the click happened), a post of another channel is refused. A
+        `redelivered` click that finds its own choice already counted gets the outcome of
+        that first delivery (whose process may have died before answering)."""
+        outcome = await self.store.answers.record(post_id, user, choice, self.clock.now(), channel)
+        if (
+            redelivered
+            and outcome.status is AnswerStatus.ALREADY_ANSWERED
+            and outcome.choice == choice
+        ):
+            outcome = replace(outcome, status=AnswerStatus.RECORDED)
         post = outcome.post
         question = None
         if post is not None:
@@ -184,6 +278,7 @@ class QuizService:
         """Coalesce "N answered" edits: at most one per post per interval."""
         if post.message is None or post.id in self._count_pending:
             return
+        self._count_pending.add(post.id)
 
         async def flush() -> None:
             try:
@@ -195,17 +290,21 @@ class QuizService:
                 await self.chat(fresh.channel).update_message(
                     fresh.message, question_message(fresh, question, settings.timezone)
                 )
-            except Exception:
-                log.exception("could not update the answered count of post %s", post.id)
+            except Exception as exc:
+                self.problems.problem(
+                    f"count update: {type(exc).__name__}",
+                    "could not update the answered count of post %s",
+                    post.id,
+                    exc=exc,
+                )
             finally:
-                self._count_pending.pop(post.id, None)
+                self._count_pending.discard(post.id)
 
-        self._count_pending[post.id] = asyncio.get_running_loop().create_task(flush())
+        self.tasks.spawn(flush(), name=f"count-{post.id}")
 
     async def drain_updates(self) -> None:
         """Wait for pending count updates (shutdown, tests)."""
-        while self._count_pending:
-            await asyncio.gather(*self._count_pending.values(), return_exceptions=True)
+        await self.tasks.drain()
 
     # -- close and reveal --------------------------------------------------------------
 
@@ -321,6 +420,7 @@ class QuizService:
     async def set_locale(self, channel: ChannelRef, locale: Locale) -> ChannelSettings:
         settings = replace(await self.store.settings.get(channel), locale=locale)
         await self.store.settings.save(settings)
+        self._remember_locale(channel, locale)
         return settings
 
     async def open_post(self, channel: ChannelRef) -> Post | None:

@@ -75,6 +75,13 @@ def outcome_message(outcome: AnswerOutcome, locale: Locale) -> Message:
     t = translator(locale)
     q = outcome.question
     status = outcome.status
+    if status is AnswerStatus.WRONG_CHANNEL:
+        return Message(
+            body=t(
+                "This button belongs to a question of another channel; nothing was recorded. "
+                "Answer with the buttons under the question itself."
+            )
+        )
     if status is AnswerStatus.UNKNOWN_POST or q is None:
         return Message(
             body=t("This question is not available any more. Ask for a new one with /quiz ask.")

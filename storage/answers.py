@@ -2,9 +2,22 @@
 
 A transaction per answer tops out near 1,000/s on SQLite; a burst of clicks on a popular
 question needs more. Concurrent `record` calls are queued and one writer task commits
-them together: per post it locks the post row (checking it is open), inserts the answers
-with ON CONFLICT DO NOTHING on (post, member) — first answer wins, exactly as with a
-transaction each — and bumps the post's answer count. Every caller gets its own outcome.
+them together: per post it locks the post row (checking it is open and that the click
+came from the post's channel), inserts the answers with ON CONFLICT DO NOTHING on
+(post, member) — first answer wins, exactly as with a transaction each — and bumps the
+post's answer count. Every caller gets its own outcome.
+
+What production does to it (replicas, database blips, bad input) is handled here, once,
+for every platform:
+
+- Post rows are locked in ascending id order and member rows are upserted sorted, in a
+  transaction of their own: two replicas can never wait on each other in a cycle.
+- Each post's work runs in its own savepoint, so one post that fails fails alone.
+- Deadlocks, serialization failures and lost connections are retried with backoff
+  (`storage.faults.Backoff`) before anyone is told; then the waiting clicks get
+  `StorageUnavailable` ("try again in a moment"), never a silent loss.
+- Ids beyond the database's integer range never reach it.
+- `aclose` stops taking clicks and resolves every queued one: recorded, or told to retry.
 """
 
 from __future__ import annotations
@@ -22,13 +35,16 @@ from bot.domain import (
     Answer,
     AnswerOutcome,
     AnswerStatus,
+    ChannelRef,
     Platform,
     Post,
     PostKind,
     PostState,
     UserRef,
 )
+from bot.errors import StorageUnavailable
 from storage._sql import insert
+from storage.faults import Backoff, RetryObserver, transient_reason
 from storage.models import AnswerRow, ChannelRow, MemberRow, PostRow
 from storage.posts import to_post
 from storage.practice import record_practice_answer
@@ -37,6 +53,8 @@ from storage.refs import RefResolver
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 2000
+MAX_ID = 2**63 - 1  # BIGINT; a larger id is no post of ours
+MAX_CHOICE = 32  # far above any question's choices; SMALLINT-safe
 
 
 @dataclass(slots=True)
@@ -45,63 +63,136 @@ class _Pending:
     user: UserRef
     choice: int
     at: datetime
+    channel: ChannelRef | None
     future: asyncio.Future[AnswerOutcome]
 
 
 class SqlAnswerRepository:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        refs: RefResolver,
+        *,
+        backoff: Backoff | None = None,
+        observer: RetryObserver | None = None,
+    ) -> None:
         self._sessions = sessions
         self._refs = refs
         self._dialect = sessions.kw["bind"].dialect.name
+        self._backoff = backoff or Backoff()
+        self.observer = observer
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
+        self._in_flight = 0
+        self._closing = False
+        self._idle = asyncio.Event()  # set when nothing is queued or being committed
+        self._idle.set()
 
-    async def record(self, post_id: int, user: UserRef, choice: int, at: datetime) -> AnswerOutcome:
-        """Record `user`'s answer unless they answered this post already (first one counts)."""
+    @property
+    def waiting(self) -> int:
+        """Clicks queued or being committed (the metrics' ``answers waiting`` gauge)."""
+        return self._queue.qsize() + self._in_flight
+
+    async def record(
+        self,
+        post_id: int,
+        user: UserRef,
+        choice: int,
+        at: datetime,
+        channel: ChannelRef | None = None,
+    ) -> AnswerOutcome:
+        """Record `user`'s answer unless they answered this post already (first one counts).
+
+        With `channel`, a click whose post belongs to another channel is refused
+        (`WRONG_CHANNEL`). Raises `StorageUnavailable` when the database did not answer
+        within the retry budget, or the writer is shutting down.
+        """
+        if not 0 < post_id <= MAX_ID:
+            return AnswerOutcome(AnswerStatus.UNKNOWN_POST)
+        if not -1 <= choice < MAX_CHOICE:
+            choice = -1  # refused as an invalid choice, after the post is checked
+        if self._closing:
+            raise StorageUnavailable("the bot is shutting down")
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[AnswerOutcome] = loop.create_future()
-        self._queue.put_nowait(_Pending(post_id, user, choice, at, fut))
+        self._queue.put_nowait(_Pending(post_id, user, choice, at, channel, fut))
+        self._idle.clear()
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write_loop(), name="answer-writer")
         return await fut
 
-    async def aclose(self) -> None:
-        if self._writer is not None:
-            self._writer.cancel()
+    async def aclose(self, timeout: float = 10.0) -> None:
+        """Take no more clicks; commit the queued ones (up to `timeout`), then tell any
+        left that they were not recorded."""
+        self._closing = True
+        writer = self._writer
+        if writer is not None and not writer.done():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drained(), timeout)
+            writer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._writer
-            self._writer = None
+                await writer
+        self._writer = None
+        while not self._queue.empty():
+            _resolve(self._queue.get_nowait(), StorageUnavailable("the bot is shutting down"))
+
+    async def _drained(self) -> None:
+        await self._idle.wait()
 
     async def _write_loop(self) -> None:
         while True:
             batch = [await self._queue.get()]
             while len(batch) < MAX_BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
+            self._in_flight = len(batch)
             try:
-                outcomes = await self._commit(batch)
-            except Exception as exc:  # every waiter must hear about it
-                log.exception("answer batch of %d failed", len(batch))
+                results = await self._commit_with_retries(batch)
+            except asyncio.CancelledError:
                 for p in batch:
-                    if not p.future.done():
-                        p.future.set_exception(exc)
-                continue
-            for p, outcome in zip(batch, outcomes, strict=True):
-                if not p.future.done():
-                    p.future.set_result(outcome)
+                    _resolve(p, StorageUnavailable("the bot is shutting down"))
+                raise
+            except Exception as exc:  # every waiter hears about it; the next batch goes on
+                if not isinstance(exc, StorageUnavailable):
+                    log.exception("an answer batch of %d failed", len(batch))
+                results = [exc] * len(batch)
+            finally:
+                self._in_flight = 0
+            for p, result in zip(batch, results, strict=True):
+                _resolve(p, result)
+            if self._queue.empty():
+                self._idle.set()
 
-    async def _commit(self, batch: list[_Pending]) -> list[AnswerOutcome]:
+    async def _commit_with_retries(self, batch: list[_Pending]) -> list[AnswerOutcome | Exception]:
+        async def attempt() -> list[AnswerOutcome | Exception]:
+            return await self._commit(batch)
+
+        return await self._backoff.run(attempt, "record answers", self.observer)
+
+    async def _commit(self, batch: list[_Pending]) -> list[AnswerOutcome | Exception]:
         by_post: dict[int, list[int]] = {}
         for i, p in enumerate(batch):
             by_post.setdefault(p.post_id, []).append(i)
-        outcomes: list[AnswerOutcome | None] = [None] * len(batch)
+        # Members first, in their own transaction: committed rows only, locked sorted.
+        member_ids = await self._refs.resolve_members(self._sessions, [p.user for p in batch])
+        results: list[AnswerOutcome | Exception] = [
+            StorageUnavailable("not committed") for _ in batch
+        ]
         async with self._sessions.begin() as s:
-            member_ids = await self._refs.member_ids(s, (p.user for p in batch))
-            for post_id, idxs in by_post.items():
-                for i, o in zip(
-                    idxs, await self._commit_post(s, post_id, batch, idxs, member_ids), strict=True
-                ):
-                    outcomes[i] = o
-        return [o for o in outcomes if o is not None]
+            for post_id in sorted(by_post):  # one global lock order across replicas
+                idxs = by_post[post_id]
+                try:
+                    async with s.begin_nested():
+                        outcomes: list[AnswerOutcome | Exception] = list(
+                            await self._commit_post(s, post_id, batch, idxs, member_ids)
+                        )
+                except Exception as exc:
+                    if transient_reason(exc) is not None:
+                        raise  # the whole batch is retried
+                    log.exception("answers on post %s failed", post_id)
+                    outcomes = [exc] * len(idxs)
+                for i, o in zip(idxs, outcomes, strict=True):
+                    results[i] = o
+        return results
 
     async def _commit_post(
         self,
@@ -124,18 +215,25 @@ class SqlAnswerRepository:
             return [AnswerOutcome(AnswerStatus.UNKNOWN_POST) for _ in idxs]
         row, ch = found
         post = to_post(row, ch)
+        foreign = {i for i in idxs if not _same_channel(batch[i].channel, post.channel)}
+        idxs_here = [i for i in idxs if i not in foreign]
         if row.state != PostState.OPEN.value:
             status = (
                 AnswerStatus.CLOSED
                 if row.state == PostState.CLOSED.value
                 else AnswerStatus.UNKNOWN_POST
             )
-            return [AnswerOutcome(status, post=post) for _ in idxs]
+            return [
+                AnswerOutcome(AnswerStatus.WRONG_CHANNEL)
+                if i in foreign
+                else AnswerOutcome(status, post=post)
+                for i in idxs
+            ]
 
         first: dict[int, _Pending] = {}
         practice = row.kind == PostKind.PRACTICE.value
         strangers: set[int] = set()  # clicks on someone else's practice question
-        for i in idxs:
+        for i in idxs_here:
             p = batch[i]
             if practice and member_ids[p.user.key] != row.practice_member_id:
                 strangers.add(member_ids[p.user.key])
@@ -178,7 +276,9 @@ class SqlAnswerRepository:
         # The choice that counts for members who had answered before this batch.
         earlier: dict[int, int] = {}
         others = [mid for mid in first if mid not in inserted] + [
-            member_ids[batch[i].user.key] for i in idxs if batch[i].choice >= row.choice_count
+            member_ids[batch[i].user.key]
+            for i in idxs_here
+            if not 0 <= batch[i].choice < row.choice_count
         ]
         if others:
             prior = await s.execute(
@@ -193,7 +293,9 @@ class SqlAnswerRepository:
         for i in idxs:
             p = batch[i]
             mid = member_ids[p.user.key]
-            if mid in strangers:
+            if i in foreign:
+                out.append(AnswerOutcome(AnswerStatus.WRONG_CHANNEL))
+            elif mid in strangers:
                 out.append(AnswerOutcome(AnswerStatus.UNKNOWN_POST))
             elif mid in inserted and first[mid] is p:
                 out.append(_outcome(AnswerStatus.RECORDED, post, p.choice, row.correct_choice))
@@ -240,6 +342,20 @@ class SqlAnswerRepository:
                 )
             ).scalar_one_or_none()
         return _user(m) if m is not None else None
+
+
+def _resolve(p: _Pending, result: AnswerOutcome | BaseException) -> None:
+    if p.future.done():
+        return  # the caller gave up (cancelled)
+    if isinstance(result, BaseException):
+        p.future.set_exception(result)
+    else:
+        p.future.set_result(result)
+
+
+def _same_channel(click: ChannelRef | None, post: ChannelRef) -> bool:
+    """A click without a channel (the console, the core's own calls) is not checked."""
+    return click is None or click == post
 
 
 def _user(m: MemberRow) -> UserRef:

@@ -11,8 +11,9 @@ from typing import Any
 from sqlalchemy import Select, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.demos import DemoRun
+from bot.demos.runs import DemoRun
 from bot.domain import ChannelRef, DemoResult, DemoState, Locale, MessageRef, Platform
+from storage._sql import insert
 from storage.models import ChannelRow, DemoRunRow
 from storage.refs import RefResolver
 
@@ -89,6 +90,56 @@ class SqlDemoRunRepository:
         run = await self.get(run_id)
         assert run is not None
         return run
+
+    async def create_for_post(
+        self,
+        channel: ChannelRef,
+        demo: str,
+        locale: Locale,
+        params: Mapping[str, Any],
+        created_at: datetime,
+        *,
+        post_id: int,
+        parent: MessageRef,
+    ) -> tuple[DemoRun, bool]:
+        """One run per (post, demo): the unique index decides between concurrent callers."""
+        dialect = self._sessions.kw["bind"].dialect.name
+        async with self._sessions.begin() as s:
+            cid = await self._refs.channel_id(s, channel, created_at)
+            stmt = (
+                insert(dialect, DemoRunRow)
+                .values(
+                    channel_id=cid,
+                    post_id=post_id,
+                    parent_message_id=parent.message,
+                    demo=demo,
+                    locale=str(locale),
+                    params=json.dumps(dict(params), sort_keys=True),
+                    state=DemoState.QUEUED.value,
+                    device="",
+                    report="",
+                    metrics="{}",
+                    error="",
+                    created_at=created_at,
+                )
+                .on_conflict_do_nothing(
+                    index_elements=["post_id", "demo"], index_where=DemoRunRow.post_id.is_not(None)
+                )
+                .returning(DemoRunRow.id)
+            )
+            new_id = (await s.execute(stmt)).scalar_one_or_none()
+            run_id = new_id
+            if run_id is None:
+                run_id = (
+                    await s.execute(
+                        select(DemoRunRow.id).where(
+                            DemoRunRow.post_id == post_id, DemoRunRow.demo == demo
+                        )
+                    )
+                ).scalar_one()
+        run = await self.get(run_id)
+        assert run is not None
+        return run, new_id is not None
 
     async def get(self, run_id: int) -> DemoRun | None:
         async with self._sessions() as s:

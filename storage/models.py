@@ -74,6 +74,9 @@ class ChannelRow(Base):
     timezone: Mapped[str] = mapped_column(String(64), default="UTC")
     demo_policy: Mapped[str] = mapped_column(String(16), default="auto")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # The `/quiz ask` cooldown (migration 0006): taken by a conditional update, so two
+    # replicas cannot both pass it.
+    last_ask_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class MemberRow(Base):
@@ -314,3 +317,41 @@ class DemoRunRow(Base):
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     posted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+# One run per question and demo (migration 0006): the reveal's AUTO run and any number of
+# button clicks, on any replica, share it.
+Index(
+    "uq_demo_runs_post_demo",
+    DemoRunRow.post_id,
+    DemoRunRow.demo,
+    unique=True,
+    postgresql_where=text("post_id IS NOT NULL"),
+    sqlite_where=text("post_id IS NOT NULL"),
+)
+
+
+class DeliveryRow(Base):
+    """A platform request acknowledged to its sender (migration 0006): the key makes a
+    redelivery harmless on every replica, and an unfinished row is replayed after a crash."""
+
+    __tablename__ = "deliveries"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    received_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # Who works on it until when: a replay takes rows whose lease passed.
+    leased_until: Mapped[datetime] = mapped_column(UtcDateTime())
+    attempts: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    done_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    # The request as received (JSON), kept until done: it holds the reply URL or token.
+    payload: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+UNFINISHED_DELIVERY = "done_at IS NULL"
+Index(
+    "ix_deliveries_unfinished",
+    DeliveryRow.received_at,
+    postgresql_where=text(UNFINISHED_DELIVERY),
+    sqlite_where=text(UNFINISHED_DELIVERY),
+)

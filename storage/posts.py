@@ -8,7 +8,16 @@ from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, func, literal_column, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    delete,
+    func,
+    literal_column,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
@@ -166,6 +175,27 @@ class SqlPostRepository:
             ),
             PostRow.id.asc(),
         )
+
+    async def unsent_in_channel(self, channel: ChannelRef) -> list[Post]:
+        """Channel posts claimed but not yet on the platform (a send failed or is under way)."""
+        return await self._list(
+            and_(
+                PostRow.state == PostState.CLAIMED.value,
+                PostRow.kind != PostKind.PRACTICE.value,
+                *self._channel_filter(channel),
+            ),
+            PostRow.id.asc(),
+        )
+
+    async def discard_unsent(self, post_id: int) -> bool:
+        """Delete a claimed post that can never be sent (the bot may not post there)."""
+        async with self._sessions.begin() as s:
+            gone = await s.execute(
+                delete(PostRow).where(
+                    PostRow.id == post_id, PostRow.state == PostState.CLAIMED.value
+                )
+            )
+        return bool(gone.rowcount)  # type: ignore[attr-defined]
 
     async def history(self, channel: ChannelRef, limit: int = 1000) -> list[Post]:
         return await self._list(

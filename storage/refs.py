@@ -1,4 +1,9 @@
-"""Resolving platform references (channels, members) to row ids, with a small cache."""
+"""Resolving platform references (channels, members) to row ids, with a small cache.
+
+The cache is filled only from committed rows (`on_commit`): an id read in a transaction
+that rolled back would name a row that does not exist, and every later batch using it
+would fail.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select, tuple_
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.domain import ChannelRef, Platform, UserRef
+from storage._session import on_commit
 from storage._sql import insert
 from storage.models import ChannelRow, MemberRow
 
@@ -23,8 +29,8 @@ class ChannelDefaults:
 
 
 class RefResolver:
-    """Maps `ChannelRef`/`UserRef` to ids. Rows are created on first sight and never deleted,
-    so ids can be cached for the life of the process."""
+    """Maps `ChannelRef`/`UserRef` to ids. Rows are created on first sight; ids are cached
+    once the transaction that read them has committed."""
 
     def __init__(self, dialect: str, defaults: ChannelDefaults | None = None) -> None:
         self._dialect = dialect
@@ -59,8 +65,29 @@ class RefResolver:
                 )
             )
         ).scalar_one()
-        self._channels[ref] = cid
+        on_commit(session, lambda: self._channels.__setitem__(ref, cid))
         return cid
+
+    async def resolve_members(
+        self, sessions: async_sessionmaker[AsyncSession], users: Iterable[UserRef]
+    ) -> dict[str, int]:
+        """Ids by `UserRef.key`, from the cache when it knows them all, else in a
+        transaction of their own (committed before anyone uses the ids)."""
+        users = list(users)
+        cached = self._cached(users)
+        if cached is not None:
+            return cached
+        async with sessions.begin() as s:
+            return await self.member_ids(s, users)
+
+    def _cached(self, users: list[UserRef]) -> dict[str, int] | None:
+        out: dict[str, int] = {}
+        for u in users:
+            mid = self._members.get((u.platform, u.workspace, u.user))
+            if mid is None or (u.name and self._names.get(mid) != u.name):
+                return None
+            out[u.key] = mid
+        return out
 
     async def member_ids(self, session: AsyncSession, users: Iterable[UserRef]) -> dict[str, int]:
         """Ids by `UserRef.key`; creates missing members and refreshes changed names."""
@@ -90,7 +117,9 @@ class RefResolver:
             }
             for u in missing
         ]
-        # executemany form: one cached statement, whatever the batch size.
+        # Sorted: concurrent writers (other replicas) lock member rows in one global order,
+        # so their upserts cannot deadlock. executemany: one cached statement.
+        params.sort(key=lambda p: (p["platform"], p["workspace"], p["user_id"]))
         await session.execute(stmt, params)
         rows = await session.execute(
             select(MemberRow.id, MemberRow.platform, MemberRow.workspace, MemberRow.user_id).where(
@@ -99,12 +128,18 @@ class RefResolver:
                 )
             )
         )
+        found: list[tuple[tuple[str, str, str], int, str]] = []
         for mid, platform, workspace, user_id in rows:
-            self._members[(platform, workspace, user_id)] = mid
             u = wanted[UserRef(Platform(platform), workspace, user_id).key]
-            self._names[mid] = u.name
+            found.append(((platform, workspace, user_id), mid, u.name))
             out[u.key] = mid
+        on_commit(session, lambda: self._remember(found))
         return out
+
+    def _remember(self, found: list[tuple[tuple[str, str, str], int, str]]) -> None:
+        for key, mid, name in found:
+            self._members[key] = mid
+            self._names[mid] = name
 
     def forget(self) -> None:
         self._channels.clear()

@@ -1,8 +1,10 @@
-"""Per-channel settings (locale, time zone, demo policy)."""
+"""Per-channel settings (locale, time zone, demo policy) and the `/quiz ask` cooldown."""
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from datetime import datetime, timedelta
+
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.clock import Clock
@@ -48,4 +50,39 @@ class SqlSettingsRepository:
                     timezone=settings.timezone,
                     demo_policy=str(settings.demo_policy),
                 )
+            )
+
+    async def claim_ask(
+        self, channel: ChannelRef, now: datetime, cooldown: timedelta
+    ) -> timedelta | None:
+        """Take the channel's ask cooldown: None when taken (nobody asked within
+        `cooldown`), else how long until it frees. One conditional update, so of two
+        replicas asking at once exactly one wins."""
+        async with self._sessions.begin() as s:
+            cid = await self._refs.channel_id(s, channel, now)
+            taken = await s.execute(
+                update(ChannelRow)
+                .where(
+                    ChannelRow.id == cid,
+                    or_(ChannelRow.last_ask_at.is_(None), ChannelRow.last_ask_at <= now - cooldown),
+                )
+                .values(last_ask_at=now)
+            )
+            if taken.rowcount == 1:  # type: ignore[attr-defined]
+                return None
+            last = (
+                await s.execute(select(ChannelRow.last_ask_at).where(ChannelRow.id == cid))
+            ).scalar_one()
+        if last is None:
+            return None
+        return max(last + cooldown - now, timedelta(seconds=1))
+
+    async def release_ask(self, channel: ChannelRef, taken_at: datetime) -> None:
+        """Give the cooldown back (the ask was refused before anything was posted)."""
+        async with self._sessions.begin() as s:
+            cid = await self._refs.channel_id(s, channel, taken_at)
+            await s.execute(
+                update(ChannelRow)
+                .where(ChannelRow.id == cid, ChannelRow.last_ask_at == taken_at)
+                .values(last_ask_at=None)
             )

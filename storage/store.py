@@ -8,13 +8,16 @@ from typing import Self
 
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from bot.clock import Clock, SystemClock
 from bot.errors import StorageError
+from storage._session import sessionmaker
 from storage.answers import SqlAnswerRepository
+from storage.deliveries import SqlDeliveryLog
 from storage.demo_runs import SqlDemoRunRepository
 from storage.engine import check_schema, create_engine, redact, upgrade
+from storage.faults import RetryObserver
 from storage.posts import SqlPostRepository
 from storage.practice import SqlPracticeRepository
 from storage.questions import SqlQuestionVersions
@@ -42,16 +45,18 @@ class SqlStore:
         migrate: bool = False,
         engine: AsyncEngine | None = None,
         defaults: ChannelDefaults | None = None,
+        observer: RetryObserver | None = None,
     ) -> None:
         self.url = url
         self.clock = clock or SystemClock()
         self._migrate = migrate
         self.engine = engine or create_engine(url)
         self.dialect = self.engine.dialect.name
-        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.sessions = sessionmaker(self.engine)
         self.refs = RefResolver(self.dialect, defaults)
         self.posts = SqlPostRepository(self.sessions, self.refs)
-        self.answers = SqlAnswerRepository(self.sessions, self.refs)
+        self.answers = SqlAnswerRepository(self.sessions, self.refs, observer=observer)
+        self.deliveries = SqlDeliveryLog(self.sessions)
         self.scores = SqlScoreRepository(self.sessions)
         self.settings = SqlSettingsRepository(self.sessions, self.refs, self.clock)
         self.questions = SqlQuestionVersions(self.sessions, self.clock)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.domain import ChannelRef, MessageRef, UserRef
-from bot.messages import Image, Message
+from bot.messages import ActionKind, Button, Image, Message
 
 _BOLD = re.compile(r"\*([^*\n]+)\*")
 
@@ -37,6 +37,8 @@ class ConsoleChat:
         self._image_dir = image_dir
         self._next = 0
         self.posted: dict[str, Message] = {}
+        # Buttons other than answers (e.g. "Run the demo"), newest last: `/press` clicks them.
+        self.pressable: list[Button] = []
 
     def _id(self) -> str:
         self._next += 1
@@ -45,14 +47,20 @@ class ConsoleChat:
     def _print(self, text: str) -> None:
         print(text, file=self._out, flush=True)
 
+    def _remember(self, message: Message) -> None:
+        self.pressable += [b for b in message.buttons if b.action is not ActionKind.ANSWER]
+
     async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
         ref = MessageRef(channel, self._id())
         self.posted[ref.message] = message
+        self._remember(message)
         self._print(f"\n#{channel.channel} [{ref.message}]\n{render_text(message, '  ')}")
         return ref
 
     async def reply_in_thread(self, parent: MessageRef, message: Message) -> MessageRef:
         ref = MessageRef(parent.channel, self._id())
+        self.posted[ref.message] = message
+        self._remember(message)
         self._print(f"  ↳ thread of [{parent.message}]\n{render_text(message, '    │ ')}")
         return ref
 
@@ -60,11 +68,21 @@ class ConsoleChat:
         self._print(f"  (only {user.display} sees this)\n{render_text(message, '    ')}")
 
     async def update_message(self, ref: MessageRef, message: Message) -> None:
+        """Print what a player would notice: a question closing, a demo's status line
+        becoming its report. "N answered" edits (only the footer changes) stay quiet."""
         before = self.posted.get(ref.message)
         self.posted[ref.message] = message
-        # Count edits would flood a terminal; show only the close (buttons gone).
         if before is not None and before.buttons and not message.buttons:
             self._print(f"  [{ref.message}] closed ({message.footer})")
+            return
+        if before is not None and (before.title, before.body, before.buttons) == (
+            message.title,
+            message.body,
+            message.buttons,
+        ):
+            return
+        self._remember(message)
+        self._print(f"  [{ref.message}] now:\n{render_text(message, '    │ ')}")
 
     async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
         where = "(not saved)"

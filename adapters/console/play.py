@@ -1,5 +1,7 @@
 """The console REPL: a number (or letter) answers the open question; `/command` runs
-a `/quiz` subcommand; `/as NAME` switches user; `/quit` leaves.
+a `/quiz` subcommand; `/press [demo]` clicks the newest button that is not an answer (the
+reveal's "Run the demo"); `/as NAME` switches user; `/quit` leaves. Clicks go through the
+core's `Interactions`, as on Slack and Discord.
 
 When stdin is not a terminal, the lines are read as a script and echoed, so a round can be
 played from a pipe.
@@ -14,10 +16,11 @@ from typing import TextIO
 
 from adapters.console.chat import ConsoleChat, render_text
 from bot.commands import CommandSet, Invocation, run_command
-from bot.domain import LETTERS, AnswerStatus, ChannelRef, Platform, UserRef
+from bot.domain import LETTERS, ChannelRef, Platform, PostState, UserRef
 from bot.errors import UserFacingError
 from bot.i18n import translator
-from bot.messages import ActionKind
+from bot.interactions import Click, Interactions
+from bot.messages import ActionKind, Button, Message
 from bot.quiz import QuizService
 
 WORKSPACE = "local"
@@ -35,9 +38,11 @@ class ConsoleSession:
         *,
         channel: str = "quiz",
         user: str = "you",
+        interactions: Interactions | None = None,
     ) -> None:
         self.service = service
         self.commands = commands
+        self.interactions = interactions or Interactions(service)
         self.chat = chat
         self.out = out
         self.channel = ChannelRef(Platform.CONSOLE, WORKSPACE, channel)
@@ -45,7 +50,12 @@ class ConsoleSession:
         self.done = False
         self.practice: dict[str, int] = {}  # user key -> their open practice post id
         # The console's own commands; features add theirs (e.g. /clock).
-        self.extra: dict[str, ConsoleCommand] = {"as": _as, "quit": _quit, "exit": _quit}
+        self.extra: dict[str, ConsoleCommand] = {
+            "as": _as,
+            "press": _press,
+            "quit": _quit,
+            "exit": _quit,
+        }
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -86,17 +96,25 @@ class ConsoleSession:
             self.say("! " + t("Type a choice number (1-4) or letter (A-D), or /help."))
             return
         if (practice := self.practice.get(self.user.key)) is not None:
-            reply = await self.service.record_answer(practice, self.user, choice)
-            if reply.outcome.status is not AnswerStatus.INVALID_CHOICE:
+            await self.click(Button("", ActionKind.ANSWER, practice, str(choice)))
+            post = await self.service.store.posts.get(practice)
+            if post is None or post.state is PostState.CLOSED:  # answered (an invalid pick waits)
                 del self.practice[self.user.key]
-            await self.chat.send_private(self.channel, self.user, reply.message)
             return
         post = await self.service.open_post(self.channel)
         if post is None:
             self.say("! " + t("No open question: type /ask to get one."))
             return
-        reply = await self.service.record_answer(post.id, self.user, choice)
-        await self.chat.send_private(self.channel, self.user, reply.message)
+        await self.click(Button("", ActionKind.ANSWER, post.id, str(choice)))
+
+    async def click(self, button: Button) -> Message | None:
+        """Click `button` as the current user; the reply is shown privately."""
+        click = Click.parse(button.encode(), self.user, self.channel)
+        if click is None:
+            return None
+        message = await self.interactions.click(click)
+        await self.chat.send_private(self.channel, self.user, message)
+        return message
 
     async def run(self, lines: AsyncIterator[str], *, echo: bool) -> None:
         async for line in lines:
@@ -127,6 +145,15 @@ async def _as(session: ConsoleSession, args: list[str]) -> None:
         return
     session.user = _user(args[0])
     session.say(f"(you are now {session.user.display})")
+
+
+async def _press(session: ConsoleSession, args: list[str]) -> None:
+    kind = args[0].lower() if args else None
+    buttons = [b for b in session.chat.pressable if kind is None or b.action == kind]
+    if not buttons:
+        session.say("! no button to press" + (f" of kind {kind!r}" if kind else "") + " yet")
+        return
+    await session.click(buttons[-1])
 
 
 async def _quit(session: ConsoleSession, args: list[str]) -> None:

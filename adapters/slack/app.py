@@ -1,28 +1,31 @@
-"""`SlackAdapter`: the Bolt app's listeners (`/quiz`, the quiz's buttons) and its lifecycle
-in Socket Mode or HTTP mode.
+"""`SlackAdapter`: the quiz on Slack — `/quiz` commands and the quiz's buttons — in Socket
+Mode or HTTP mode, as an async context manager.
 
-Requests are acknowledged by `Inbound` before Bolt sees them (Slack's 3-second limit); the
-listeners still call `ack()` first and catch and log their own errors, so they also work
-under Bolt's own runner (where an exception just after `ack()` can become a 404).
+The walk of a click: `inbound.Inbound` checks the request and calls `interaction`; an
+answer is recorded by the core (`bot.interactions.Interactions.click` →
+`storage.answers`) before the acknowledgement goes out, and the private outcome follows
+through the click's ``response_url``. A command, or a click that is not an answer, is
+stored first (`bot.deliveries.Deliveries`: a redelivery on any replica is dropped, a
+crash replays it), acknowledged, then run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Self, cast
 
-from aiohttp import ClientError, web
+from aiohttp import web
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.errors import SlackApiError, SlackClientError
 
-from adapters.slack.chat import ResponseUrlError, SlackChat
+from adapters.slack.chat import SlackChat
 from adapters.slack.config import SlackConfig
 from adapters.slack.dedupe import RecentKeys
-from adapters.slack.inbound import Inbound
+from adapters.slack.errors import CALL_ERRORS, describe
+from adapters.slack.inbound import Inbound, Malformed
 from adapters.slack.payloads import (
     BlockActionsPayload,
     ButtonClick,
@@ -31,20 +34,21 @@ from adapters.slack.payloads import (
     clicks_to_core,
     command_to_core,
 )
-from bot.commands import CommandSet, Invocation, Reply, run_command
-from bot.domain import ChannelRef, Locale, UserRef
-from bot.errors import ConfigError
-from bot.i18n import translator
+from bot.commands import AdminStatus, CommandSet, Invocation, Reply, run_command
+from bot.deliveries import Deliveries
+from bot.domain import Delivery, UserRef
+from bot.errors import ConfigError, NotInChannel, PlatformError
+from bot.interactions import Interactions
 from bot.messages import ActionKind, Message
 from bot.quiz import QuizService
+from bot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
-# Posting where the bot may not: tell the user how to fix it instead of "something failed".
-_NOT_IN_CHANNEL = {"not_in_channel", "channel_not_found", "is_archived"}
-
-ActionHandler = Callable[[ButtonClick], Awaitable[Message | None]]
+PLATFORM = "slack"
+# A response_url takes replies for 30 minutes: replay only what can still be answered.
+REPLAY_MAX_AGE = timedelta(minutes=25)
 
 
 class SlackAdapter:
@@ -58,8 +62,8 @@ class SlackAdapter:
         chat: SlackChat,
         config: SlackConfig,
         *,
-        concurrency: int = 32,
-        dedupe_ttl: float = 600.0,
+        interactions: Interactions | None = None,
+        deliveries: Deliveries | None = None,
         admin_cache_ttl: float = 600.0,
         ping_interval: float = 10.0,
     ) -> None:
@@ -67,14 +71,16 @@ class SlackAdapter:
         self.commands = commands
         self.chat = chat
         self.config = config
-        self._concurrency = concurrency
-        self._recent = RecentKeys(ttl=dedupe_ttl)
+        self.interactions = interactions or Interactions(service)
+        self.deliveries = deliveries or Deliveries(
+            service.store.deliveries, service.clock, service.metrics
+        )
+        self.deliveries.add_replayer(PLATFORM, self._replay, REPLAY_MAX_AGE)
+        self.tasks = TaskSupervisor("slack")
         self._admin_ttl = timedelta(seconds=admin_cache_ttl)
         self._admins: dict[str, tuple[bool, datetime]] = {}
-        self._asked: dict[str, datetime] = {}
         self._ping_interval = ping_interval
-        self._action_handlers: dict[ActionKind, ActionHandler] = {}
-        self._app: AsyncApp | None = None
+        self._recent = RecentKeys(ttl=600.0)  # answer clicks this process took
         self._inbound: Inbound | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -97,11 +103,14 @@ class SlackAdapter:
         # One call of our own first: a bad app token fails here with a clear message,
         # where the Socket Mode client would retry forever.
         url = await self._socket_url(self.config.app_token) if self.config.app_token else None
-        self._app = self._build_app()
         self._inbound = Inbound(
-            self._app, signing_secret=self.config.signing_secret, concurrency=self._concurrency
+            self,
+            self._events_app(),
+            signing_secret=self.config.signing_secret,
+            dropped=lambda kind: self.service.metrics.dropped_payloads.inc(
+                platform=PLATFORM, kind=kind
+            ),
         )
-        await self._inbound.start()
         if self.config.app_token and url:
             try:
                 await self._inbound.connect(
@@ -115,18 +124,13 @@ class SlackAdapter:
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Disconnect, finish the requests already acknowledged (up to `timeout`)."""
         if self._inbound is not None:
-            await self._inbound.stop(timeout)
+            await self._inbound.stop()
             self._inbound = None
+        await self.tasks.close(timeout)
 
     @property
     def socket_mode(self) -> bool:
         return self.config.socket_mode
-
-    @property
-    def app(self) -> AsyncApp:
-        if self._app is None:
-            raise RuntimeError("SlackAdapter is not started: use `async with SlackAdapter(...)`")
-        return self._app
 
     @property
     def inbound(self) -> Inbound:
@@ -135,8 +139,8 @@ class SlackAdapter:
         return self._inbound
 
     async def idle(self) -> None:
-        """Wait until every acknowledged request has been processed (tests, shutdown)."""
-        await self.inbound.idle()
+        """Wait until every acknowledged request has been handled (tests, shutdown)."""
+        await self.tasks.drain()
 
     async def healthy(self) -> bool:
         """For /healthz: connected (Socket Mode) or taking requests (HTTP mode)."""
@@ -158,106 +162,103 @@ class SlackAdapter:
     async def handle_http(self, request: web.Request) -> web.Response:
         return await self.inbound.handle_http(request)
 
-    # -- extension ---------------------------------------------------------------------
-
-    def add_action_handler(self, kind: ActionKind, handler: ActionHandler) -> None:
-        """Handle clicks on `quiz:<kind>:...` buttons (e.g. the reveal's demo button); a
-        returned message is shown to the clicking user only."""
-        self._action_handlers[kind] = handler
-
-    # -- Bolt --------------------------------------------------------------------------
-
-    def _build_app(self) -> AsyncApp:
-        app = AsyncApp(
+    def _events_app(self) -> AsyncApp:
+        """Bolt, for the Events API only (`url_verification`, future event listeners):
+        requests reach it already verified."""
+        return AsyncApp(
             name="quizbot",
             client=self.chat.client,
-            # `Inbound` has verified the signature and acknowledged the request already;
-            # Bolt routes it and runs the listener to the end (on a bounded worker).
             request_verification_enabled=False,
             process_before_response=True,
             logger=logging.getLogger("adapters.slack.bolt"),
         )
 
-        async def on_command(ack: Any, body: dict[str, Any]) -> None:
-            await ack()
-            await _logged(self._command(cast(SlashCommandForm, body)))
-
-        async def on_click(ack: Any, body: dict[str, Any]) -> None:
-            await ack()
-            await _logged(self._clicks(cast(BlockActionsPayload, body)))
-
-        app.command(self.config.command)(on_command)
-        app.action(re.compile(r"^quiz:"))(on_click)
-        return app
-
     # -- /quiz -------------------------------------------------------------------------
 
-    async def _command(self, form: SlashCommandForm) -> None:
-        call = command_to_core(form)
-        # Slack redelivers (HTTP retries, Socket Mode envelopes) with the same trigger_id.
-        if call.trigger_id and self._recent.seen(f"command:{call.trigger_id}"):
-            log.info("Slack: dropped a repeated delivery of /quiz %s", call.text)
-            return
-        locale = (await self.service.store.settings.get(call.channel)).locale
-        name = call.subcommand
-        is_ask = name == "ask"
-        if is_ask and (wait := self._cooldown_left(call.channel)) > 0:
-            t = translator(locale)
-            text = t.n(
-                "A question was just asked in this channel: /quiz ask works again in "
-                "{count} second.",
-                "A question was just asked in this channel: /quiz ask works again in "
-                "{count} seconds.",
-                wait,
-            )
-            await self._reply_command(call, Reply(Message(body=text)))
-            return
-        if is_ask:  # claimed before the next await: two concurrent asks cannot both pass
-            self._asked[call.channel.key] = self.service.clock.now()
+    async def command(self, form: Mapping[str, str]) -> None:
+        """Store the command (a redelivery stops here), then run it after the ack."""
         try:
-            is_admin = name in self.commands.admin_only and await self.is_admin(call.user)
-            inv = Invocation(call.channel, call.user, locale, is_admin=is_admin)
-            replies = await run_command(self.commands, self.service, inv, call.text)
-        except Exception as exc:
-            if is_ask:  # nobody saw a question: no cooldown
-                self._asked.pop(call.channel.key, None)
-            slack_error = exc if isinstance(exc, SlackApiError) else None
-            await self._reply_command(call, Reply(self._failure(slack_error, locale)))
-            if slack_error is None:
-                raise
+            call = command_to_core(cast(SlashCommandForm, form))
+        except KeyError as exc:
+            raise Malformed(f"a slash command without {exc}") from None
+        key = f"slack:command:{call.trigger_id}" if call.trigger_id else None
+        if key is not None and not await self.deliveries.begin(
+            key, PLATFORM, {"kind": "command", "form": dict(form)}
+        ):
+            log.info("Slack: dropped a repeated delivery of /quiz %s", call.subcommand)
             return
-        if is_ask and replies:
-            # `ask` answers only when it refused (e.g. an unknown topic): no cooldown then.
-            self._asked.pop(call.channel.key, None)
-        for reply in replies:
-            await self._reply_command(call, reply)
+        self.tasks.spawn(self._run_command(call, key), name="slack-command")
 
-    def _cooldown_left(self, channel: ChannelRef) -> int:
-        cooldown = self.config.ask_cooldown
-        last = self._asked.get(channel.key)
-        if last is None or cooldown <= timedelta(0):
-            return 0
-        left = (last + cooldown - self.service.clock.now()).total_seconds()
-        if left <= 0:
-            del self._asked[channel.key]
-            return 0
-        return max(1, round(left))
+    async def _run_command(self, call: CommandCall, key: str | None) -> None:
+        locale = await self.service.locale_for(call.channel)
+        inv = Invocation(
+            call.channel, call.user, locale, admin_check=lambda: self.admin_status(call.user)
+        )
+        for reply in await run_command(self.commands, self.service, inv, call.text):
+            await self._reply_command(call, reply)
+        if key is not None:
+            await self.deliveries.finish(key)
 
     async def _reply_command(self, call: CommandCall, reply: Reply) -> None:
-        if not reply.private:
-            try:
-                await self.chat.post_message(call.channel, reply.message)
+        try:
+            if not reply.private:
+                try:
+                    await self.chat.post_message(call.channel, reply.message)
+                    return
+                except NotInChannel:
+                    if not call.response_url:
+                        raise
+                # A channel the bot has not joined: answer in the channel through the command.
+                await self.chat.respond(call.response_url, reply.message, private=False)
                 return
-            except SlackApiError as exc:
-                if _error(exc) not in _NOT_IN_CHANNEL or not call.response_url:
-                    raise
-            # A channel the bot has not joined: answer in the channel through the command.
-            await self.chat.respond(call.response_url, reply.message, private=False)
-            return
-        await self._private(call.channel, call.user, call.response_url, reply.message)
+            await self._private(call.channel, call.user, call.response_url, reply.message)
+        except PlatformError:
+            pass  # logged and counted by SlackChat; the user sees nothing more we can send
+
+    # -- buttons -----------------------------------------------------------------------
+
+    async def interaction(self, payload: Mapping[str, Any], *, retry: bool = False) -> None:
+        """Answers are recorded before this returns (the acknowledgement follows); other
+        clicks are stored first, then run after it. A redelivered answer click that this
+        process already handled is dropped; elsewhere it is recorded once more (a no-op)
+        and answered with the outcome of its first delivery."""
+        if payload.get("type") != "block_actions":
+            raise Malformed(f"an interaction of type {str(payload.get('type'))[:30]!r}")
+        try:
+            clicks = clicks_to_core(cast(BlockActionsPayload, payload))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise Malformed(f"a block_actions payload without {exc}") from None
+        for click in clicks:
+            if click.click.kind is ActionKind.ANSWER:
+                if self._recent.seen(click.key) and retry:
+                    continue
+                message = await self.interactions.click(
+                    click.click.again() if retry else click.click
+                )
+                self.tasks.spawn(self._show(click, message), name="slack-outcome")
+                continue
+            if click.trigger_id and not await self.deliveries.begin(
+                click.key, PLATFORM, {"kind": "click", "payload": dict(payload)}
+            ):
+                continue  # a redelivery
+            self.tasks.spawn(self._run_click(click), name="slack-click")
+
+    async def _run_click(self, click: ButtonClick) -> None:
+        message = await self.interactions.click(click.click)
+        await self._show(click, message)
+        if click.trigger_id:
+            await self.deliveries.finish(click.key)
+
+    async def _show(self, click: ButtonClick, message: Message) -> None:
+        with contextlib.suppress(PlatformError):  # logged and counted by SlackChat
+            await self._private(click.click.channel, click.click.user, click.response_url, message)
 
     async def _private(
-        self, channel: ChannelRef, user: UserRef, response_url: str | None, message: Message
+        self,
+        channel: Any,
+        user: UserRef,
+        response_url: str | None,
+        message: Message,
     ) -> None:
         # response_url first: it has no Web API rate tier (a burst of 1,000 clicks would
         # wait minutes on chat.postEphemeral's) and works where the bot is not a member.
@@ -265,108 +266,78 @@ class SlackAdapter:
             try:
                 await self.chat.respond(response_url, message, private=True)
                 return
-            except (ResponseUrlError, SlackClientError, ClientError, TimeoutError) as exc:
-                log.warning("response_url failed (%s); using chat.postEphemeral", exc)
+            except PlatformError as exc:
+                log.warning("response_url failed (%s); using chat.postEphemeral", exc.reason)
         await self.chat.send_private(channel, user, message)
 
-    def _failure(self, exc: SlackApiError | None, locale: Locale) -> Message:
-        t = translator(locale)
-        if exc is not None and _error(exc) in _NOT_IN_CHANNEL:
-            return Message(
-                body=t("I cannot post in this channel yet: add me with /invite, then try again.")
-            )
-        if exc is not None:
-            log.error("Slack refused a call: %s", exc)
-        return Message(body=t("Something went wrong on our side; please try again in a moment."))
+    # -- replay after a crash ----------------------------------------------------------
+
+    async def _replay(self, delivery: Delivery) -> None:
+        payload = delivery.payload or {}
+        if payload.get("kind") == "command":
+            form = cast(SlashCommandForm, payload["form"])
+            await self._run_command(command_to_core(form), None)
+        elif payload.get("kind") == "click":
+            for click in clicks_to_core(cast(BlockActionsPayload, payload["payload"])):
+                if click.key == delivery.key:
+                    await self._show(click, await self.interactions.click(click.click))
 
     # -- admins ------------------------------------------------------------------------
 
-    async def is_admin(self, user: UserRef) -> bool:
-        """Listed in QUIZBOT_ADMINS, or a workspace admin or owner (users.info, cached)."""
+    async def admin_status(self, user: UserRef) -> AdminStatus:
+        """Listed in QUIZBOT_ADMINS, or a workspace admin or owner (users.info, cached).
+        When Slack cannot say, UNKNOWN: the core tells the user the check failed."""
         if user.user in self.config.admin_ids:
-            return True
+            return AdminStatus.YES
         now = self.service.clock.now()
         cached = self._admins.get(user.key)
         if cached is not None and cached[1] > now:
-            return cached[0]
+            return AdminStatus.YES if cached[0] else AdminStatus.NO
         try:
             info = await self.chat.user_info(user.user)
-        except SlackApiError as exc:
-            log.warning("users.info failed for %s: %s", user.user, _error(exc))
-            return False
+        except PlatformError as exc:
+            log.warning(
+                "users.info failed for %s (%s); only QUIZBOT_ADMINS count as admins until "
+                "Slack answers",
+                user.user,
+                exc.reason,
+            )
+            return AdminStatus.UNKNOWN
         admin = any(bool(info.get(k)) for k in ("is_admin", "is_owner", "is_primary_owner"))
         self._admins[user.key] = (admin, now + self._admin_ttl)
-        return admin
+        return AdminStatus.YES if admin else AdminStatus.NO
 
-    # -- buttons -----------------------------------------------------------------------
-
-    async def _clicks(self, payload: BlockActionsPayload) -> None:
-        for click in clicks_to_core(payload):
-            key = f"click:{click.trigger_id}:{click.action}:{click.post_id}:{click.value}"
-            if click.trigger_id and self._recent.seen(key):
-                log.info("Slack: dropped a repeated delivery of a click on post %s", click.post_id)
-                continue
-            try:
-                message = await self._click(click)
-            except Exception as exc:
-                log.exception("Slack: a click on post %s failed", click.post_id)
-                locale = (await self.service.store.settings.get(click.channel)).locale
-                message = self._failure(exc if isinstance(exc, SlackApiError) else None, locale)
-            if message is not None:
-                await self._private(click.channel, click.user, click.response_url, message)
-
-    async def _click(self, click: ButtonClick) -> Message | None:
-        if click.action is ActionKind.ANSWER:
-            reply = await self.service.record_answer(click.post_id, click.user, click.choice)
-            return reply.message
-        handler = self._action_handlers.get(click.action)
-        if handler is not None:
-            return await handler(click)
-        t = translator((await self.service.store.settings.get(click.channel)).locale)
-        return Message(body=t("This button is not available any more."))
+    async def is_admin(self, user: UserRef) -> bool:
+        return await self.admin_status(user) is AdminStatus.YES
 
     # -- start-up checks ---------------------------------------------------------------
 
     async def _check_bot_token(self) -> None:
         try:
             await self.chat.client.auth_test()
-        except SlackApiError as exc:
+        except CALL_ERRORS as exc:
+            status, reason = describe(exc)
+            if status is None:
+                raise ConfigError(
+                    f"cannot reach Slack's Web API at {self.config.api_url} ({reason}); check "
+                    "the network, or SLACK_API_URL if you set it"
+                ) from exc
             raise ConfigError(
-                f"Slack refused SLACK_BOT_TOKEN ({_error(exc)}): copy the Bot User OAuth Token "
+                f"Slack refused SLACK_BOT_TOKEN ({reason}): copy the Bot User OAuth Token "
                 "(xoxb-...) from the app's OAuth & Permissions page, and reinstall the app "
                 "if its scopes changed"
-            ) from exc
-        except (SlackClientError, ClientError, OSError, TimeoutError) as exc:
-            raise ConfigError(
-                f"cannot reach Slack's Web API at {self.config.api_url} ({exc}); check the "
-                "network, or SLACK_API_URL if you set it"
             ) from exc
 
     async def _socket_url(self, app_token: str) -> str:
         try:
             resp = await self.chat.client.apps_connections_open(app_token=app_token)
-        except SlackApiError as exc:
+        except CALL_ERRORS as exc:
             raise ConfigError(
-                f"Slack refused SLACK_APP_TOKEN ({_error(exc)}): create an app-level token "
+                f"Slack refused SLACK_APP_TOKEN ({describe(exc)[1]}): create an app-level token "
                 "with the connections:write scope (Basic Information > App-Level Tokens) and "
                 "turn Socket Mode on"
             ) from exc
         return str(resp["url"])
 
 
-async def _logged(work: Awaitable[None]) -> None:
-    # Bolt's error path can turn an exception just after ack() into a 404: never let one out.
-    try:
-        await work
-    except Exception:
-        log.exception("Slack: a request failed after it was acknowledged")
-
-
-def _error(exc: SlackApiError) -> str:
-    try:
-        return str(exc.response["error"])
-    except (KeyError, TypeError):
-        return str(exc)
-
-
-__all__ = ["EVENTS_PATH", "ActionHandler", "SlackAdapter"]
+__all__ = ["EVENTS_PATH", "SlackAdapter"]

@@ -13,7 +13,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import aiohttp
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
@@ -28,12 +28,16 @@ from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from adapters.slack.errors import CALL_ERRORS, describe, platform_error
 from adapters.slack.render import SlackMessage, render
 from bot.domain import ChannelRef, MessageRef, UserRef
-from bot.errors import QuizError
+from bot.errors import PlatformError
+from bot.logs import ThrottledLog
 from bot.messages import Image, Message
+from bot.metrics import QuizMetrics
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_API_URL = "https://slack.com/api/"
 
@@ -86,7 +90,11 @@ def retry_handlers(max_rate_limit_retries: int, sleep: Sleep) -> list[AsyncRetry
 
 class SlackChat:
     """Outbound Slack calls. Start it (``async with``) before use: it owns the HTTP session
-    shared by every Web API call and `response_url` reply."""
+    shared by every Web API call and `response_url` reply.
+
+    Every failed call (after slack_sdk's retries) is logged once per interval with its
+    method and status, counted in ``quizbot_platform_errors_total``, and raised as the
+    core's `PlatformError` (`NotInChannel` where the bot may not post)."""
 
     def __init__(
         self,
@@ -103,6 +111,8 @@ class SlackChat:
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
+        self.metrics: QuizMetrics | None = None  # set by the composition root
+        self._problems = ThrottledLog(log)
 
     async def __aenter__(self) -> Self:
         await self.initialize()
@@ -142,12 +152,34 @@ class SlackChat:
             raise RuntimeError("SlackChat is not started: use `async with SlackChat(...)`")
         return self._client
 
+    async def call(self, method: str, work: Awaitable[T]) -> T:
+        """Await one Web API call; a failure becomes a logged, counted `PlatformError`."""
+        try:
+            return await work
+        except CALL_ERRORS as exc:
+            status, reason = describe(exc)
+            if self.metrics is not None:
+                self.metrics.platform_errors.inc(
+                    platform="slack", method=method, status=str(status or "none")
+                )
+            self._problems.problem(
+                f"slack {method} {status} {reason}",
+                "Slack %s failed: %s %s",
+                method,
+                status,
+                reason,
+            )
+            raise platform_error(method, exc) from exc
+
     # -- the Chat port -----------------------------------------------------------------
 
     async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
         slack = render(message)
-        resp = await self.client.chat_postMessage(
-            channel=channel.channel, **_content(slack), unfurl_links=False, unfurl_media=False
+        resp = await self.call(
+            "chat.postMessage",
+            self.client.chat_postMessage(
+                channel=channel.channel, **_content(slack), unfurl_links=False, unfurl_media=False
+            ),
         )
         ref = MessageRef(channel, str(resp["ts"]))
         if message.image is not None:
@@ -156,36 +188,48 @@ class SlackChat:
 
     async def reply_in_thread(self, parent: MessageRef, message: Message) -> MessageRef:
         slack = render(message)
-        resp = await self.client.chat_postMessage(
-            channel=parent.channel.channel,
-            thread_ts=parent.message,
-            **_content(slack),
-            unfurl_links=False,
-            unfurl_media=False,
+        resp = await self.call(
+            "chat.postMessage",
+            self.client.chat_postMessage(
+                channel=parent.channel.channel,
+                thread_ts=parent.message,
+                **_content(slack),
+                unfurl_links=False,
+                unfurl_media=False,
+            ),
         )
         if message.image is not None:
             await self.upload_image(parent, message.image)
         return MessageRef(parent.channel, str(resp["ts"]))
 
     async def send_private(self, channel: ChannelRef, user: UserRef, message: Message) -> None:
-        await self.client.chat_postEphemeral(
-            channel=channel.channel, user=user.user, **_content(render(message))
+        await self.call(
+            "chat.postEphemeral",
+            self.client.chat_postEphemeral(
+                channel=channel.channel, user=user.user, **_content(render(message))
+            ),
         )
 
     async def update_message(self, ref: MessageRef, message: Message) -> None:
-        await self.client.chat_update(
-            channel=ref.channel.channel, ts=ref.message, **_content(render(message))
+        await self.call(
+            "chat.update",
+            self.client.chat_update(
+                channel=ref.channel.channel, ts=ref.message, **_content(render(message))
+            ),
         )
 
     async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
         """`files_upload_v2`: get an upload URL, send the bytes, complete into the thread."""
-        await self.client.files_upload_v2(
-            channel=parent.channel.channel,
-            thread_ts=parent.message,
-            file=image.data,
-            filename=image.filename,
-            title=image.title or image.filename,
-            initial_comment=comment or None,
+        await self.call(
+            "files.upload",
+            self.client.files_upload_v2(
+                channel=parent.channel.channel,
+                thread_ts=parent.message,
+                file=image.data,
+                filename=image.filename,
+                title=image.title or image.filename,
+                initial_comment=comment or None,
+            ),
         )
 
     # -- beyond the port ---------------------------------------------------------------
@@ -202,31 +246,26 @@ class SlackChat:
             timeout=self._timeout,
             retry_handlers=self._handlers,
         )
-        resp = await hook.send(
-            text=slack.text,
-            blocks=slack.block_list,
-            response_type="ephemeral" if private else "in_channel",
-            replace_original=False,
+        resp = await self.call(
+            "response_url",
+            hook.send(
+                text=slack.text,
+                blocks=slack.block_list,
+                response_type="ephemeral" if private else "in_channel",
+                replace_original=False,
+            ),
         )
         if resp.status_code != 200:
-            raise ResponseUrlError(resp.status_code, resp.body)
+            raise PlatformError("Slack", "response_url", resp.status_code, resp.body[:200])
 
     async def user_info(self, user_id: str) -> dict[str, Any]:
-        resp = await self.client.users_info(user=user_id)
+        resp = await self.call("users.info", self.client.users_info(user=user_id))
         user = resp.get("user")
         return user if isinstance(user, dict) else {}
-
-
-class ResponseUrlError(QuizError):
-    """A `response_url` refused a reply (expired, used up, or malformed)."""
-
-    def __init__(self, status: int, body: str) -> None:
-        super().__init__(f"response_url answered {status}: {body[:200]}")
-        self.status = status
 
 
 def _content(slack: SlackMessage) -> dict[str, Any]:
     return {"text": slack.text, "blocks": slack.block_list}
 
 
-__all__ = ["DEFAULT_API_URL", "ResponseUrlError", "RetryAfterHandler", "SlackChat"]
+__all__ = ["DEFAULT_API_URL", "RetryAfterHandler", "SlackChat"]

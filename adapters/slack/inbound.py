@@ -1,23 +1,27 @@
-"""Slack's requests in, over HTTP (``POST /slack/events``) or Socket Mode: acknowledged at
-once, then handed to the Bolt app by a small pool of workers.
+"""Slack's requests in, over HTTP (``POST /slack/events``) or Socket Mode: checked, turned
+into the adapter's calls, and acknowledged once they are safe.
 
-Why not let Bolt acknowledge: Bolt parses and routes a request (form decoding, middleware,
-argument injection: about a millisecond of CPU each) before the listener can call
-`ack()`, and polls for that ack every 10 ms. Under a burst of a thousand clicks on one
-event loop every acknowledgement then waits for every request to be parsed. Here the
-acknowledgement costs a signature check (HTTP) or nothing (Socket Mode) and goes out
-first; the Bolt work runs behind it, at most `concurrency` requests at a time, so it never
-starves the acknowledgements. Commands and button clicks are acknowledged with an empty
-200 either way, which is all this app ever answers them with.
+One layer handles the hot path (slash commands and button clicks), without Bolt behind it:
+Bolt parses and routes a request (about a millisecond of CPU each) before a listener can
+acknowledge it, and under a burst of a thousand clicks every acknowledgement then waits
+for every request to be parsed. Here a request costs a signature check, a form decode and
+one JSON parse; the acknowledgement (an empty 200, or the Socket Mode envelope's ack)
+goes out when the adapter's handler returns — after an answer is recorded, or after a
+command is stored to be replayed after a crash. The Events API (``url_verification``,
+``event_callback``: JSON bodies, few of them) goes through Bolt, its documented route.
+
+A body that is not what Slack sends (not form-encoded, no ``payload``/``command``, JSON
+that does not parse, a payload missing its fields) is answered 400 over HTTP, acknowledged
+and dropped over Socket Mode, and logged once per interval — never an exception.
 """
 
 from __future__ import annotations
 
-import asyncio
+import json
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+from urllib.parse import parse_qsl
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
@@ -29,92 +33,88 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.logs import ThrottledLog
+
 log = logging.getLogger(__name__)
 
 FORM = "application/x-www-form-urlencoded"
+MAX_BODY = 1 << 20  # Slack's own payloads are a few KiB; a MiB is already absurd
+
+
+class Malformed(ValueError):
+    """A request that is not what Slack sends: dropped with a logged line."""
+
+
+class RequestHandler(Protocol):
+    async def command(self, form: Mapping[str, str]) -> None:
+        """A slash command: return once it is safe to acknowledge."""
+        ...
+
+    async def interaction(self, payload: Mapping[str, Any], *, retry: bool = False) -> None:
+        """An interaction payload (`retry`: Slack says it sent it before): return once it
+        is safe to acknowledge."""
+        ...
+
+
+DropCounter = Callable[[str], None]
 
 
 class Inbound:
     def __init__(
-        self, app: AsyncApp, *, signing_secret: str | None = None, concurrency: int = 32
+        self,
+        handler: RequestHandler,
+        events: AsyncApp,
+        *,
+        signing_secret: str | None = None,
+        dropped: DropCounter | None = None,
     ) -> None:
-        self._app = app
+        self._handler = handler
+        self._events = events
         self._verifier = SignatureVerifier(signing_secret) if signing_secret else None
-        self._concurrency = concurrency
-        self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
-        self._workers: list[asyncio.Task[None]] = []
         self._socket: SocketModeClient | None = None
+        self._problems = ThrottledLog(log)
+        self._dropped = dropped or (lambda kind: None)
 
-    async def start(self) -> None:
-        self._workers = [
-            asyncio.create_task(self._work(), name=f"slack-worker-{i}")
-            for i in range(self._concurrency)
-        ]
-
-    async def stop(self, timeout: float = 10.0) -> None:
-        """Stop taking requests, finish the queued ones (up to `timeout`), stop."""
+    async def stop(self) -> None:
         if self._socket is not None:
             await self._socket.close()  # type: ignore[no-untyped-call]
             self._socket = None
-        if self._workers:
-            try:
-                await asyncio.wait_for(self._queue.join(), timeout)
-            except TimeoutError:
-                log.warning("Slack: %d requests left unprocessed at shutdown", self._queue.qsize())
-        for task in self._workers:
-            task.cancel()
-        await asyncio.gather(*self._workers, return_exceptions=True)
-        self._workers = []
-
-    async def idle(self) -> None:
-        """Wait until every acknowledged request has been processed."""
-        await self._queue.join()
-
-    @property
-    def backlog(self) -> int:
-        return self._queue.qsize()
-
-    async def _work(self) -> None:
-        while True:
-            pending = await self._queue.get()
-            try:
-                # Built here, not on the acknowledging path: AsyncBoltRequest parses the body.
-                request = AsyncBoltRequest(
-                    mode=pending.mode,
-                    body=pending.body,
-                    query=pending.query,
-                    headers=pending.headers,
-                )
-                await self._app.async_dispatch(request)
-            except Exception:
-                log.exception("Slack: a request failed after it was acknowledged")
-            finally:
-                self._queue.task_done()
 
     # -- HTTP mode ---------------------------------------------------------------------
 
     async def handle_http(self, request: web.Request) -> web.Response:
-        """Verify the signature (401 like Bolt otherwise), acknowledge commands and
-        interactions at once; anything else (Events API JSON) goes through Bolt inline."""
+        """Verify the signature (401 otherwise), hand the request over, acknowledge."""
+        if (request.content_length or 0) > MAX_BODY:
+            return web.json_response({"error": "request too large"}, status=413)
         body = await request.read()
         if not self._signed(body, request):
             return web.json_response({"error": "invalid request"}, status=401)
-        pending = _Pending(
-            "http",
-            body.decode("utf-8", errors="replace"),
-            request.query_string,
-            _headers(request.headers.items()),
-        )
-        if request.content_type == FORM:
-            self._queue.put_nowait(pending)
-            return web.Response(status=200)
-        bolt_request = AsyncBoltRequest(
-            body=pending.body, query=pending.query, headers=pending.headers
-        )
-        response: web.Response = await to_aiohttp_response(
-            await self._app.async_dispatch(bolt_request)
-        )
-        return response
+        try:
+            if request.content_type == FORM:
+                retry = request.headers.get("X-Slack-Retry-Num", "0") not in ("", "0")
+                await self._form(body.decode("utf-8", errors="replace"), retry)
+                return web.Response(status=200)
+            bolt = AsyncBoltRequest(
+                body=body.decode("utf-8", errors="replace"),
+                query=request.query_string,
+                headers=_headers(request.headers.items()),
+            )
+            response: web.Response = await to_aiohttp_response(
+                await self._events.async_dispatch(bolt)
+            )
+            return response
+        except Malformed as exc:
+            self._drop(str(exc))
+            return web.json_response({"error": "malformed request"}, status=400)
+
+    async def _form(self, body: str, retry: bool) -> None:
+        form = dict(parse_qsl(body, keep_blank_values=True))
+        if "payload" in form:
+            await self._handler.interaction(_json_object(form["payload"]), retry=retry)
+        elif "command" in form:
+            await self._handler.command(form)
+        else:
+            raise Malformed("a form without payload or command")
 
     def _signed(self, body: bytes, request: web.Request) -> bool:
         if self._verifier is None:
@@ -127,6 +127,10 @@ class Inbound:
             )
         except ValueError:  # a timestamp that is not a number
             return False
+
+    def _drop(self, why: str) -> None:
+        self._dropped(why.split(":", 1)[0][:40])
+        self._problems.problem(f"slack malformed {why[:60]}", "Slack: dropped a request (%s)", why)
 
     # -- Socket Mode -------------------------------------------------------------------
 
@@ -149,30 +153,45 @@ class Inbound:
         return self._socket is not None and await self._socket.is_connected()
 
     async def _on_envelope(self, client: Any, envelope: SocketModeRequest) -> None:
+        try:
+            payload = envelope.payload
+            if not isinstance(payload, dict):
+                raise Malformed(f"a {envelope.type} envelope without a JSON payload")
+            if envelope.type == "slash_commands":
+                await self._handler.command({str(k): str(v) for k, v in payload.items()})
+            elif envelope.type == "interactive":
+                retry = bool(envelope.retry_attempt)
+                await self._handler.interaction(payload, retry=retry)
+            elif envelope.type == "events_api":
+                await self._events.async_dispatch(
+                    AsyncBoltRequest(mode="socket_mode", body=payload, query="", headers={})
+                )
+        except Malformed as exc:
+            self._drop(str(exc))
+        except Exception as exc:
+            self._problems.problem(
+                f"slack envelope {type(exc).__name__}", "Slack: an envelope failed", exc=exc
+            )
+        # Acknowledged last: an answer is recorded (or a command stored) first, so a crash
+        # before this line makes Slack send the envelope again.
         await client.send_socket_mode_response(SocketModeResponse(envelope_id=envelope.envelope_id))
-        headers: dict[str, str | Sequence[str]] = {}
-        if envelope.retry_attempt is not None:
-            headers["x-slack-retry-num"] = str(envelope.retry_attempt)
-        if envelope.retry_reason is not None:
-            headers["x-slack-retry-reason"] = envelope.retry_reason
-        self._queue.put_nowait(_Pending("socket_mode", envelope.payload, "", headers))
 
 
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    """An acknowledged request, as it came (parsed by Bolt on a worker)."""
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise Malformed("an interaction payload that is not JSON") from None
+    if not isinstance(value, dict):
+        raise Malformed("an interaction payload that is not a JSON object")
+    return value
 
-    mode: str  # "http" | "socket_mode"
-    body: str | dict[str, Any]
-    query: str
-    headers: dict[str, str | Sequence[str]]
 
-
-def _headers(items: Any) -> dict[str, str | Sequence[str]]:
+def _headers(items: Any) -> dict[str, Any]:
     out: dict[str, list[str]] = {}
     for key, value in items:
         out.setdefault(str(key).lower(), []).append(str(value))
     return dict(out)
 
 
-__all__ = ["Inbound"]
+__all__ = ["FORM", "Inbound", "Malformed", "RequestHandler"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
 from bot.domain import ChannelRef, Platform, UserRef
-from bot.messages import ActionKind, Button
+from bot.interactions import Click
 
 
 class SlashCommandForm(TypedDict):
@@ -95,26 +95,19 @@ class CommandCall:
 
 @dataclass(frozen=True, slots=True)
 class ButtonClick:
-    """A click on one of the quiz's buttons (`quiz:<action>:<post>:<value>`)."""
+    """A click on one of the quiz's buttons: the core's `Click`, and where to answer it."""
 
-    action: ActionKind
-    post_id: int
-    value: str
-    user: UserRef
-    channel: ChannelRef
+    click: Click
     trigger_id: str
+    action_id: str
     response_url: str | None = None
     message_ts: str | None = None
     ephemeral: bool = False
 
     @property
-    def choice(self) -> int:
-        """The answer's choice index; -1 (an invalid choice, refused by the core) if the
-        value is not a number."""
-        try:
-            return int(self.value)
-        except ValueError:
-            return -1
+    def key(self) -> str:
+        """The click's identity across Slack's redeliveries."""
+        return f"slack:click:{self.trigger_id}:{self.action_id}"
 
 
 def command_to_core(form: SlashCommandForm) -> CommandCall:
@@ -143,20 +136,17 @@ def clicks_to_core(payload: BlockActionsPayload) -> list[ButtonClick]:
     where = ChannelRef(Platform.SLACK, workspace, channel_id)
     clicks = []
     for action in payload.get("actions", []):
-        decoded = Button.decode(action.get("action_id", "")) or Button.decode(
-            action.get("value", "")
+        action_id = str(action.get("action_id", ""))
+        click = Click.parse(action_id, who, where) or Click.parse(
+            str(action.get("value", "")), who, where
         )
-        if decoded is None:
+        if click is None:
             continue
-        kind, post_id, value = decoded
         clicks.append(
             ButtonClick(
-                action=kind,
-                post_id=post_id,
-                value=value,
-                user=who,
-                channel=where,
-                trigger_id=payload.get("trigger_id", ""),
+                click=click,
+                trigger_id=str(payload.get("trigger_id", "")),
+                action_id=action_id,
                 response_url=payload.get("response_url") or None,
                 message_ts=container.get("message_ts"),
                 ephemeral=bool(container.get("is_ephemeral", False)),

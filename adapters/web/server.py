@@ -18,7 +18,7 @@ from aiohttp import web
 log = logging.getLogger(__name__)
 
 HealthCheck = Callable[[], Awaitable[bool]]
-PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # prometheus_client's
 
 
 class MetricsSource(Protocol):

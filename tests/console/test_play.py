@@ -104,3 +104,21 @@ async def test_console_session_switches_language_and_users(
     assert "(only maria sees this)" in text
     assert text.count("== Ερώτηση ·") == 1  # /quit stopped the script
     await service.drain_updates()
+
+
+def test_a_demo_prints_its_report_and_the_demo_button_runs_once(tmp_path: Path) -> None:
+    script = (
+        "/demos\n/demos button\n/ask fragmentation\n2\n/close\n"
+        "/press demo\n/as bob\n/press demo\n/demo fragmentation\n"
+    )
+    done = run_play(tmp_path, script, "--seed", "3")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Demo policy here: *auto*" in out or "Demo policy here: auto" in out
+    assert "Demo policy here is now" in out and "button" in out
+    assert "[Run the demo]" in out
+    assert "its result appears in the question's thread" in out  # the first press
+    assert "already" in out  # bob's press: told where it is, nothing run twice
+    # The status line becomes the report, and the console prints the report's text.
+    assert out.count("== Demo · ") >= 2  # the button's run and /demo fragmentation
+    assert "simulated" in out.lower()

@@ -19,6 +19,7 @@ from bot.domain import (
     PostState,
     QuestionText,
 )
+from bot.errors import UserFacingError
 from bot.messages import ActionKind, Button
 from bot.quiz import QuizService
 from tests.conftest import user
@@ -203,7 +204,7 @@ async def test_publish_failure_leaves_a_claimed_post_that_can_be_sent_later(
     service: QuizService, chat: RecordingChat, channel: ChannelRef, clock: FakeClock
 ) -> None:
     chat.fail_posts = 1
-    with pytest.raises(ConnectionError):
+    with pytest.raises(UserFacingError, match="will be posted here as soon as it does"):
         await service.ask(channel)
     (claimed,) = await service.store.posts.unsent(clock.now())
     assert claimed.state is PostState.CLAIMED and claimed.kind is PostKind.ASK

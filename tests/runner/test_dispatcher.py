@@ -11,7 +11,7 @@ import pytest
 from bot.clock import FakeClock
 from bot.commands import CommandSet, Invocation, run_command
 from bot.demo_runner import OffRunner
-from bot.demos import DemoDispatcher, register_demo_commands
+from bot.demos import DemoDispatcher, install_demos, register_demo_commands
 from bot.domain import (
     ChannelRef,
     ChannelSettings,
@@ -23,6 +23,7 @@ from bot.domain import (
     MessageRef,
     Platform,
 )
+from bot.interactions import Click, Interactions
 from bot.messages import ActionKind
 from bot.quiz import QuizService
 from gpu_runner.executor import Executor, ExecutorConfig
@@ -33,6 +34,7 @@ from tests.fakes import RecordingChat
 from tests.runner.fault_demos import PNG, SOURCE, pid_path
 
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
+OTHER_CHANNEL = ChannelRef(Platform.SLACK, "T1", "C2")
 H200 = "NVIDIA H200 · torch 2.13.0 · CUDA 13.0"
 
 
@@ -111,11 +113,45 @@ async def test_button_policy_offers_a_button_and_runs_nothing(
     buttons = [b for s in chat.of("thread") if s.message for b in s.message.buttons]
     assert [(b.action, b.post_id) for b in buttons] == [(ActionKind.DEMO, post.id)]
     assert await runs_of(service).for_post(post.id) == []
-    run = await dispatcher.request_for_post(post.id, buttons[0].value)
-    again = await dispatcher.request_for_post(post.id, buttons[0].value)  # a second click
-    assert run is not None and again is not None and again.id == run.id
+    interactions = Interactions(service)
+    install_demos(CommandSet(), interactions, dispatcher)
+
+    def click(name: str) -> Click:
+        found = Click.parse(buttons[0].encode(), user(name), CHANNEL)
+        assert found is not None
+        return found
+
+    # Two members click at once, then a third one later: one run, in the thread.
+    first, second = await asyncio.gather(
+        interactions.click(click("ann")), interactions.click(click("bob"))
+    )
+    bodies = sorted([first.body, second.body])
+    assert "its result appears in the question's thread" in bodies[0]
+    assert "already running" in bodies[0] or "already running" in bodies[1]
     await dispatcher.drain()
+    (run,) = await runs_of(service).for_post(post.id)
+    assert run.parent == post.message
+    later = await interactions.click(click("cy"))
+    assert "already ran" in later.body
     assert len(chat.of("image")) == 1
+    assert len(await runs_of(service).for_post(post.id)) == 1
+
+
+async def test_a_demo_click_on_a_question_without_that_demo_runs_nothing(
+    service: QuizService, dispatcher: DemoDispatcher
+) -> None:
+    post = await service.ask(CHANNEL, topic="fragmentation")
+    assert post is not None
+    interactions = Interactions(service)
+    install_demos(CommandSet(), interactions, dispatcher)
+    forged = Click.parse(f"quiz:demo:{post.id}:view-keeps-storage", user("ann"), CHANNEL)
+    assert forged is not None
+    reply = await interactions.click(forged)
+    assert "no demonstration" in reply.body
+    elsewhere = Click.parse(f"quiz:demo:{post.id}:fragmentation", user("ann"), OTHER_CHANNEL)
+    assert elsewhere is not None
+    assert "not available" in (await interactions.click(elsewhere)).body
+    assert await runs_of(service).for_post(post.id) == []
 
 
 async def test_off_policy_runs_nothing(

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -37,7 +39,10 @@ def _roots(path: Path) -> set[str]:
     return roots
 
 
-def test_demos_module_of_the_core_imports_only_the_core() -> None:
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "bot" / "demos").glob("*.py")), ids=lambda p: p.name
+)
+def test_demos_package_of_the_core_imports_only_the_core(path: Path) -> None:
     allowed = {
         "bot",
         "__future__",
@@ -49,7 +54,7 @@ def test_demos_module_of_the_core_imports_only_the_core() -> None:
         "types",
         "typing",
     }
-    assert _roots(ROOT / "bot" / "demos.py") <= allowed
+    assert _roots(path) <= allowed
 
 
 def test_runner_and_storage_never_import_each_other() -> None:

@@ -56,6 +56,7 @@ async def slack_service(
         clock,
         rng=random.Random(7),
         count_update_interval=0.0,
+        ask_cooldown=timedelta(seconds=30),
     )
     yield svc
     await svc.drain_updates()

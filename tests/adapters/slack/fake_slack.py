@@ -87,6 +87,8 @@ class FakeSlack:
         self.not_in: set[str] = set()  # channels where chat.postMessage says not_in_channel
         self._rate_limits: dict[str, list[int]] = {}
         self._failures: dict[str, list[str]] = {}
+        # method -> (status, body, content type) answered while the method is "down".
+        self.outages: dict[str, tuple[int, str, str]] = {}
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
         self._sockets: list[web.WebSocketResponse] = []
@@ -146,6 +148,16 @@ class FakeSlack:
     def fail(self, method: str, error: str, times: int = 1) -> None:
         """The next `times` calls of `method` answer ``{"ok": false, "error": error}``."""
         self._failures.setdefault(method, []).extend([error] * times)
+
+    def outage(
+        self, method: str, status: int = 500, body: str = "", content_type: str = "text/html"
+    ) -> None:
+        """Until `restore(method)`, every call of `method` answers `status` with a body that
+        is not Slack's JSON (an HTML error page, plain text, or nothing)."""
+        self.outages[method] = (status, body, content_type)
+
+    def restore(self, method: str) -> None:
+        self.outages.pop(method, None)
 
     def add_user(self, user_id: str, *, admin: bool = False, owner: bool = False) -> None:
         self.users[user_id] = {
@@ -268,6 +280,9 @@ class FakeSlack:
         call = Call(method, args, token)
         self.calls.append(call)
         try:
+            if (down := self.outages.get(method)) is not None:
+                call.status = down[0]
+                return web.Response(status=down[0], text=down[1], content_type=down[2])
             if (waits := self._rate_limits.get(method)) and waits:
                 call.status = 429
                 call.response = {"ok": False, "error": "ratelimited"}

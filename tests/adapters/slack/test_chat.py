@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from slack_sdk.errors import SlackApiError
 
-from adapters.slack.chat import ResponseUrlError, SlackChat
+from adapters.slack.chat import SlackChat
 from bot.domain import ChannelRef, MessageRef, Platform, UserRef
+from bot.errors import PlatformError
 from bot.messages import Image, Message
+from bot.metrics import QuizMetrics
 from bot.ports import Chat
 from tests.adapters.slack.fake_slack import BOT_TOKEN, FakeSlack
 
@@ -80,13 +81,50 @@ async def test_rate_limits_beyond_the_retry_budget_raise(
     async with SlackChat(
         BOT_TOKEN, base_url=fake_slack.api_url, max_rate_limit_retries=2, sleep=_record(sleeps)
     ) as chat:
-        with pytest.raises(SlackApiError):
+        with pytest.raises(PlatformError, match="429") as raised:
             await chat.post_message(CHANNEL, Message(body="x"))
     assert [int(s) for s in sleeps] == [3, 3]
+    assert raised.value.method == "chat.postMessage" and raised.value.reason == "ratelimited"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "content_type", "reason"),
+    [
+        (
+            500,
+            "<html><body><h1>500 Internal Server Error</h1></body></html>",
+            "text/html",
+            "HTTP 500",
+        ),
+        (405, "Method Not Allowed", "text/plain", "HTTP 405: Method Not Allowed"),
+        (503, "", "text/plain", "HTTP 503 with an empty body"),
+    ],
+)
+async def test_an_api_error_whose_body_is_not_json_is_a_clear_platform_error(
+    fake_slack: FakeSlack,
+    slack_chat: SlackChat,
+    caplog: pytest.LogCaptureFixture,
+    status: int,
+    body: str,
+    content_type: str,
+    reason: str,
+) -> None:
+    slack_chat.metrics = QuizMetrics()
+    fake_slack.outage("users.info", status, body, content_type)
+    with pytest.raises(PlatformError) as raised:
+        await slack_chat.user_info("U1")
+    assert raised.value.status == status and raised.value.reason.startswith(reason)
+    assert f"Slack users.info failed: {status}" in caplog.text
+    assert (
+        slack_chat.metrics.platform_errors.value(
+            platform="slack", method="users.info", status=str(status)
+        )
+        == 1
+    )
 
 
 async def test_a_refused_response_url_raises(fake_slack: FakeSlack, slack_chat: SlackChat) -> None:
-    with pytest.raises(ResponseUrlError):
+    with pytest.raises(PlatformError, match="response_url"):
         await slack_chat.respond(f"http://127.0.0.1:{fake_slack.port}/nowhere", Message(body="x"))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from adapters.slack.payloads import (
     BlockActionsPayload,
     SlashCommandForm,
@@ -32,18 +34,19 @@ def test_subcommand_is_the_first_word_lowercased_and_empty_text_is_empty() -> No
 
 def test_a_recorded_block_actions_payload_becomes_an_answer_click() -> None:
     payload: BlockActionsPayload = rq._sample("block_actions.json")  # type: ignore[assignment]
-    (click,) = clicks_to_core(payload)
-    assert (click.action, click.post_id, click.choice) == (ActionKind.ANSWER, 1, 3)
+    (button,) = clicks_to_core(payload)
+    click = button.click
+    assert (click.kind, click.post_id, click.choice) == (ActionKind.ANSWER, 1, 3)
     assert click.user == UserRef(Platform.SLACK, "T0FAKE", "U0ALICE")
     assert click.channel == ChannelRef(Platform.SLACK, "T0FAKE", "C0QUIZ")
-    assert click.message_ts == "1700000000.000001" and not click.ephemeral
-    assert click.trigger_id.endswith("8e1")
+    assert button.message_ts == "1700000000.000001" and not button.ephemeral
+    assert button.trigger_id.endswith("8e1")
 
 
 def test_a_command_and_a_click_in_the_same_channel_agree_on_the_refs() -> None:
     call = command_to_core(rq.slash_command("ask"))  # type: ignore[arg-type]
-    (click,) = clicks_to_core(rq.block_actions(5, 0))  # type: ignore[arg-type]
-    assert (call.channel, call.user) == (click.channel, click.user)
+    (button,) = clicks_to_core(rq.block_actions(5, 0))  # type: ignore[arg-type]
+    assert (call.channel, call.user) == (button.click.channel, button.click.user)
 
 
 def test_clicks_on_an_ephemeral_message_without_team_use_the_users_team() -> None:
@@ -51,18 +54,36 @@ def test_clicks_on_an_ephemeral_message_without_team_use_the_users_team() -> Non
     payload["team"] = None
     del payload["channel"]
     payload["container"]["is_ephemeral"] = True
-    (click,) = clicks_to_core(payload)  # type: ignore[arg-type]
-    assert click.channel == ChannelRef(Platform.SLACK, "T0FAKE", "C0QUIZ")
-    assert click.user.workspace == "T0FAKE" and click.ephemeral
+    (button,) = clicks_to_core(payload)  # type: ignore[arg-type]
+    assert button.click.channel == ChannelRef(Platform.SLACK, "T0FAKE", "C0QUIZ")
+    assert button.click.user.workspace == "T0FAKE" and button.ephemeral
 
 
 def test_other_actions_are_left_out_and_a_garbled_value_is_an_invalid_choice() -> None:
     payload = rq.block_actions(7, "x")
     payload["actions"].append({"action_id": "something_else", "type": "button", "value": "1"})
     payload["actions"].append({"action_id": "quiz:demo:7:fragmentation", "type": "button"})
-    clicks = clicks_to_core(payload)  # type: ignore[arg-type]
-    assert [(c.action, c.value) for c in clicks] == [
+    clicks = [b.click for b in clicks_to_core(payload)]  # type: ignore[arg-type]
+    assert [(c.kind, c.value) for c in clicks] == [
         (ActionKind.ANSWER, "x"),
         (ActionKind.DEMO, "fragmentation"),
     ]
     assert clicks[0].choice == -1
+
+
+@pytest.mark.parametrize(
+    "action_id",
+    [
+        f"quiz:answer:{2**63}:0",  # beyond BIGINT: never reaches the database
+        "quiz:answer:0:0",
+        "quiz:answer:-5:0",
+        "quiz:answer:+5:0",
+        "quiz:answer:٥:0",  # a Unicode digit int() would accept
+        "quiz:nope:5:0",
+        "quiz:answer:5:" + "9" * 100,
+    ],
+)
+def test_out_of_range_or_foreign_button_ids_are_not_clicks(action_id: str) -> None:
+    payload = rq.block_actions(7, 0)
+    payload["actions"] = [{"action_id": action_id, "type": "button", "value": action_id}]
+    assert clicks_to_core(payload) == []  # type: ignore[arg-type]

@@ -1,10 +1,10 @@
 """Demo dispatch: record a run, say so in the thread, run it, post the result once.
 
 Platform-neutral: this module knows the `DemoRunner` port, a `DemoRunRepository` port
-(below) and a `DemoCatalog` (the registry's ids and parameter check), never the runner's
-or the storage's code. A run moves queued → running → succeeded / failed / timed_out; the
-status line posted at once is edited into the result, and the PNG is uploaded to the
-thread. Posting is exactly-once through a conditional update on ``posted_at``; pending runs
+and a `DemoCatalog` (the registry's ids and parameter check), never the runner's or the
+storage's code. A run moves queued → running → succeeded / failed / timed_out; the status
+line posted at once is edited into the result, and the PNG is uploaded to the thread.
+Posting is exactly-once through a conditional update on ``posted_at``; pending runs
 survive a restart (`resume()`).
 """
 
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Self
 
-from bot.commands import CommandSet, Invocation, Reply
+from bot.demos.messages import result_message, status_message
+from bot.demos.runs import DemoCatalog, DemoRun, DemoRunRepository, TrackingRunner
 from bot.domain import (
     ChannelRef,
     DemoJob,
@@ -34,109 +34,9 @@ from bot.i18n import translator
 from bot.messages import ActionKind, Button, ButtonStyle, Image, Message
 from bot.ports import DemoRunner
 from bot.quiz import QuizService
+from bot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
-
-FINISHED = frozenset({DemoState.SUCCEEDED, DemoState.FAILED, DemoState.TIMED_OUT})
-
-
-@dataclass(frozen=True, slots=True)
-class DemoRun:
-    id: int
-    channel: ChannelRef
-    demo: str
-    locale: Locale
-    state: DemoState
-    created_at: datetime
-    params: Mapping[str, Any] = field(default_factory=dict)
-    post_id: int | None = None
-    parent: MessageRef | None = None  # the question's message; None for `/quiz demo`
-    status_message: MessageRef | None = None
-    device: str = ""
-    report: str = ""
-    metrics: Mapping[str, Any] = field(default_factory=dict)
-    error: str = ""
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    posted_at: datetime | None = None
-
-    @property
-    def finished(self) -> bool:
-        return self.state in FINISHED
-
-    @property
-    def thread(self) -> MessageRef | None:
-        """Where the image goes: the question's thread, or the status line's own thread."""
-        return self.parent or self.status_message
-
-
-class DemoRunRepository(Protocol):
-    async def create(
-        self,
-        channel: ChannelRef,
-        demo: str,
-        locale: Locale,
-        params: Mapping[str, Any],
-        created_at: datetime,
-        *,
-        post_id: int | None = None,
-        parent: MessageRef | None = None,
-    ) -> DemoRun:
-        """A new run in state QUEUED."""
-        ...
-
-    async def get(self, run_id: int) -> DemoRun | None: ...
-
-    async def for_post(self, post_id: int) -> list[DemoRun]: ...
-
-    async def set_status_message(self, run_id: int, message: MessageRef) -> None: ...
-
-    async def mark_running(self, run_id: int, device: str, at: datetime) -> bool:
-        """QUEUED -> RUNNING (conditional); False if the run was not queued."""
-        ...
-
-    async def requeue(self, run_id: int) -> bool:
-        """RUNNING -> QUEUED, for a run whose runner forgot it (a restart)."""
-        ...
-
-    async def finish(self, run_id: int, result: DemoResult, at: datetime) -> bool:
-        """QUEUED/RUNNING -> the result's state (conditional); False if already finished."""
-        ...
-
-    async def claim_posting(self, run_id: int, at: datetime) -> bool:
-        """Set ``posted_at`` if it is unset: True for exactly one caller."""
-        ...
-
-    async def release_posting(self, run_id: int) -> None:
-        """Undo a claim whose posting failed, so a later attempt can post."""
-        ...
-
-    async def unfinished(self, limit: int = 100) -> list[DemoRun]:
-        """Runs queued or running, and finished runs not posted yet; oldest first."""
-        ...
-
-
-class DemoCatalog(Protocol):
-    """The registered demos as the bot sees them (the runner's registry satisfies it)."""
-
-    def ids(self) -> list[str]: ...
-
-    def check(self, demo: str, params: Mapping[str, object]) -> Mapping[str, Any]:
-        """The full parameter set, or a `UserFacingError` naming the fix."""
-        ...
-
-
-@runtime_checkable
-class TrackingRunner(Protocol):
-    """What a runner may add to `DemoRunner`: progress, and memory across restarts."""
-
-    async def started(self, run_id: int, timeout: float) -> str | None:
-        """The device line once the demo code starts; None on timeout or unknown run."""
-        ...
-
-    async def knows(self, run_id: int) -> bool:
-        """Whether this runner can still deliver the run's result (else: submit again)."""
-        ...
 
 
 SchedulePolicy = Callable[[int], Awaitable[DemoPolicy | None]]
@@ -164,7 +64,7 @@ class DemoDispatcher:
         self.catalog = catalog
         self.start_timeout = start_timeout
         self.result_timeout = result_timeout
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.tasks = TaskSupervisor("demos")
 
     @property
     def enabled(self) -> bool:
@@ -203,9 +103,7 @@ class DemoDispatcher:
             # A scheduled question follows its schedule's demo policy.
             policy = await self.schedule_policy(post.schedule_id) or policy
         if policy is DemoPolicy.AUTO:
-            await self.request(
-                post.channel, demo, thread_locale, post_id=post.id, parent=post.message
-            )
+            await self.request_for_post(post.id, demo, thread_locale)
         elif policy is DemoPolicy.BUTTON:
             t = translator(thread_locale)
             await self.service.chat(post.channel).reply_in_thread(
@@ -222,14 +120,26 @@ class DemoDispatcher:
 
     async def request_for_post(
         self, post_id: int, demo: str, locale: Locale | None = None
-    ) -> DemoRun | None:
-        """A demo button was clicked under a question: run it once per question."""
+    ) -> tuple[DemoRun, bool] | None:
+        """Run a question's demo in its thread, once per question (whoever asks, on any
+        replica): the run, and whether this call started it. None when the post has no
+        message to thread under."""
         post = await self.service.store.posts.get(post_id)
         if post is None or post.message is None:
             return None
-        return await self.request(
-            post.channel, demo, locale or post.locale, post_id=post.id, parent=post.message
+        checked = dict(self.catalog.check(demo, {}))
+        run, created = await self.runs.create_for_post(
+            post.channel,
+            demo,
+            locale or post.locale,
+            checked,
+            self.service.clock.now(),
+            post_id=post.id,
+            parent=post.message,
         )
+        if created:
+            self.tasks.spawn(self._drive(run, submit=True), name=f"demo-{run.id}")
+        return run, created
 
     async def request(
         self,
@@ -244,14 +154,10 @@ class DemoDispatcher:
         """Record a run and start driving it. Unknown demos and bad parameters raise
         `UserFacingError` before anything is recorded or run."""
         checked = dict(self.catalog.check(demo, params or {}))
-        if post_id is not None:
-            for existing in await self.runs.for_post(post_id):
-                if existing.demo == demo:
-                    return existing  # one run per question and demo (AUTO, then a click)
         run = await self.runs.create(
             channel, demo, locale, checked, self.service.clock.now(), post_id=post_id, parent=parent
         )
-        self._spawn(self._drive(run, submit=True))
+        self.tasks.spawn(self._drive(run, submit=True), name=f"demo-{run.id}")
         return run
 
     async def resume(self) -> int:
@@ -265,33 +171,24 @@ class DemoDispatcher:
             known = tracker is not None and await tracker.knows(run.id)
             if run.finished:
                 result = await self.runner.result(run.id, 1.0) if known else None
-                self._spawn(self._publish(run, result or _stored_result(run)))
+                self.tasks.spawn(self._publish(run, result or _stored_result(run)))
             else:
                 if not known and run.state is DemoState.RUNNING:
                     await self.runs.requeue(run.id)
                     run = replace(run, state=DemoState.QUEUED)
-                self._spawn(self._drive(run, submit=not known))
+                self.tasks.spawn(self._drive(run, submit=not known), name=f"demo-{run.id}")
             taken += 1
         return taken
 
     async def drain(self) -> None:
         """Wait until every run this dispatcher drives has been posted (tests, shutdown)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.tasks.drain()
 
     async def aclose(self) -> None:
         """Stop driving runs; they stay recorded and `resume()` picks them up later."""
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*list(self._tasks), return_exceptions=True)
-        self._tasks.clear()
+        await self.tasks.cancel()
 
     # -- driving one run ----------------------------------------------------------------
-
-    def _spawn(self, coro: Any) -> None:
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def _drive(self, run: DemoRun, submit: bool) -> None:
         try:
@@ -384,36 +281,6 @@ class DemoDispatcher:
             log.warning("could not update a demo status line", exc_info=True)
 
 
-# -- messages ---------------------------------------------------------------------------
-
-
-def status_message(demo: str, locale: Locale, device: str | None) -> Message:
-    """ "queued…", then "running on NVIDIA H200…" or "simulating…"."""
-    t = translator(locale)
-    if device is None:
-        body = t("⏳ Demo `{demo}`: queued…", demo=demo)
-    elif "simulated" in device:
-        body = t("⚙️ Demo `{demo}`: simulating (no GPU)…", demo=demo)
-    else:
-        body = t("⚙️ Demo `{demo}`: running on {device}…", demo=demo, device=device)
-    return Message(body=body)
-
-
-def result_message(demo: str, locale: Locale, result: DemoResult) -> Message:
-    t = translator(locale)
-    if result.state is DemoState.SUCCEEDED:
-        return Message(
-            title=t("Demo · {demo}", demo=demo), body=result.report, footer=result.device
-        )
-    if result.state is DemoState.TIMED_OUT:
-        body = t("⏱️ Demo `{demo}` timed out: {error}", demo=demo, error=result.error)
-    else:
-        body = t(
-            "⚠️ Demo `{demo}` failed: {error}", demo=demo, error=result.error or t("no reason given")
-        )
-    return Message(body=body, footer=result.device)
-
-
 def _stored_result(run: DemoRun) -> DemoResult:
     """A finished run's result as recorded (the PNG is not stored)."""
     return DemoResult(
@@ -421,69 +288,4 @@ def _stored_result(run: DemoRun) -> DemoResult:
     )
 
 
-# -- the command ------------------------------------------------------------------------
-
-
-def parse_params(words: Sequence[str], demo: str) -> dict[str, str]:
-    params: dict[str, str] = {}
-    for word in words:
-        name, sep, value = word.partition("=")
-        if not sep or not name or not value:
-            raise UserFacingError(
-                f"{word!r} is not a demo parameter; write name=value, e.g. "
-                f"/quiz demo {demo} blocks=8"
-            )
-        params[name] = value
-    return params
-
-
-def register_demo_commands(cs: CommandSet, dispatcher: DemoDispatcher) -> None:
-    """`/quiz demo <id> [name=value ...]`."""
-
-    async def demo(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
-        t = translator(inv.locale)
-        ids = dispatcher.catalog.ids()
-        if not args or args[0] not in ids:
-            head = t("Unknown demo {name!r}.", name=args[0]) if args else t("Which demo?")
-            return [
-                Reply(
-                    Message(
-                        body=head
-                        + " "
-                        + t(
-                            "Demos: {ids}. Example: /quiz demo {example}",
-                            ids=", ".join(ids),
-                            example=ids[0] if ids else "",
-                        )
-                    )
-                )
-            ]
-        if not dispatcher.enabled:
-            return [
-                Reply(
-                    Message(
-                        body=t(
-                            "Demos are off on this bot (QUIZBOT_RUNNER=off); an operator can set "
-                            "QUIZBOT_RUNNER=local or celery."
-                        )
-                    )
-                )
-            ]
-        params = parse_params(args[1:], args[0])
-        locale = (await service.store.settings.get(inv.channel)).locale
-        await dispatcher.request(inv.channel, args[0], locale, params)
-        return []
-
-    cs.add("demo", demo, "demo <id>")
-
-
-__all__ = [
-    "DemoCatalog",
-    "DemoDispatcher",
-    "DemoRun",
-    "DemoRunRepository",
-    "TrackingRunner",
-    "register_demo_commands",
-    "result_message",
-    "status_message",
-]
+__all__ = ["DemoDispatcher", "SchedulePolicy"]

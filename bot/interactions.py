@@ -1,0 +1,134 @@
+"""Interactions: a click on one of the quiz's buttons, whatever the platform.
+
+Every adapter turns its wire payload into a `Click` (`Click.parse` reads the button id the
+core wrote: ``quiz:<kind>:<post>:<value>``) and shows the returned message privately to
+the clicking user. What a click means is decided here, once:
+
+- the locale of the reply: the user's own where the platform says it, else the channel's
+  (cached, so a reply can still be worded when the database is down);
+- the handler of each kind: `answer` records the answer; features register theirs
+  (`demo` runs the question's demonstration once, in its thread);
+- the failure reply: a short private line, with repeated failures logged once per
+  interval, never a traceback per click.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+
+from bot.commands import failure_message
+from bot.domain import ChannelRef, Locale, UserRef
+from bot.errors import StorageUnavailable, UserFacingError
+from bot.i18n import N_, translator
+from bot.logs import problem_key
+from bot.messages import ActionKind, Button, Message
+from bot.quiz import QuizService
+
+log = logging.getLogger(__name__)
+
+NOT_AVAILABLE = N_("This button is not available any more.")
+ANSWER_NOT_RECORDED = N_(
+    "Your answer could not be recorded (the quiz's database is not answering). "
+    "Please click again in a moment."
+)
+_CHOICE = re.compile(r"[0-9]{1,2}")
+
+
+@dataclass(frozen=True, slots=True)
+class Click:
+    """A click on a quiz button, as every platform reports it."""
+
+    kind: ActionKind
+    post_id: int
+    value: str
+    user: UserRef
+    channel: ChannelRef  # where the click happened (checked against the post's channel)
+    user_locale: Locale | None = None
+    # The platform says it delivered this click before (Slack's retries): the process that
+    # took the first delivery may have died after recording it, before answering.
+    redelivered: bool = False
+
+    @classmethod
+    def parse(
+        cls,
+        custom_id: str,
+        user: UserRef,
+        channel: ChannelRef,
+        user_locale: Locale | None = None,
+    ) -> Click | None:
+        """The click behind a button id; None when it is not one of ours (or out of range)."""
+        decoded = Button.decode(custom_id)
+        if decoded is None:
+            return None
+        kind, post_id, value = decoded
+        return cls(kind, post_id, value, user, channel, user_locale)
+
+    def again(self) -> Click:
+        """The same click, marked as a redelivery."""
+        return replace(self, redelivered=True)
+
+    @property
+    def choice(self) -> int:
+        """An answer's choice index; -1 (refused as invalid) when the value is not one."""
+        return int(self.value) if _CHOICE.fullmatch(self.value) else -1
+
+
+ClickHandler = Callable[[Click, Locale], Awaitable[Message]]
+
+
+class Interactions:
+    """The click use case: `click(Click) -> Message` (the private reply)."""
+
+    def __init__(self, service: QuizService) -> None:
+        self.service = service
+        self._handlers: dict[ActionKind, ClickHandler] = {ActionKind.ANSWER: self._answer}
+
+    def register(self, kind: ActionKind, handler: ClickHandler) -> None:
+        """Handle clicks on buttons of `kind` (a feature's own buttons)."""
+        self._handlers[kind] = handler
+
+    async def click(self, click: Click) -> Message:
+        locale = await self.service.locale_for(click.channel, click.user_locale)
+        handler = self._handlers.get(click.kind)
+        if handler is None:
+            return Message(body=translator(locale)(NOT_AVAILABLE))
+        try:
+            return await handler(click, locale)
+        except UserFacingError as exc:
+            return Message(body=str(exc))
+        except Exception as exc:
+            self.service.problems.problem(
+                problem_key(f"click {click.kind}", exc),
+                "a %s click on post %s failed",
+                click.kind,
+                click.post_id,
+                exc=exc,
+            )
+            return failure_message(locale, exc)
+
+    async def _answer(self, click: Click, locale: Locale) -> Message:
+        started = time.monotonic()
+        try:
+            reply = await self.service.record_answer(
+                click.post_id,
+                click.user,
+                click.choice,
+                click.user_locale,
+                channel=click.channel,
+                redelivered=click.redelivered,
+            )
+        except StorageUnavailable as exc:
+            self.service.metrics.answers.inc(status="not_recorded")
+            self.service.problems.problem(
+                problem_key("answer", exc), "an answer was not recorded: %s", exc
+            )
+            return Message(body=translator(locale)(ANSWER_NOT_RECORDED))
+        self.service.metrics.click_seconds.observe(time.monotonic() - started)
+        return reply.message
+
+
+__all__ = ["Click", "ClickHandler", "Interactions"]

@@ -1,0 +1,64 @@
+"""`TaskSupervisor`: the one place background tasks are started, logged and drained.
+
+Work that outlives the call that started it (an "N answered" edit, a demo run, a click
+being answered after its acknowledgement) is spawned here: a failure is logged (never
+lost in an unawaited task), and shutdown waits for what is in flight — a click already
+recorded still gets its answer — before cancelling the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class TaskSupervisor:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro, name=name or self.name)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("%s: task %s failed", self.name, task.get_name(), exc_info=exc)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait for the tasks in flight (and any they spawn), up to `timeout` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while self._tasks:
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                return
+            await asyncio.wait(set(self._tasks), timeout=left)
+
+    async def cancel(self) -> None:
+        """Cancel what is still running and wait for it to stop."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def close(self, timeout: float) -> None:
+        """Drain for up to `timeout` seconds, then cancel the rest."""
+        await self.drain(timeout)
+        await self.cancel()
+
+
+__all__ = ["TaskSupervisor"]
