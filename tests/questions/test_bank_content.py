@@ -17,6 +17,7 @@ import pytest
 from bot.bank import QuestionBank
 from bot.domain import Locale, Question
 from questions import load_bank
+from tests.questions.formulas_v2_b import FORMULAS_V2_B
 
 MIN_QUESTIONS = 48
 MIN_TOPICS = 8
@@ -185,6 +186,7 @@ FORMULAS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "allocator-fresh-request": allocator_fresh_request,
     "roundup-power2-bytes": roundup_power2_bytes,
     "non-allocator-bytes": non_allocator_bytes,
+    **FORMULAS_V2_B,
 }
 
 
