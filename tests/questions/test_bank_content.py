@@ -18,6 +18,7 @@ from bot.bank import QuestionBank
 from bot.domain import Locale, Question
 from questions import load_bank
 from tests.questions.formulas_training_systems import TRAINING_SYSTEMS_FORMULAS
+from tests.questions.formulas_v2_b import FORMULAS_V2_B
 
 MIN_QUESTIONS = 48
 MIN_TOPICS = 8
@@ -187,6 +188,7 @@ FORMULAS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "roundup-power2-bytes": roundup_power2_bytes,
     "non-allocator-bytes": non_allocator_bytes,
     **TRAINING_SYSTEMS_FORMULAS,
+    **FORMULAS_V2_B,
 }
 
 
