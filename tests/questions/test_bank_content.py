@@ -18,6 +18,8 @@ from bot.bank import QuestionBank
 from bot.domain import Locale, Question
 from questions import load_bank
 
+from .allocator_trace import replay
+
 MIN_QUESTIONS = 48
 MIN_TOPICS = 8
 MIN_PER_TOPIC = 3
@@ -174,6 +176,14 @@ def non_allocator_bytes(i: Mapping[str, Any]) -> str:
     return _fmt(gib * GIB, i)
 
 
+def allocator_trace(i: Mapping[str, Any]) -> str:
+    """A trace replayed on the simulator: bytes in `unit`, or a count of cudaMalloc calls."""
+    value = replay(i)
+    if i["report"] == "cudamalloc-calls":
+        return f"{value} cudaMalloc call{'' if value == 1 else 's'}"
+    return _fmt(value, i)
+
+
 FORMULAS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "kv-cache-bytes": kv_cache_bytes,
     "paged-blocks": paged_blocks,
@@ -185,6 +195,7 @@ FORMULAS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "allocator-fresh-request": allocator_fresh_request,
     "roundup-power2-bytes": roundup_power2_bytes,
     "non-allocator-bytes": non_allocator_bytes,
+    "allocator-trace": allocator_trace,
 }
 
 
