@@ -1,4 +1,4 @@
-"""`quizbot questions ...`: validate, list, show and count the bank.
+"""`quizbot questions ...`: validate, list, show, count and lint the bank.
 
 `bot/cli.py` calls `add_questions_commands(subparsers)`; each subcommand sets
 `func(args) -> int` (the exit status). Results go to stdout, problems to stderr.
@@ -15,6 +15,16 @@ from pathlib import Path
 from bot.bank import QuestionBank, question_to_dict
 from bot.domain import Locale, choice_letter
 from bot.errors import QuestionBankError
+from questions import PYTORCH_VERSION
+from questions.lint import (
+    LIMITED_POSITIONS,
+    LONGEST_SHARE_MAX,
+    POSITION_SHARE_MAX,
+    POSITION_SHARE_MIN,
+    LintReport,
+    lint_bank,
+    locales_of,
+)
 from questions.loader import BANK_DIR, load_bank, validate_bank
 
 EXIT_OK = 0
@@ -24,7 +34,7 @@ EXIT_PROBLEMS = 1
 def add_questions_commands(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
-    """Add `questions {validate,list,show,stats}` to the top-level parser's subparsers."""
+    """Add `questions {validate,list,show,stats,lint}` to the top-level parser's subparsers."""
     parser = subparsers.add_parser("questions", help="validate and browse the question bank")
     parser.set_defaults(func=lambda _args: _usage(parser))
     sub = parser.add_subparsers(dest="questions_command", metavar="COMMAND")
@@ -50,6 +60,16 @@ def add_questions_commands(
     stats.add_argument("--format", choices=("text", "json"), default="text")
     _add_path(stats)
     stats.set_defaults(func=run_stats)
+
+    lint = sub.add_parser(
+        "lint",
+        help="does the choices' form give the answer away? exit 1 when a bank-wide limit breaks",
+    )
+    lint.add_argument(
+        "path", nargs="?", type=Path, default=None, help=f"bank directory (default {BANK_DIR})"
+    )
+    lint.add_argument("--format", choices=("text", "json"), default="text")
+    lint.set_defaults(func=run_lint)
     return parser
 
 
@@ -152,8 +172,9 @@ def run_stats(args: argparse.Namespace) -> int:
         return EXIT_PROBLEMS
     stats = bank_stats(bank)
     if args.format == "json":
-        print(json.dumps(stats, ensure_ascii=False, indent=2))
+        print(json.dumps({"pytorch": PYTORCH_VERSION, **stats}, ensure_ascii=False, indent=2))
         return EXIT_OK
+    print(f"describes PyTorch {PYTORCH_VERSION}")
     for name in ("topic", "difficulty", "locale"):
         print(f"per {name}:")
         for key, n in stats[name].items():
@@ -168,3 +189,52 @@ def run_stats(args: argparse.Namespace) -> int:
         f"{totals['demos']} demos"
     )
     return EXIT_OK
+
+
+def run_lint(args: argparse.Namespace) -> int:
+    bank = _load(args.path)
+    if bank is None:
+        return EXIT_PROBLEMS
+    report = lint_bank(bank)
+    breaches = report.breaches()
+    if args.format == "json":
+        print(json.dumps(_lint_json(report, breaches), ensure_ascii=False, indent=2))
+    else:
+        _print_lint(report)
+    for breach in breaches:
+        print(f"bank-wide limit broken: {breach}", file=sys.stderr)
+    return EXIT_PROBLEMS if breaches else EXIT_OK
+
+
+def _print_lint(report: LintReport) -> None:
+    n = report.questions
+    longest = ", ".join(
+        f"{loc} {report.longest[loc]}/{n} ({report.longest_share(loc):.1%})"
+        for loc in locales_of(report)
+    )
+    print(f"{n} questions")
+    print(f"correct choice uniquely longest: {longest} (limit {LONGEST_SHARE_MAX:.0%} per locale)")
+    letters = sorted(set(report.positions) | {choice_letter(i) for i in range(LIMITED_POSITIONS)})
+    spread = ", ".join(
+        f"{letter} {report.positions.get(letter, 0)} ({report.position_share(letter):.1%})"
+        for letter in letters
+    )
+    print(
+        f"answer positions: {spread} (each of A-D within "
+        f"{POSITION_SHARE_MIN:.0%}-{POSITION_SHARE_MAX:.0%})"
+    )
+    for finding in report.findings:
+        print(f"warning: {finding}")
+    count = len(report.findings)
+    print(f"{count} warning{'' if count == 1 else 's'}")
+
+
+def _lint_json(report: LintReport, breaches: list[str]) -> dict[str, object]:
+    return {
+        "questions": report.questions,
+        "longest": {loc: report.longest[loc] for loc in locales_of(report)},
+        "longest_share": {loc: report.longest_share(loc) for loc in locales_of(report)},
+        "positions": dict(sorted(report.positions.items())),
+        "warnings": [str(f) for f in report.findings],
+        "breaches": breaches,
+    }

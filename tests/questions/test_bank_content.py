@@ -20,6 +20,8 @@ from questions import load_bank
 from tests.questions.formulas_training_systems import TRAINING_SYSTEMS_FORMULAS
 from tests.questions.formulas_v2_b import FORMULAS_V2_B
 
+from .allocator_trace import replay
+
 MIN_QUESTIONS = 48
 MIN_TOPICS = 8
 MIN_PER_TOPIC = 3
@@ -176,6 +178,14 @@ def non_allocator_bytes(i: Mapping[str, Any]) -> str:
     return _fmt(gib * GIB, i)
 
 
+def allocator_trace(i: Mapping[str, Any]) -> str:
+    """A trace replayed on the simulator: bytes in `unit`, or a count of cudaMalloc calls."""
+    value = replay(i)
+    if i["report"] == "cudamalloc-calls":
+        return f"{value} cudaMalloc call{'' if value == 1 else 's'}"
+    return _fmt(value, i)
+
+
 FORMULAS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "kv-cache-bytes": kv_cache_bytes,
     "paged-blocks": paged_blocks,
@@ -189,6 +199,7 @@ FORMULAS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "non-allocator-bytes": non_allocator_bytes,
     **TRAINING_SYSTEMS_FORMULAS,
     **FORMULAS_V2_B,
+    "allocator-trace": allocator_trace,
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from bot.bank import question_from_dict
-from questions import load_bank
+from questions import PYTORCH_VERSION, load_bank
 from questions.cli import add_questions_commands
 from questions.loader import BANK_DIR
 
@@ -112,6 +112,7 @@ def test_stats_counts_topics_difficulties_and_locales(
     assert run(["stats", "--format", "json", "--path", str(bank_dir)]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats == {
+        "pytorch": PYTORCH_VERSION,
         "topic": {"fragmentation": 1, "kv-cache": 2},
         "difficulty": {"1": 1, "3": 2},
         "locale": {"el": 3, "en": 3},
@@ -126,6 +127,7 @@ def test_stats_text_has_a_total_per_section(
     write_question(valid_question(id="second", topic="kv-cache"))
     assert run(["stats", "--path", str(bank_dir)]) == 0
     out = capsys.readouterr().out
+    assert out.startswith(f"describes PyTorch {PYTORCH_VERSION}\n")
     assert "per topic:\n  fragmentation" in out
     assert out.count("  total                       2") == 2
     assert "  questions                   2" in out

@@ -5,12 +5,13 @@ from __future__ import annotations
 import itertools
 import re
 from difflib import SequenceMatcher
+from importlib import metadata
 
 import pytest
 
 from bot.bank import QuestionBank, content_hash, question_to_dict
 from bot.domain import Locale
-from questions import load_bank, validate_bank
+from questions import PYTORCH_VERSION, load_bank, validate_bank
 from questions.loader import BANK_DIR
 
 # The original quiz's key (seed order, 0-based): Q1..Q8 -> D, B, C, A, B, C, A, D.
@@ -35,6 +36,8 @@ SEED_DEMOS = {
     "reserved-vs-allocated-gap": "reserved-vs-allocated",
 }
 NEAR_DUPLICATE = 0.8
+# Facts that changed between PyTorch releases, and the release a question must name with them.
+VERSIONED_FACTS = {"max_non_split_rounding_mb": "2.6", "fully_shard()": "2.6"}
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +107,31 @@ def test_greek_text_is_written_in_greek(bank: QuestionBank) -> None:
 def test_loaded_hash_is_the_hash_of_the_question_data(bank: QuestionBank) -> None:
     for q in bank:
         assert q.content_hash == content_hash(question_to_dict(q)), q.id
+
+
+def test_the_questions_readme_names_the_pytorch_release_the_bank_describes() -> None:
+    readme = (BANK_DIR.parent / "README.md").read_text("utf-8")
+    assert f"PyTorch {PYTORCH_VERSION}" in readme
+
+
+def test_the_installed_torch_is_the_release_the_bank_describes() -> None:
+    try:
+        installed = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        pytest.skip("torch is not installed")
+    assert ".".join(installed.split(".")[:2]) == PYTORCH_VERSION, (
+        f"torch {installed} is installed but the bank describes PyTorch {PYTORCH_VERSION}; "
+        f"re-check the version-dependent questions, then update questions.PYTORCH_VERSION"
+    )
+
+
+@pytest.mark.parametrize("locale", list(Locale))
+def test_version_dependent_facts_say_since_when(bank: QuestionBank, locale: Locale) -> None:
+    unversioned = [
+        (q.id, fact)
+        for q in bank
+        for fact, since in VERSIONED_FACTS.items()
+        if fact in (text := " ".join((q.texts[locale].prompt, q.texts[locale].explanation)))
+        and since not in text
+    ]
+    assert unversioned == []
