@@ -83,8 +83,12 @@ def _settings() -> Settings:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    # APScheduler logs a line per job added and per run: 10,000 schedules, 10,000 lines.
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    # APScheduler logs a line per job added and per run: 10,000 schedules, 10,000 lines;
+    # slack_sdk logs a line per retried HTTP call: an outage would flood the log. Our own
+    # lines about those failures are throttled (bot.logs.ThrottledLog).
+    if logging.getLogger().level > logging.DEBUG:
+        for noisy in ("apscheduler", "slack_sdk", "slack_bolt"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     return settings
 
 

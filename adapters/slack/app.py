@@ -39,6 +39,7 @@ from bot.deliveries import Deliveries
 from bot.domain import Delivery, UserRef
 from bot.errors import ConfigError, NotInChannel, PlatformError
 from bot.interactions import Interactions
+from bot.logs import ThrottledLog
 from bot.messages import ActionKind, Message
 from bot.quiz import QuizService
 from bot.tasks import TaskSupervisor
@@ -81,6 +82,7 @@ class SlackAdapter:
         self._admins: dict[str, tuple[bool, datetime]] = {}
         self._ping_interval = ping_interval
         self._recent = RecentKeys(ttl=600.0)  # answer clicks this process took
+        self._problems = ThrottledLog(log)
         self._inbound: Inbound | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -267,7 +269,11 @@ class SlackAdapter:
                 await self.chat.respond(response_url, message, private=True)
                 return
             except PlatformError as exc:
-                log.warning("response_url failed (%s); using chat.postEphemeral", exc.reason)
+                self._problems.problem(
+                    f"response_url {exc.reason[:60]}",
+                    "response_url failed (%s); using chat.postEphemeral",
+                    exc.reason,
+                )
         await self.chat.send_private(channel, user, message)
 
     # -- replay after a crash ----------------------------------------------------------
@@ -296,10 +302,9 @@ class SlackAdapter:
         try:
             info = await self.chat.user_info(user.user)
         except PlatformError as exc:
-            log.warning(
-                "users.info failed for %s (%s); only QUIZBOT_ADMINS count as admins until "
-                "Slack answers",
-                user.user,
+            self._problems.problem(
+                f"users.info {exc.reason[:60]}",
+                "users.info failed (%s); only QUIZBOT_ADMINS count as admins until Slack answers",
                 exc.reason,
             )
             return AdminStatus.UNKNOWN

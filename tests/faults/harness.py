@@ -1,0 +1,253 @@
+"""Real processes for fault tests and `bench/faults.py`: `quizbot serve` in Slack HTTP mode
+as a subprocess (killed with SIGKILL, restarted), a fake Slack on 127.0.0.1, and a burst
+of signed clicks whose every acknowledgement is recorded.
+
+A click's fate is read from both ends: the HTTP status Slack would see (200 =
+acknowledged), the private replies the fake Slack received (told the outcome, or told to
+retry), and the answers in the database (stored, duplicated).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import socket
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import aiohttp
+from sqlalchemy import text
+
+from storage.engine import create_engine
+from tests.adapters.slack import slack_requests as rq
+from tests.adapters.slack.fake_slack import BOT_TOKEN, FakeSlack
+
+ROOT = Path(__file__).resolve().parents[2]
+RETRY_TEXT = "could not be recorded"
+_POST = re.compile(r"quiz:answer:(\d+):")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class BotProcess:
+    """`python -m bot.cli serve` with Slack in HTTP mode, on its own port and database."""
+
+    def __init__(self, db_url: str, api_url: str, log: Path, **env: str) -> None:
+        self.db_url = db_url
+        self.api_url = api_url
+        self.port = free_port()
+        self.log = log
+        self.extra = env
+        self.proc: asyncio.subprocess.Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/slack/events"
+
+    def _env(self) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("QUIZBOT_", "SLACK_", "DISCORD_"))
+        }
+        env.update(
+            QUIZBOT_DATABASE_URL=self.db_url,
+            QUIZBOT_HTTP_PORT=str(self.port),
+            QUIZBOT_RUNNER="off",
+            QUIZBOT_ASK_COOLDOWN="0",
+            SLACK_BOT_TOKEN=BOT_TOKEN,
+            SLACK_SIGNING_SECRET=rq.SIGNING_SECRET,
+            SLACK_API_URL=self.api_url,
+            PYTHONUNBUFFERED="1",
+        )
+        env.update(self.extra)
+        return env
+
+    async def start(self, timeout: float = 60.0) -> None:
+        with self.log.open("ab") as out:
+            self.proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bot.cli",
+                "serve",
+                cwd=ROOT,
+                env=self._env(),
+                stdout=out,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        async with aiohttp.ClientSession() as http:
+            while True:
+                if self.proc.returncode is not None:
+                    raise RuntimeError(f"serve exited with {self.proc.returncode}: {self.log}")
+                try:
+                    async with http.get(f"http://127.0.0.1:{self.port}/healthz") as resp:
+                        if resp.status in (200, 503):
+                            return
+                except aiohttp.ClientConnectionError:
+                    pass
+                if loop.time() > deadline:
+                    raise TimeoutError("serve never listened")
+                await asyncio.sleep(0.1)
+
+    async def kill(self) -> None:
+        """SIGKILL: no shutdown code runs."""
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGKILL)
+            await self.proc.wait()
+
+    async def terminate(self, timeout: float = 30.0) -> int:
+        assert self.proc is not None
+        if self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return await asyncio.wait_for(self.proc.wait(), timeout)
+
+
+@dataclass
+class Burst:
+    """What happened to each user's click."""
+
+    status: dict[str, int | None] = field(default_factory=dict)  # HTTP status or None
+
+    @property
+    def acknowledged(self) -> set[str]:
+        return {u for u, s in self.status.items() if s == 200}
+
+    @property
+    def unacknowledged(self) -> set[str]:
+        return set(self.status) - self.acknowledged
+
+
+async def click(
+    http: aiohttp.ClientSession,
+    url: str,
+    fake: FakeSlack,
+    post_id: int,
+    user: str,
+    choice: int,
+    *,
+    retry_num: int | None = None,
+    channel: str = rq.CHANNEL,
+) -> int | None:
+    payload = rq.block_actions(
+        post_id, choice, user=user, channel=channel, response_url=fake.response_url(f"c-{user}")
+    )
+    body = rq.interaction_body(payload)
+    try:
+        async with http.post(
+            url, data=body, headers=rq.signed_headers(body, retry_num=retry_num)
+        ) as r:
+            await r.read()
+            return r.status
+    except (TimeoutError, aiohttp.ClientError):
+        return None
+
+
+async def ask(http: aiohttp.ClientSession, bot: BotProcess, fake: FakeSlack, channel: str) -> int:
+    """`/quiz ask` in `channel`; the id of the post it made."""
+    before = len(fake.calls_to("chat.postMessage"))
+    body = rq.form_body(
+        rq.slash_command("ask", channel=channel, response_url=fake.response_url("ask"))
+    )
+    async with http.post(bot.url, data=body, headers=rq.signed_headers(body)) as resp:
+        assert resp.status == 200, await resp.text()
+    await fake.wait_until(lambda: len(fake.calls_to("chat.postMessage")) > before, timeout=30)
+    posted = fake.calls_to("chat.postMessage")[before]
+    m = _POST.search(" ".join(posted.action_ids))
+    assert m is not None, posted.args
+    return int(m[1])
+
+
+async def wait_open(db_url: str, post_id: int, timeout: float = 30.0) -> None:
+    """Until the post is open in the database (its platform message stored)."""
+    engine = create_engine(db_url)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    try:
+        while True:
+            async with engine.connect() as conn:
+                state = (
+                    await conn.execute(
+                        text("SELECT state FROM posts WHERE id = :p"), {"p": post_id}
+                    )
+                ).scalar_one_or_none()
+            if state == "open":
+                return
+            if loop.time() > deadline:
+                raise TimeoutError(f"post {post_id} is {state}, not open")
+            await asyncio.sleep(0.05)
+    finally:
+        await engine.dispose()
+
+
+def told(fake: FakeSlack, user: str) -> list[str]:
+    return [
+        c.text
+        for c in fake.calls_to("response_url")
+        if c.args["name"] == f"c-{user}" and c.args.get("response_type") == "ephemeral"
+    ]
+
+
+async def stored_answers(db_url: str, post_id: int) -> Counter[str]:
+    """User id -> answers stored for `post_id` (a count above 1 would be a duplicate)."""
+    engine = create_engine(db_url)
+    try:
+        async with engine.connect() as conn:
+            rows = await conn.execute(
+                text(
+                    "SELECT m.user_id FROM answers a JOIN members m ON m.id = a.member_id "
+                    "WHERE a.post_id = :p"
+                ),
+                {"p": post_id},
+            )
+            return Counter(r[0] for r in rows)
+    finally:
+        await engine.dispose()
+
+
+class Session:
+    """An aiohttp client without a connection limit (a burst is concurrent)."""
+
+    def __init__(self, timeout: float = 30.0) -> None:
+        self._timeout = timeout
+        self.http: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> aiohttp.ClientSession:
+        self.http = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0),
+            timeout=aiohttp.ClientTimeout(total=self._timeout),
+        )
+        return self.http
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self.http is not None
+        await self.http.close()
+
+
+__all__ = [
+    "RETRY_TEXT",
+    "BotProcess",
+    "Burst",
+    "Session",
+    "ask",
+    "click",
+    "free_port",
+    "stored_answers",
+    "told",
+    "wait_open",
+]
