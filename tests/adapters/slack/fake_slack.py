@@ -390,6 +390,10 @@ class FakeSlack:
         body = await request.json()
         call = Call("response_url", {**body, "name": request.match_info["name"]})
         self.calls.append(call)
+        if (down := self.outages.get("response_url")) is not None:
+            call.status = down[0]
+            await self._notify()
+            return web.Response(status=down[0], text=down[1], content_type=down[2])
         problems = block_kit_problems(body.get("blocks") or [], body.get("text"))
         if problems:
             call.status = 400
