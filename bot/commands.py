@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from bot.domain import ChannelRef, Locale, Platform, UserRef
 from bot.errors import StorageUnavailable, UserFacingError
+from bot.forms import Form
 from bot.i18n import N_, Translator, translator
 from bot.logs import problem_key
 from bot.messages import Message
@@ -77,6 +78,9 @@ def failure_message(locale: Locale, exc: BaseException | None = None) -> Message
 class Reply:
     message: Message
     private: bool = True
+    # A form to open instead (Slack `views.open` with the command's trigger, Discord's
+    # modal response, console prompts); `message` is the fallback where none can open.
+    form: Form | None = None
 
 
 Handler = Callable[[QuizService, Invocation, list[str]], Awaitable[list[Reply]]]

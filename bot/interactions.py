@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from bot.commands import failure_message
 from bot.domain import ChannelRef, Locale, UserRef
 from bot.errors import StorageUnavailable, UserFacingError
+from bot.forms import Form, Submission, SubmitReply
 from bot.i18n import N_, translator
 from bot.logs import problem_key
 from bot.messages import ActionKind, Button, Message
@@ -78,18 +79,77 @@ class Click:
 
 
 ClickHandler = Callable[[Click, Locale], Awaitable[Message]]
+FormOpener = Callable[[Click, Locale], Awaitable[Form | Message]]
+SubmitHandler = Callable[[Submission, Locale], Awaitable[SubmitReply]]
 
 
 class Interactions:
-    """The click use case: `click(Click) -> Message` (the private reply)."""
+    """The click use case: `click(Click) -> Message` (the private reply); for kinds that
+    ask for input, `open_form(Click) -> Form | Message`; and `submit(Submission)`."""
 
     def __init__(self, service: QuizService) -> None:
         self.service = service
         self._handlers: dict[ActionKind, ClickHandler] = {ActionKind.ANSWER: self._answer}
+        self._openers: dict[ActionKind, FormOpener] = {}
+        self._submits: dict[str, SubmitHandler] = {}
 
     def register(self, kind: ActionKind, handler: ClickHandler) -> None:
         """Handle clicks on buttons of `kind` (a feature's own buttons)."""
         self._handlers[kind] = handler
+
+    def register_form(self, kind: ActionKind, opener: FormOpener) -> None:
+        """Clicks on `kind` open a form (or answer with a message, e.g. a refusal)."""
+        self._openers[kind] = opener
+
+    def register_submit(self, kind: str, handler: SubmitHandler) -> None:
+        """Handle submissions of forms whose `Form.kind` is `kind`."""
+        self._submits[kind] = handler
+
+    def opens_form(self, kind: ActionKind) -> bool:
+        """Whether a click on `kind` answers with a form (a platform must then answer the
+        click with the form itself: Slack `views.open`, Discord response type 9)."""
+        return kind in self._openers
+
+    async def open_form(self, click: Click) -> Form | Message:
+        locale = await self.service.locale_for(click.channel, click.user_locale)
+        opener = self._openers.get(click.kind)
+        if opener is None:
+            return Message(body=translator(locale)(NOT_AVAILABLE))
+        return await self._guarded(
+            f"form {click.kind}", click.post_id, opener(click, locale), locale
+        )
+
+    async def submit(self, submission: Submission) -> SubmitReply:
+        locale = await self.service.locale_for(submission.channel, submission.user_locale)
+        handler = self._submits.get(submission.kind)
+        if handler is None:
+            return SubmitReply(Message(body=translator(locale)(NOT_AVAILABLE)))
+        try:
+            return await handler(submission, locale)
+        except UserFacingError as exc:
+            return SubmitReply(Message(body=str(exc)))
+        except Exception as exc:
+            self.service.problems.problem(
+                problem_key(f"submit {submission.kind}", exc),
+                "a %s submission on post %s failed",
+                submission.kind,
+                submission.post_id,
+                exc=exc,
+            )
+            return SubmitReply(failure_message(locale, exc))
+
+    async def _guarded(
+        self, what: str, post_id: int, work: Awaitable[Form | Message], locale: Locale
+    ) -> Form | Message:
+        try:
+            return await work
+        except UserFacingError as exc:
+            return Message(body=str(exc))
+        except Exception as exc:
+            self.service.problems.problem(
+                problem_key(what, exc), "%s on post %s failed", what, post_id, exc=exc
+            )
+            return failure_message(locale, exc)
 
     async def click(self, click: Click) -> Message:
         locale = await self.service.locale_for(click.channel, click.user_locale)
@@ -131,4 +191,4 @@ class Interactions:
         return reply.message
 
 
-__all__ = ["Click", "ClickHandler", "Interactions"]
+__all__ = ["Click", "ClickHandler", "FormOpener", "Interactions", "SubmitHandler"]

@@ -25,6 +25,7 @@ class ButtonStyle(StrEnum):
 class ActionKind(StrEnum):
     ANSWER = "answer"  # value: choice index
     DEMO = "demo"  # value: demo id
+    NUMBER = "number"  # opens a form: type the number (predict-the-number questions)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from adapters.console.chat import ConsoleChat, render_text
 from bot.commands import CommandSet, Invocation, run_command
 from bot.domain import LETTERS, ChannelRef, Platform, PostState, UserRef
 from bot.errors import UserFacingError
+from bot.forms import Form, FormField, Submission
 from bot.i18n import translator
 from bot.interactions import Click, Interactions
 from bot.messages import ActionKind, Button, Message
@@ -53,9 +54,13 @@ class ConsoleSession:
         self.extra: dict[str, ConsoleCommand] = {
             "as": _as,
             "press": _press,
+            "cancel": _cancel,
             "quit": _quit,
             "exit": _quit,
         }
+        # A form being filled in: each line typed is the next field's value.
+        self.form: Form | None = None
+        self.filled: dict[str, str] = {}
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -65,7 +70,9 @@ class ConsoleSession:
         if not line:
             return
         try:
-            if line.startswith("/"):
+            if self.form is not None and not line.startswith("/"):
+                await self._fill(line)
+            elif line.startswith("/"):
                 name, _, rest = line[1:].partition(" ")
                 if (extra := self.extra.get(name.lower())) is not None:
                     await extra(self, rest.split())
@@ -80,7 +87,9 @@ class ConsoleSession:
         settings = await self.service.store.settings.get(self.channel)
         inv = Invocation(self.channel, self.user, settings.locale, is_admin=True)
         for reply in await run_command(self.commands, self.service, inv, text):
-            if reply.private:
+            if reply.form is not None:
+                self._open(reply.form)
+            elif reply.private:
                 await self.chat.send_private(self.channel, self.user, reply.message)
                 asks = [b.post_id for b in reply.message.buttons if b.action is ActionKind.ANSWER]
                 if asks:  # a private question (practice): a bare answer is for it next
@@ -108,13 +117,60 @@ class ConsoleSession:
         await self.click(Button("", ActionKind.ANSWER, post.id, str(choice)))
 
     async def click(self, button: Button) -> Message | None:
-        """Click `button` as the current user; the reply is shown privately."""
+        """Click `button` as the current user; the reply is shown privately (or the form it
+        opens is asked for, one field per line)."""
         click = Click.parse(button.encode(), self.user, self.channel)
         if click is None:
             return None
-        message = await self.interactions.click(click)
+        if self.interactions.opens_form(click.kind):
+            result = await self.interactions.open_form(click)
+            if isinstance(result, Form):
+                self._open(result)
+                return None
+            message = result
+        else:
+            message = await self.interactions.click(click)
         await self.chat.send_private(self.channel, self.user, message)
         return message
+
+    # -- forms ---------------------------------------------------------------------------
+
+    def _open(self, form: Form, keep: dict[str, str] | None = None) -> None:
+        self.form, self.filled = form, dict(keep or {})
+        self.say(f"  == {form.title} ==  (one line per field; /cancel to stop)")
+        self._prompt()
+
+    def _next_field(self) -> FormField | None:
+        assert self.form is not None
+        return next((f for f in self.form.fields if f.name not in self.filled), None)
+
+    def _prompt(self) -> None:
+        field = self._next_field()
+        if field is not None:
+            hint = f" ({field.placeholder})" if field.placeholder else ""
+            self.say(f"  {field.label}{hint}:")
+
+    async def _fill(self, line: str) -> None:
+        field = self._next_field()
+        assert self.form is not None and field is not None
+        self.filled[field.name] = "" if line.strip() == "-" else line.strip()
+        if self._next_field() is not None:
+            self._prompt()
+            return
+        form, values = self.form, self.filled
+        self.form, self.filled = None, {}
+        submission = Submission.parse(form.id, values, self.user, self.channel)
+        if submission is None:
+            return
+        reply = await self.interactions.submit(submission)
+        if reply.errors:
+            for name, problem in reply.errors.items():
+                self.say(f"! {name}: {problem}")
+            keep = {k: v for k, v in values.items() if k not in reply.errors}
+            self._open(form, keep)
+            return
+        if reply.message is not None:
+            await self.chat.send_private(self.channel, self.user, reply.message)
 
     async def run(self, lines: AsyncIterator[str], *, echo: bool) -> None:
         async for line in lines:
@@ -154,6 +210,12 @@ async def _press(session: ConsoleSession, args: list[str]) -> None:
         session.say("! no button to press" + (f" of kind {kind!r}" if kind else "") + " yet")
         return
     await session.click(buttons[-1])
+
+
+async def _cancel(session: ConsoleSession, args: list[str]) -> None:
+    if session.form is not None:
+        session.form, session.filled = None, {}
+        session.say("(form cancelled)")
 
 
 async def _quit(session: ConsoleSession, args: list[str]) -> None:

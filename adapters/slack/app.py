@@ -33,11 +33,15 @@ from adapters.slack.payloads import (
     SlashCommandForm,
     clicks_to_core,
     command_to_core,
+    form_metadata,
+    submission_to_core,
 )
 from bot.commands import AdminStatus, CommandSet, Invocation, Reply, run_command
 from bot.deliveries import Deliveries
 from bot.domain import Delivery, UserRef
 from bot.errors import ConfigError, NotInChannel, PlatformError
+from bot.forms import Form
+from bot.i18n import N_, translator
 from bot.interactions import Interactions
 from bot.logs import ThrottledLog
 from bot.messages import ActionKind, Message
@@ -48,6 +52,7 @@ log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 PLATFORM = "slack"
+FORM_EXPIRED = N_("The form could not be opened in time; please click again.")
 # A response_url takes replies for 30 minutes: replay only what can still be answered.
 REPLAY_MAX_AGE = timedelta(minutes=25)
 
@@ -203,6 +208,14 @@ class SlackAdapter:
 
     async def _reply_command(self, call: CommandCall, reply: Reply) -> None:
         try:
+            if reply.form is not None and call.trigger_id:
+                try:
+                    await self.chat.open_form(
+                        call.trigger_id, reply.form, form_metadata(call.channel)
+                    )
+                    return
+                except PlatformError:
+                    pass  # the trigger expired (3 s): say it instead
             if not reply.private:
                 try:
                     await self.chat.post_message(call.channel, reply.message)
@@ -219,11 +232,17 @@ class SlackAdapter:
 
     # -- buttons -----------------------------------------------------------------------
 
-    async def interaction(self, payload: Mapping[str, Any], *, retry: bool = False) -> None:
+    async def interaction(
+        self, payload: Mapping[str, Any], *, retry: bool = False
+    ) -> dict[str, Any] | None:
         """Answers are recorded before this returns (the acknowledgement follows); other
         clicks are stored first, then run after it. A redelivered answer click that this
         process already handled is dropped; elsewhere it is recorded once more (a no-op)
-        and answered with the outcome of its first delivery."""
+        and answered with the outcome of its first delivery. A form's submission is
+        answered in the acknowledgement itself (returned: Slack shows the errors in the
+        form, or closes it)."""
+        if payload.get("type") == "view_submission":
+            return await self._submitted(payload)
         if payload.get("type") != "block_actions":
             raise Malformed(f"an interaction of type {str(payload.get('type'))[:30]!r}")
         try:
@@ -239,17 +258,59 @@ class SlackAdapter:
                 )
                 self.tasks.spawn(self._show(click, message), name="slack-outcome")
                 continue
+            if self.interactions.opens_form(click.click.kind):
+                # views.open must follow within 3 s of the click: no delivery round trip.
+                self.tasks.spawn(self._open_form(click), name="slack-form")
+                continue
             if click.trigger_id and not await self.deliveries.begin(
                 click.key, PLATFORM, {"kind": "click", "payload": dict(payload)}
             ):
                 continue  # a redelivery
             self.tasks.spawn(self._run_click(click), name="slack-click")
+        return None
 
     async def _run_click(self, click: ButtonClick) -> None:
         message = await self.interactions.click(click.click)
         await self._show(click, message)
         if click.trigger_id:
             await self.deliveries.finish(click.key)
+
+    async def _open_form(self, click: ButtonClick) -> None:
+        result = await self.interactions.open_form(click.click)
+        if isinstance(result, Form):
+            try:
+                await self.chat.open_form(
+                    click.trigger_id, result, form_metadata(click.click.channel)
+                )
+                return
+            except PlatformError:
+                result = Message(
+                    body=translator(await self.service.locale_for(click.click.channel))(
+                        FORM_EXPIRED
+                    )
+                )
+        await self._show(click, result)
+
+    async def _submitted(self, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+        try:
+            submission = submission_to_core(dict(payload))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise Malformed(f"a view_submission without {exc}") from None
+        if submission is None:
+            raise Malformed("a view_submission of a form that is not ours")
+        reply = await self.interactions.submit(submission)
+        if reply.errors:
+            return {"response_action": "errors", "errors": dict(reply.errors)}
+        if reply.message is not None:
+            self.tasks.spawn(
+                self._say_privately(submission.channel, submission.user, reply.message),
+                name="slack-submitted",
+            )
+        return None
+
+    async def _say_privately(self, channel: Any, user: UserRef, message: Message) -> None:
+        with contextlib.suppress(PlatformError):  # logged and counted by SlackChat
+            await self.chat.send_private(channel, user, message)
 
     async def _show(self, click: ButtonClick, message: Message) -> None:
         with contextlib.suppress(PlatformError):  # logged and counted by SlackChat

@@ -29,9 +29,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from adapters.slack.errors import CALL_ERRORS, describe, platform_error
-from adapters.slack.render import SlackMessage, render
+from adapters.slack.render import SlackMessage, render, render_form
 from bot.domain import ChannelRef, MessageRef, UserRef
 from bot.errors import PlatformError
+from bot.forms import Form
 from bot.logs import ThrottledLog
 from bot.messages import Image, Message
 from bot.metrics import QuizMetrics
@@ -257,6 +258,14 @@ class SlackChat:
         )
         if resp.status_code != 200:
             raise PlatformError("Slack", "response_url", resp.status_code, resp.body[:200])
+
+    async def open_form(self, trigger_id: str, form: Form, metadata: str) -> None:
+        """Open `form` as a modal for the user whose click or command carried
+        `trigger_id` (valid for 3 s)."""
+        await self.call(
+            "views.open",
+            self.client.views_open(trigger_id=trigger_id, view=render_form(form, metadata)),
+        )
 
     async def user_info(self, user_id: str) -> dict[str, Any]:
         resp = await self.call("users.info", self.client.users_info(user=user_id))

@@ -50,9 +50,12 @@ class RequestHandler(Protocol):
         """A slash command: return once it is safe to acknowledge."""
         ...
 
-    async def interaction(self, payload: Mapping[str, Any], *, retry: bool = False) -> None:
+    async def interaction(
+        self, payload: Mapping[str, Any], *, retry: bool = False
+    ) -> dict[str, Any] | None:
         """An interaction payload (`retry`: Slack says it sent it before): return once it
-        is safe to acknowledge."""
+        is safe to acknowledge, with the acknowledgement's body where it has one (a form
+        submission's errors)."""
         ...
 
 
@@ -92,7 +95,9 @@ class Inbound:
         try:
             if request.content_type == FORM:
                 retry = request.headers.get("X-Slack-Retry-Num", "0") not in ("", "0")
-                await self._form(body.decode("utf-8", errors="replace"), retry)
+                answer = await self._form(body.decode("utf-8", errors="replace"), retry)
+                if answer is not None:
+                    return web.json_response(answer)
                 return web.Response(status=200)
             bolt = AsyncBoltRequest(
                 body=body.decode("utf-8", errors="replace"),
@@ -107,14 +112,14 @@ class Inbound:
             self._drop(str(exc))
             return web.json_response({"error": "malformed request"}, status=400)
 
-    async def _form(self, body: str, retry: bool) -> None:
+    async def _form(self, body: str, retry: bool) -> dict[str, Any] | None:
         form = dict(parse_qsl(body, keep_blank_values=True))
         if "payload" in form:
-            await self._handler.interaction(_json_object(form["payload"]), retry=retry)
-        elif "command" in form:
+            return await self._handler.interaction(_json_object(form["payload"]), retry=retry)
+        if "command" in form:
             await self._handler.command(form)
-        else:
-            raise Malformed("a form without payload or command")
+            return None
+        raise Malformed("a form without payload or command")
 
     def _signed(self, body: bytes, request: web.Request) -> bool:
         if self._verifier is None:
@@ -153,6 +158,7 @@ class Inbound:
         return self._socket is not None and await self._socket.is_connected()
 
     async def _on_envelope(self, client: Any, envelope: SocketModeRequest) -> None:
+        answer: dict[str, Any] | None = None
         try:
             payload = envelope.payload
             if not isinstance(payload, dict):
@@ -161,7 +167,7 @@ class Inbound:
                 await self._handler.command({str(k): str(v) for k, v in payload.items()})
             elif envelope.type == "interactive":
                 retry = bool(envelope.retry_attempt)
-                await self._handler.interaction(payload, retry=retry)
+                answer = await self._handler.interaction(payload, retry=retry)
             elif envelope.type == "events_api":
                 await self._events.async_dispatch(
                     AsyncBoltRequest(mode="socket_mode", body=payload, query="", headers={})
@@ -174,7 +180,9 @@ class Inbound:
             )
         # Acknowledged last: an answer is recorded (or a command stored) first, so a crash
         # before this line makes Slack send the envelope again.
-        await client.send_socket_mode_response(SocketModeResponse(envelope_id=envelope.envelope_id))
+        await client.send_socket_mode_response(
+            SocketModeResponse(envelope_id=envelope.envelope_id, payload=answer)
+        )
 
 
 def _json_object(text: str) -> dict[str, Any]:

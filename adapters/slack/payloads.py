@@ -6,10 +6,12 @@ and the small values below.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from bot.domain import ChannelRef, Platform, UserRef
+from bot.forms import Submission
 from bot.interactions import Click
 
 
@@ -155,6 +157,30 @@ def clicks_to_core(payload: BlockActionsPayload) -> list[ButtonClick]:
     return clicks
 
 
+def form_metadata(channel: ChannelRef) -> str:
+    """What a modal carries back in ``private_metadata``: the channel it was opened in
+    (a ``view_submission`` payload has no channel of its own)."""
+    return json.dumps({"channel": channel.channel})
+
+
+def submission_to_core(payload: dict[str, Any]) -> Submission | None:
+    """A ``view_submission`` of one of our forms; None for any other view."""
+    user = payload["user"]
+    team = payload.get("team") or {"id": user.get("team_id", "")}
+    view = payload["view"]
+    try:
+        channel_id = str(json.loads(view.get("private_metadata") or "{}").get("channel", ""))
+    except (ValueError, AttributeError):
+        channel_id = ""
+    values: dict[str, str] = {}
+    for block_id, actions in (view.get("state", {}).get("values") or {}).items():
+        for state in actions.values():
+            values[str(block_id)] = str(state.get("value") or "")
+    who = UserRef(Platform.SLACK, team["id"], user["id"], user.get("username") or "")
+    where = ChannelRef(Platform.SLACK, team["id"], channel_id)
+    return Submission.parse(str(view.get("callback_id", "")), values, who, where)
+
+
 __all__ = [
     "BlockActionsPayload",
     "ButtonClick",
@@ -162,4 +188,6 @@ __all__ = [
     "SlashCommandForm",
     "clicks_to_core",
     "command_to_core",
+    "form_metadata",
+    "submission_to_core",
 ]

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+from bot.forms import FieldKind, Form
 from bot.messages import Button, ButtonStyle, Field, Message
 
 log = logging.getLogger(__name__)
@@ -242,3 +243,54 @@ def _chunks(items: Sequence[_T], size: int) -> list[list[_T]]:
 
 
 __all__ = ["SlackMessage", "escape", "render", "slack_len", "to_mrkdwn", "truncate"]
+
+
+MODAL_TITLE = 24
+MODAL_BUTTON = 24
+INPUT_LABEL = 2000
+PLACEHOLDER = 150
+INITIAL_VALUE = 3000
+
+
+def render_form(
+    form: Form, metadata: str, locale_submit: str = "", cancel: str = ""
+) -> dict[str, Any]:
+    """A core `Form` as a Slack modal view (``views.open``): one input block per field,
+    ``block_id`` and ``action_id`` both the field's name; `metadata` (where the form was
+    opened) travels back in ``private_metadata``."""
+    blocks: list[dict[str, Any]] = []
+    for f in form.fields:
+        element: dict[str, Any] = {
+            "type": "plain_text_input",
+            "action_id": f.name,
+            "multiline": f.kind is FieldKind.PARAGRAPH,
+            "max_length": min(f.max_length, INITIAL_VALUE),
+        }
+        if f.placeholder:
+            element["placeholder"] = _plain(f.placeholder, PLACEHOLDER)
+        if f.value:
+            element["initial_value"] = f.value[:INITIAL_VALUE]
+        blocks.append(
+            {
+                "type": "input",
+                "block_id": f.name,
+                "label": _plain(f.label, INPUT_LABEL),
+                "element": element,
+                "optional": not f.required,
+            }
+        )
+    view: dict[str, Any] = {
+        "type": "modal",
+        "callback_id": form.id,
+        "title": _plain(form.title, MODAL_TITLE),
+        "submit": _plain(form.submit, MODAL_BUTTON),
+        "blocks": blocks,
+        "private_metadata": metadata[:3000],
+    }
+    if cancel:
+        view["close"] = _plain(cancel, MODAL_BUTTON)
+    return view
+
+
+def _plain(text: str, limit: int) -> dict[str, Any]:
+    return {"type": "plain_text", "text": truncate(text, limit) or "…"}

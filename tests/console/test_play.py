@@ -122,3 +122,45 @@ def test_a_demo_prints_its_report_and_the_demo_button_runs_once(tmp_path: Path) 
     # The status line becomes the report, and the console prints the report's text.
     assert out.count("== Demo · ") >= 2  # the button's run and /demo fragmentation
     assert "simulated" in out.lower()
+
+
+async def test_a_form_is_asked_one_field_per_line_and_errors_ask_again(
+    store: object, bank: QuestionBank, clock: FakeClock
+) -> None:
+    from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
+    from bot.interactions import Click
+    from bot.messages import ActionKind, Button, Message
+
+    out = io.StringIO()
+    chat = ConsoleChat(out)
+    service = QuizService(
+        store,  # type: ignore[arg-type]
+        {Platform.CONSOLE: chat},
+        bank,
+        clock,
+        rng=random.Random(1),
+        count_update_interval=0.0,
+    )
+    session = ConsoleSession(service, core_commands(), chat, out)
+    got: list[Submission] = []
+
+    async def opener(click: Click, locale: Locale) -> Form | Message:
+        fields = (FormField("a", "First"), FormField("n", "A number", FieldKind.NUMBER))
+        return Form("twofields", click.post_id, "", "Two fields", fields)
+
+    async def submitted(sub: Submission, locale: Locale) -> SubmitReply:
+        if not sub.values["n"].isdigit():
+            return SubmitReply(errors={"n": "not a number"})
+        got.append(sub)
+        return SubmitReply(Message(body="thanks"))
+
+    session.interactions.register_form(ActionKind.NUMBER, opener)
+    session.interactions.register_submit("twofields", submitted)
+    await session.click(Button("", ActionKind.NUMBER, 7, ""))
+    for line in ("hello", "x", "12"):
+        await session.handle(line)
+    text = out.getvalue()
+    assert "== Two fields ==" in text and "First:" in text and "! n: not a number" in text
+    (sub,) = got
+    assert dict(sub.values) == {"a": "hello", "n": "12"}
+    assert "thanks" in text and session.form is None

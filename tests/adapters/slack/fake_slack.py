@@ -84,6 +84,7 @@ class FakeSlack:
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.uploads: dict[str, bytes] = {}
         self.acks: list[dict[str, Any]] = []
+        self.views: list[dict[str, Any]] = []  # modals opened (views.open)
         self.not_in: set[str] = set()  # channels where chat.postMessage says not_in_channel
         self._rate_limits: dict[str, list[int]] = {}
         self._failures: dict[str, list[str]] = {}
@@ -375,6 +376,18 @@ class FakeSlack:
             "files": [{"id": f["id"], "title": f.get("title", ""), "name": f["id"]} for f in files],
         }
 
+    def _m_views_open(self, args: dict[str, Any]) -> dict[str, Any]:
+        view = args.get("view")
+        if isinstance(view, str):
+            view = json.loads(view)
+        if not args.get("trigger_id") or not isinstance(view, dict):
+            return {"ok": False, "error": "invalid_arguments"}
+        problems = modal_problems(view)
+        if problems:
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": problems}
+        self.views.append(view)
+        return {"ok": True, "view": {"id": f"V{next(self._ids)}", **view}}
+
     def _m_apps_connections_open(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
 
@@ -403,3 +416,21 @@ class FakeSlack:
         call.response = {"ok": True}
         await self._notify()
         return web.Response(text="ok")
+
+
+def modal_problems(view: dict[str, Any]) -> list[str]:
+    """What Slack would refuse in a modal view (the limits the adapter must respect)."""
+    out = []
+    if view.get("type") != "modal":
+        out.append("type must be modal")
+    if len(view.get("title", {}).get("text", "")) > 24:
+        out.append("title over 24 characters")
+    if len(view.get("callback_id", "")) > 255:
+        out.append("callback_id over 255 characters")
+    blocks = view.get("blocks") or []
+    if not 1 <= len(blocks) <= 100:
+        out.append("1..100 blocks")
+    for b in blocks:
+        if b.get("type") == "input" and len(b.get("label", {}).get("text", "")) > 2000:
+            out.append("input label over 2000 characters")
+    return out

@@ -103,3 +103,32 @@ def signed_headers(
         headers["X-Slack-Retry-Num"] = str(retry_num)
         headers["X-Slack-Retry-Reason"] = "http_timeout"
     return headers
+
+
+def view_submission(
+    callback_id: str,
+    values: dict[str, str],
+    *,
+    user: str = "U0ALICE",
+    channel: str = CHANNEL,
+) -> dict[str, Any]:
+    """A ``view_submission`` of a modal opened in `channel` (its ``private_metadata``)."""
+    return {
+        "type": "view_submission",
+        "team": {"id": TEAM, "domain": "fake"},
+        "user": {"id": user, "username": user.removeprefix("U0").lower(), "team_id": TEAM},
+        "api_app_id": "A0FAKE",
+        "trigger_id": new_trigger_id(),
+        "view": {
+            "id": "V0FORM",
+            "type": "modal",
+            "callback_id": callback_id,
+            "private_metadata": json.dumps({"channel": channel}),
+            "state": {
+                "values": {
+                    name: {name: {"type": "plain_text_input", "value": value}}
+                    for name, value in values.items()
+                }
+            },
+        },
+    }
