@@ -15,6 +15,7 @@ from pathlib import Path
 from bot.bank import QuestionBank, question_to_dict
 from bot.domain import Locale, choice_letter
 from bot.errors import QuestionBankError
+from questions.families.cli import add_family_commands
 from questions.loader import BANK_DIR, load_bank, validate_bank
 
 EXIT_OK = 0
@@ -24,7 +25,7 @@ EXIT_PROBLEMS = 1
 def add_questions_commands(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
-    """Add `questions {validate,list,show,stats}` to the top-level parser's subparsers."""
+    """Add `questions {validate,list,show,stats,families,generate}` to the top-level parser."""
     parser = subparsers.add_parser("questions", help="validate and browse the question bank")
     parser.set_defaults(func=lambda _args: _usage(parser))
     sub = parser.add_subparsers(dest="questions_command", metavar="COMMAND")
@@ -50,6 +51,8 @@ def add_questions_commands(
     stats.add_argument("--format", choices=("text", "json"), default="text")
     _add_path(stats)
     stats.set_defaults(func=run_stats)
+
+    add_family_commands(sub)
     return parser
 
 

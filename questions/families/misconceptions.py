@@ -1,0 +1,53 @@
+"""Misconceptions shared by several trace families, each computed from the trace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from questions.families.model import Candidate, Text
+from questions.families.trace import release_after_frees, replay_value
+
+
+def freed_memory_returns(inputs: dict[str, Any], **changes: Any) -> Candidate:
+    """Replays the trace with ``empty_cache()`` after every free."""
+    return Candidate(
+        "freed-memory-returns-to-driver",
+        replay_value(inputs, ops=release_after_frees(inputs["ops"]), **changes),
+        Text(
+            "that assumes del gives memory back to the driver; it stays cached.",
+            "υποθέτει ότι το del επιστρέφει μνήμη στον driver· μένει στην cache.",
+        ),
+    )
+
+
+def allocated_not_reserved(allocated: int) -> Candidate:
+    return Candidate(
+        "allocated-not-reserved",
+        allocated,
+        Text(
+            "that is memory_allocated(), the live blocks only.",
+            "είναι το memory_allocated(), μόνο τα ζωντανά μπλοκ.",
+        ),
+    )
+
+
+def reserved_not_allocated(reserved: int) -> Candidate:
+    return Candidate(
+        "reserved-not-allocated",
+        reserved,
+        Text(
+            "that is memory_reserved(), which also counts cached free blocks.",
+            "είναι το memory_reserved(), που μετρά και τα ελεύθερα μπλοκ της cache.",
+        ),
+    )
+
+
+def requested_live_bytes(requested: int) -> Candidate:
+    return Candidate(
+        "requested-live-bytes",
+        requested,
+        Text(
+            "that is what the live tensors asked for, before rounding and segments.",
+            "είναι όσα ζήτησαν οι ζωντανοί τανυστές, πριν από στρογγύλευση και τμήματα.",
+        ),
+    )
