@@ -12,7 +12,9 @@ from typing import Any
 
 from questions.families.misconceptions import (
     allocated_not_reserved,
+    every_request_summed,
     freed_memory_returns,
+    no_reuse,
     requested_live_bytes,
 )
 from questions.families.model import Candidate, Draft, Family, Style, Text
@@ -116,6 +118,8 @@ def _candidates(ask: str, inputs: dict[str, Any], stats: dict[str, int]) -> list
             freed_memory_returns(inputs),
             allocated_not_reserved(stats["allocated_bytes.all.current"]),
             requested_live_bytes(stats["requested_bytes.all.current"]),
+            every_request_summed(stats),
+            no_reuse(inputs),
         ]
     tensors = sum(1 for op in inputs["ops"] if op[0] == "malloc")
     live = tensors - sum(1 for op in inputs["ops"] if op[0] == "free")

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions.families.misconceptions import allocated_not_reserved, freed_memory_returns
+from questions.families.misconceptions import (
+    allocated_not_reserved,
+    every_request_summed,
+    freed_memory_returns,
+    no_reuse,
+)
 from questions.families.model import Candidate, Draft, Family, Style, Text
 from questions.families.narrate import (
     ALLOCATED,
@@ -111,6 +116,8 @@ def _candidates(ask: str, inputs: dict[str, Any], stats: dict[str, int]) -> list
             ),
             freed_memory_returns(inputs),
             allocated_not_reserved(stats[ALLOCATED]),
+            no_reuse(inputs),
+            every_request_summed(stats),
         ]
     return [
         Candidate(

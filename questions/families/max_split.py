@@ -12,6 +12,7 @@ from typing import Any
 from questions.families.misconceptions import (
     allocated_not_reserved,
     freed_memory_returns,
+    no_reuse,
     reserved_not_allocated,
 )
 from questions.families.model import Candidate, Draft, Family, Style, Text
@@ -105,11 +106,24 @@ def _candidates(ask: str, inputs: dict[str, Any], stats: dict[str, int]) -> list
             "είναι η προεπιλεγμένη συμπεριφορά, όπου το μπλοκ της cache θα διασπαζόταν.",
         ),
     )
+    limit = int(str(inputs["conf"]).rsplit(":", 1)[1]) * MIB
     if ask == RESERVED:
-        return [ignores, freed_memory_returns(inputs), allocated_not_reserved(stats[ALLOCATED])]
+        return [
+            ignores,
+            freed_memory_returns(inputs),
+            allocated_not_reserved(stats[ALLOCATED]),
+            no_reuse(inputs),
+            Candidate(
+                "max-split-size-caps-segments",
+                stats[RESERVED] - int(inputs["ops"][0][2]) + min(int(inputs["ops"][0][2]), limit),
+                Text(
+                    "that reads the option as a cap on segment size; it only stops splitting.",
+                    "διαβάζει την επιλογή ως όριο μεγέθους τμήματος· απλώς σταματά τη διάσπαση.",
+                ),
+            ),
+        ]
     request = int(inputs["ops"][-1][2])
     big = int(inputs["ops"][0][2])
-    limit = int(str(inputs["conf"]).rsplit(":", 1)[1]) * MIB
     return [
         Candidate(
             "oversize-block-split",

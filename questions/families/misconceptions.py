@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpu_runner.sim import allocation_size, parse_conf, round_size
 from questions.families.model import Candidate, Text
 from questions.families.trace import release_after_frees, replay_value
 
@@ -49,5 +50,31 @@ def requested_live_bytes(requested: int) -> Candidate:
         Text(
             "that is what the live tensors asked for, before rounding and segments.",
             "είναι όσα ζήτησαν οι ζωντανοί τανυστές, πριν από στρογγύλευση και τμήματα.",
+        ),
+    )
+
+
+def no_reuse(inputs: dict[str, Any]) -> Candidate:
+    """Every malloc a new segment of its own size: nothing cached is ever reused."""
+    ops = inputs["ops"]
+    divisions = parse_conf(str(inputs["conf"])).roundup_power2_divisions
+    return Candidate(
+        "no-reuse-of-cached-blocks",
+        sum(allocation_size(round_size(op[2], divisions)) for op in ops if op[0] == "malloc"),
+        Text(
+            "that gives every tensor a new segment; cached free blocks are reused.",
+            "δίνει νέο τμήμα σε κάθε τανυστή· τα ελεύθερα μπλοκ της cache ξαναχρησιμοποιούνται.",
+        ),
+    )
+
+
+def every_request_summed(stats: dict[str, int]) -> Candidate:
+    return Candidate(
+        "every-request-summed",
+        stats["requested_bytes.all.allocated"],
+        Text(
+            "that adds up every request, freed ones included, as if nothing were reused.",
+            "προσθέτει όλα τα αιτήματα, και των αποδεσμευμένων, σαν να μην ξαναχρησιμοποιείται "
+            "τίποτα.",
         ),
     )

@@ -102,8 +102,8 @@ class NumericAnswer:
     unit: str
 
     def accepts(self, typed: float) -> bool:
-        # a hair of slack so that 20.0 typed for 19.999999999 computed still counts
-        return abs(typed - self.value) <= self.tolerance + 1e-9 * max(1.0, abs(self.value))
+        # a hair of slack: choice values are rounded to 6 decimals, typed ones are decimal
+        return abs(typed - self.value) <= self.tolerance + 1e-6
 
 
 @dataclass(frozen=True, slots=True)

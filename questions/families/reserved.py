@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpu_runner.sim import allocation_size, round_size
 from questions.families.misconceptions import (
     allocated_not_reserved,
+    every_request_summed,
     freed_memory_returns,
+    no_reuse,
     requested_live_bytes,
     reserved_not_allocated,
 )
@@ -94,22 +95,12 @@ def _candidates(
 ) -> list[Candidate]:
     requested = requested_live_bytes(stats["requested_bytes.all.current"])
     if ask == RESERVED:
-        every_segment = sum(
-            allocation_size(round_size(op[2], (0,) * 16)) for op in ops if op[0] == "malloc"
-        )
         return [
             freed_memory_returns(inputs),
             allocated_not_reserved(stats[ALLOCATED]),
             requested,
-            Candidate(
-                "no-reuse-of-cached-blocks",
-                every_segment,
-                Text(
-                    "that gives every tensor a new segment; cached free blocks are reused.",
-                    "δίνει νέο τμήμα σε κάθε τανυστή· τα ελεύθερα μπλοκ της cache "
-                    "ξαναχρησιμοποιούνται.",
-                ),
-            ),
+            no_reuse(inputs),
+            every_request_summed(stats),
         ]
     return [
         reserved_not_allocated(stats[RESERVED]),
