@@ -58,10 +58,10 @@ SPACE = Space(
         ),
         grid(
             "growing",
-            cap=CAPS,
-            top=(0.3, 0.35, 0.4, 0.45, 0.5),
+            cap=(256, 384, 512, 640, 768, 896, 1024),
+            first=(8, 12, 16, 20, 24),  # x0 = cap * first / 128
+            step=(1, 2, 3),  # each next tensor is cap * step / 128 larger
             n=(6, 8, 10, 12, 14),
-            first=(0.3, 0.5, 0.7),
             ask=(NUM_RETRIES, RESERVED),
         ),
     )
@@ -220,13 +220,11 @@ def _build_loop(params: dict[str, Any]) -> Draft:
 
 
 def _growing_sizes(params: dict[str, Any], cap: int) -> list[int]:
-    """n sizes from first*top*cap up to top*cap in equal 2 MiB-multiple steps (all <= cap/2,
-    so two live tensors always fit: no OOM, only retries)."""
-    n = int(params["n"])
-    top = int(cap * float(params["top"])) // (2 * MIB) * 2 * MIB
-    step = int(top * (1 - float(params["first"]))) // (n - 1) // (2 * MIB) * 2 * MIB
-    first = top - (n - 1) * step
-    return [first + i * step for i in range(n)]
+    """n sizes in steps of cap/128 (whole MiB, distinct for distinct parameters), the
+    largest at most cap/2 so that two live tensors always fit: no OOM, only retries."""
+    unit = cap // 128
+    first, step, n = int(params["first"]), int(params["step"]), int(params["n"])
+    return [(first + i * step) * unit for i in range(n)]
 
 
 def _growing_ops(sizes: list[int]) -> list[Op]:

@@ -185,3 +185,11 @@ def test_answer_positions_are_spread_over_a_to_d() -> None:
     total = sum(positions.values())
     assert set(positions) == {0, 1, 2, 3}
     assert all(0.18 * total <= n <= 0.32 * total for n in positions.values()), positions
+
+
+@pytest.mark.parametrize("family_id", FAMILIES.ids())
+def test_one_seed_never_draws_the_same_scenario_twice(family_id: str) -> None:
+    family = FAMILIES.require(family_id)
+    draws = [generate(family, 99, i) for i in range(150)]
+    assert len({json.dumps(g.inputs, sort_keys=True) for g in draws}) == len(draws)
+    assert len({g.question.text(Locale.EN).prompt for g in draws}) == len(draws)
