@@ -129,9 +129,14 @@ def _print_preview(generated: Any, locale: Locale) -> None:
     numeric = generated.numeric
     typed = ""
     if numeric is not None and numeric.unit == "count":
-        typed = f"  (typed: exactly {numeric.value:g})"
+        typed = f"  (typed: exactly {_plain(numeric.value)})"
     elif numeric is not None:
-        typed = f"  (typed: {numeric.value:g} {numeric.unit} ± {numeric.tolerance:g})"
+        typed = f"  (typed: {_plain(numeric.value)} {numeric.unit} ± {numeric.tolerance:g})"
     print(f"Answer: {choice_letter(q.answer)}{typed}")
     print(text.explanation)
     print()
+
+
+def _plain(value: float) -> str:
+    """A number without exponent or trailing zeros: 968192, 19.125."""
+    return f"{value:,.6f}".rstrip("0").rstrip(".")

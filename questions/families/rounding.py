@@ -54,7 +54,7 @@ def _rounding_step(n: int, block: int) -> Text:
             "{n} is already a multiple of 512 B.", "Τα {n} είναι ήδη πολλαπλάσιο των 512 B."
         ).fill(n=size(n))
     return Text(
-        "A {n} request rounds up to a {b} block (a multiple of 512 B).",
+        "A request of {n} rounds up to a {b} block (a multiple of 512 B).",
         "Ένα αίτημα {n} στρογγυλεύεται προς τα πάνω σε μπλοκ {b} (πολλαπλάσιο των 512 B).",
     ).fill(n=size(n), b=size(block))
 
