@@ -141,7 +141,7 @@ def _candidates(ask: str, inputs: dict[str, Any], stats: dict[str, int]) -> list
             stats[RESERVED],
             Text(
                 "that is all reserved memory, live blocks included.",
-                "είναι όλη η δεσμευμένη μνήμη, μαζί με τα ζωντανά μπλοκ.",
+                "είναι όλη η δεσμευμένη (reserved) μνήμη, μαζί με τα ζωντανά μπλοκ.",
             ),
         ),
         Candidate(

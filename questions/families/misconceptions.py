@@ -63,7 +63,7 @@ def no_reuse(inputs: dict[str, Any]) -> Candidate:
         sum(allocation_size(round_size(op[2], divisions)) for op in ops if op[0] == "malloc"),
         Text(
             "that gives every tensor a new segment; cached free blocks are reused.",
-            "δίνει νέο τμήμα σε κάθε τανυστή· τα ελεύθερα μπλοκ της cache ξαναχρησιμοποιούνται.",
+            "δίνει νέο τμήμα σε κάθε τανυστή· τα ελεύθερα μπλοκ της cache επαναχρησιμοποιούνται.",
         ),
     )
 
@@ -74,7 +74,7 @@ def every_request_summed(stats: dict[str, int]) -> Candidate:
         stats["requested_bytes.all.allocated"],
         Text(
             "that adds up every request, freed ones included, as if nothing were reused.",
-            "προσθέτει όλα τα αιτήματα, και των αποδεσμευμένων, σαν να μην ξαναχρησιμοποιείται "
+            "προσθέτει όλα τα αιτήματα, και των αποδεσμευμένων, σαν να μην επαναχρησιμοποιείται "
             "τίποτα.",
         ),
     )

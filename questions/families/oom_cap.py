@@ -135,7 +135,8 @@ def _loop_candidates(run: TraceRun, n: int, tensor: int, cap: int, ask: str) -> 
                 cap,
                 Text(
                     "that assumes reserved memory grows to the cap; only whole segments fit.",
-                    "υποθέτει ότι η δεσμευμένη μνήμη φτάνει το όριο· χωρούν μόνο ολόκληρα τμήματα.",
+                    "υποθέτει ότι η δεσμευμένη (reserved) μνήμη φτάνει το όριο· χωρούν μόνο "
+                    "ολόκληρα τμήματα.",
                 ),
             ),
             Candidate(
@@ -274,7 +275,7 @@ def _growing_candidates(
                 cap,
                 Text(
                     "that assumes reserved memory grows to the cap.",
-                    "υποθέτει ότι η δεσμευμένη μνήμη φτάνει το όριο.",
+                    "υποθέτει ότι η δεσμευμένη (reserved) μνήμη φτάνει το όριο.",
                 ),
             ),
             Candidate(

@@ -63,7 +63,7 @@ def _segment_step(block: int, segment: int) -> Text:
     if block <= MIB:
         return Text(
             "At most 1 MiB: small pool, whose segments are 2 MiB.",
-            "Έως 1 MiB: small pool, με τμήματα (segments) των 2 MiB.",
+            "Έως 1 MiB: small pool (δεξαμενή μνήμης), με τμήματα (segments) των 2 MiB.",
         )
     if block < 10 * MIB:
         return Text(
