@@ -16,6 +16,7 @@ from bot.bank import QuestionBank, question_to_dict
 from bot.domain import Locale, choice_letter
 from bot.errors import QuestionBankError
 from questions import PYTORCH_VERSION
+from questions.families.cli import add_family_commands
 from questions.lint import (
     LIMITED_POSITIONS,
     LONGEST_SHARE_MAX,
@@ -34,7 +35,7 @@ EXIT_PROBLEMS = 1
 def add_questions_commands(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
-    """Add `questions {validate,list,show,stats,lint}` to the top-level parser's subparsers."""
+    """Add `questions {validate,list,show,stats,lint,families,generate}` to the parser."""
     parser = subparsers.add_parser("questions", help="validate and browse the question bank")
     parser.set_defaults(func=lambda _args: _usage(parser))
     sub = parser.add_subparsers(dest="questions_command", metavar="COMMAND")
@@ -70,6 +71,7 @@ def add_questions_commands(
     )
     lint.add_argument("--format", choices=("text", "json"), default="text")
     lint.set_defaults(func=run_lint)
+    add_family_commands(sub)
     return parser
 
 

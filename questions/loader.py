@@ -131,7 +131,19 @@ def _check_file(file: Path) -> _FileResult:
             ],
             None,
         )
+    return _check_data(data, file)
 
+
+def validate_question(data: dict[str, Any], file_name: str | None = None) -> list[str]:
+    """Every problem of one question given as plain data (a bank file's shape), exactly as
+    the bank validator reports them for a file `file_name` (default ``<id>.yaml``)."""
+    if file_name is None:
+        file_name = f"{data.get('id')}{SUFFIX}"
+    return _check_data(data, Path(file_name)).problems
+
+
+def _check_data(data: dict[Any, Any], file: Path) -> _FileResult:
+    name = file.name
     qid = data.get("id") if isinstance(data.get("id"), str) and data.get("id") else None
     where = f"{name} (id {qid})" if qid else name
     problems: list[str] = []

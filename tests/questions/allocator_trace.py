@@ -1,7 +1,7 @@
 """Replay a computed question's allocator trace on the simulator (`gpu_runner.sim`).
 
 A question whose answer is what the caching allocator reports after some code keeps that
-code in `inputs` (kind `allocator-trace`) as a list of operations:
+code in `inputs` (kind `allocator-steps`) as a list of operations:
 
 - ``{alloc: BYTES, count: N, as: NAME}``: N tensors ``torch.empty(BYTES, dtype=torch.uint8)``
   named ``NAME[0..N-1]`` (count defaults to 1);

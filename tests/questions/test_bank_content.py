@@ -199,7 +199,7 @@ FORMULAS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "non-allocator-bytes": non_allocator_bytes,
     **TRAINING_SYSTEMS_FORMULAS,
     **FORMULAS_V2_B,
-    "allocator-trace": allocator_trace,
+    "allocator-steps": allocator_trace,
 }
 
 

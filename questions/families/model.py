@@ -1,0 +1,131 @@
+"""The values a family works with: a `Draft` (one computed scenario) and a `Family`.
+
+A family's `build(variant, params)` returns a `Draft`: the canonical `inputs`, the prompt,
+the steps of the computation, the answer as a number (bytes or a count), and the
+candidate distractors, each computed from a named misconception. `assemble` turns a draft
+into a `GeneratedQuestion` (choices placed, explanation written, validated shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from bot.domain import Locale, Question
+from questions.families.space import Space
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """One piece of wording in both locales; `{value}` and friends are filled by `fill`."""
+
+    en: str
+    el: str
+
+    def get(self, locale: Locale) -> str:
+        return self.el if locale is Locale.EL else self.en
+
+    def fill(self, **values: Text | str) -> Text:
+        def pick(locale: Locale) -> dict[str, str]:
+            return {k: v.get(locale) if isinstance(v, Text) else v for k, v in values.items()}
+
+        return Text(self.en.format(**pick(Locale.EN)), self.el.format(**pick(Locale.EL)))
+
+
+class Style(StrEnum):
+    """How the four values are shown."""
+
+    EXACT_SIZE = "exact-size"  # bytes, each in the largest unit that shows it exactly
+    ROUNDED_SIZE = "rounded-size"  # bytes, all in one unit with fixed decimals
+    COUNT = "count"  # a whole number
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A tempting wrong value and the misconception it comes from.
+
+    `why` is one sentence with `{value}` where the shown value goes, e.g. "{value} counts
+    the requested bytes, but blocks are rounded up to 512 B."
+    """
+
+    misconception: str
+    value: float
+    why: Text
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    topic: str
+    difficulty: int
+    inputs: dict[str, Any]  # canonical and replayable (JSON values only)
+    prompt: Text
+    steps: tuple[Text, ...]  # the computation, in order; the explanation starts with them
+    answer: float
+    style: Style
+    candidates: tuple[Candidate, ...]  # in order of preference
+    references: tuple[str, ...]
+    demo: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """A generator of questions of one kind; `build` is a pure function of its inputs."""
+
+    id: str
+    topic: str
+    kind: str  # "allocator-trace" (answered by the simulator) or "formula"
+    difficulty: tuple[int, int]  # lowest and highest difficulty it produces
+    description: str
+    space: Space
+    build: Callable[[str, dict[str, Any]], Draft] = field(repr=False, compare=False)
+
+    def summary(self) -> dict[str, Any]:
+        """What `questions families --format json` prints for this family."""
+        return {
+            "id": self.id,
+            "topic": self.topic,
+            "kind": self.kind,
+            "difficulty": list(self.difficulty),
+            "scenarios": self.space.size,
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class NumericAnswer:
+    """A typed ("predict the number") answer: correct within `tolerance` of `value`."""
+
+    value: float
+    tolerance: float
+    unit: str
+
+    def accepts(self, typed: float) -> bool:
+        # a hair of slack: choice values are rounded to 6 decimals, typed ones are decimal
+        return abs(typed - self.value) <= self.tolerance + 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratedQuestion:
+    """One generated question: the bank `Question` plus what is behind its choices.
+
+    `question.inputs` holds the canonical `inputs` plus a ``generated`` mapping with the
+    same family data (family, seed, index, scenario, unit, choice_values, numeric,
+    misconceptions), so a stored question keeps them (see docs/generated-questions.md).
+    """
+
+    question: Question
+    family: str
+    seed: int
+    index: int
+    scenario: int
+    inputs: Mapping[str, Any]
+    choice_values: tuple[float, ...]
+    unit: str
+    numeric: NumericAnswer | None
+    misconceptions: tuple[str | None, ...]  # per choice; None for the correct one
+
+    @property
+    def id(self) -> str:
+        return self.question.id

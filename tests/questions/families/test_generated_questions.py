@@ -1,0 +1,195 @@
+"""Every family, many seeds: valid bank questions whose answers recompute from `inputs`."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from bot.bank import question_to_dict
+from bot.domain import Locale
+from questions.families import (
+    GENERATED_KEY,
+    MAX_OPS,
+    MAX_SIZE,
+    SEED_MAX,
+    Family,
+    GeneratedQuestion,
+    default_families,
+    generate,
+    trace_problems,
+)
+from questions.loader import validate_question
+from questions.schema import KEBAB_PATTERN
+
+from .recompute import expected_value, in_unit
+
+FAMILIES = default_families()
+SEEDS = (*range(40), 2**40 + 3, SEED_MAX)
+TRACE_KEYS = {"kind", "total_memory", "conf", "memory_fraction", "ops", "ask"}
+FALLBACKS = {"factor-of-two", "factor-of-three", "factor-of-four", "miscount"}
+GREEK = re.compile("[α-ωά-ώ]", re.IGNORECASE)
+
+
+def questions(family: Family) -> Iterator[GeneratedQuestion]:
+    for seed in SEEDS:
+        yield generate(family, seed, seed % 3)
+
+
+@pytest.fixture(scope="module", params=FAMILIES.ids())
+def generated(request: pytest.FixtureRequest) -> list[GeneratedQuestion]:
+    return list(questions(FAMILIES.require(request.param)))
+
+
+def test_there_are_ten_families_six_of_them_allocator_traces() -> None:
+    kinds = Counter(f.kind for f in FAMILIES)
+    assert len(FAMILIES) >= 10
+    assert kinds["allocator-trace"] >= 6
+    assert set(kinds) == {"allocator-trace", "formula"}
+
+
+def test_every_question_passes_the_bank_validator(generated: list[GeneratedQuestion]) -> None:
+    for g in generated:
+        assert validate_question(question_to_dict(g.question)) == [], g.id
+
+
+def test_the_marked_answer_recomputes_from_the_inputs(generated: list[GeneratedQuestion]) -> None:
+    for g in generated:
+        value = in_unit(expected_value(g.inputs), g.unit)
+        marked = g.choice_values[g.question.answer]
+        assert math.isclose(marked, value, rel_tol=1e-6), (g.id, marked, value)
+        if g.inputs["kind"] == "allocator-trace":
+            assert marked == value, g.id  # exact by construction
+        wrong = [v for i, v in enumerate(g.choice_values) if i != g.question.answer]
+        assert all(not math.isclose(v, value, rel_tol=1e-9) for v in wrong), (g.id, wrong)
+
+
+def test_four_distinct_choices_in_both_locales(generated: list[GeneratedQuestion]) -> None:
+    for g in generated:
+        assert len(set(g.choice_values)) == 4, g.id
+        for locale in Locale:
+            assert len(set(g.question.text(locale).choices)) == 4, (g.id, locale)
+
+
+def test_the_same_seed_gives_the_same_question(generated: list[GeneratedQuestion]) -> None:
+    for g in generated[:10]:
+        again = generate(FAMILIES.require(g.family), g.seed, g.index)
+        assert again == g
+        assert again.question.content_hash == g.question.content_hash
+
+
+def test_ids_name_the_family_seed_and_index(generated: list[GeneratedQuestion]) -> None:
+    for g in generated:
+        assert g.id == f"gen-{g.family}-{g.seed}-{g.index}"
+        assert re.fullmatch(KEBAB_PATTERN, g.id)
+
+
+def test_greek_text_is_greek_with_greek_separators(generated: list[GeneratedQuestion]) -> None:
+    for g in generated:
+        el = g.question.text(Locale.EL)
+        assert GREEK.search(el.prompt) and GREEK.search(el.explanation), g.id
+        # ";" is the Greek question mark: only the prompt's last character may be one
+        assert el.prompt.endswith(";") and ";" not in el.prompt[:-1], (g.id, el.prompt)
+        assert ";" not in el.explanation, (g.id, el.explanation)
+        for en_choice, el_choice in zip(
+            g.question.text(Locale.EN).choices, el.choices, strict=True
+        ):
+            if re.search(r"\d\.\d", en_choice):  # English decimals are Greek decimal commas
+                assert re.search(r"\d,\d", el_choice), (g.id, el_choice)
+
+
+def test_explanation_walks_through_the_computation(generated: list[GeneratedQuestion]) -> None:
+    family = FAMILIES.require(generated[0].family)
+    for g in generated:
+        draft = family.build(*family.space.decode(g.scenario))
+        for locale in Locale:
+            text = g.question.text(locale)
+            first_step = draft.steps[0].get(locale)
+            assert text.explanation.startswith(first_step[:60]), (g.id, locale)
+            assert text.choices[g.question.answer] in text.explanation, (g.id, locale)
+            named = [c for i, c in enumerate(text.choices) if i != g.question.answer]
+            lead = "Not" if locale is Locale.EN else "Όχι"
+            assert any(f"{lead} {c}:" in text.explanation for c in named), (g.id, locale)
+
+
+def test_each_distractor_names_its_misconception(generated: list[GeneratedQuestion]) -> None:
+    fallbacks = 0
+    for g in generated:
+        assert g.misconceptions[g.question.answer] is None
+        names = [m for i, m in enumerate(g.misconceptions) if i != g.question.answer]
+        assert all(m is not None and re.fullmatch(KEBAB_PATTERN, m) for m in names), g.id
+        fallbacks += sum(m in FALLBACKS for m in names)
+    # distractors come from the family's own misconceptions; generic scaled values only
+    # stand in when those coincide with the answer
+    assert fallbacks <= 0.2 * 3 * len(generated), fallbacks
+
+
+def test_inputs_are_canonical_and_within_the_replay_bounds(
+    generated: list[GeneratedQuestion],
+) -> None:
+    for g in generated:
+        stored = dict(g.question.inputs)
+        meta = stored.pop(GENERATED_KEY)
+        assert stored == dict(g.inputs)
+        assert meta["family"] == g.family and meta["unit"] == g.unit
+        assert meta["choice_values"] == list(g.choice_values)
+        json.dumps(g.question.inputs)  # plain JSON data
+        if g.inputs["kind"] != "allocator-trace":
+            continue
+        assert set(g.inputs) == TRACE_KEYS, g.id
+        assert trace_problems(g.inputs) == [], g.id
+        assert len(g.inputs["ops"]) <= MAX_OPS
+        assert all(op[2] <= MAX_SIZE for op in g.inputs["ops"] if op[0] == "malloc")
+        assert g.question.demo == "allocator-trace"
+
+
+def test_typed_answers_have_a_tolerance_that_excludes_every_distractor(
+    generated: list[GeneratedQuestion],
+) -> None:
+    offered = 0
+    for g in generated:
+        numeric = g.numeric
+        if numeric is None:
+            continue
+        offered += 1
+        assert numeric.unit == g.unit
+        assert numeric.tolerance == (0 if g.unit == "count" else 1)
+        assert numeric.accepts(g.choice_values[g.question.answer])
+        assert numeric.accepts(numeric.value + numeric.tolerance)
+        assert not numeric.accepts(numeric.value + numeric.tolerance + 0.01)
+        for i, value in enumerate(g.choice_values):
+            assert i == g.question.answer or not numeric.accepts(value), (g.id, value)
+    assert offered >= 0.8 * len(generated)
+
+
+def test_the_correct_choice_is_not_systematically_the_longest(
+    generated: list[GeneratedQuestion],
+) -> None:
+    strictly_longest = 0
+    for g in generated:
+        lengths = [len(c) for c in g.question.text(Locale.EN).choices]
+        answer = lengths.pop(g.question.answer)
+        strictly_longest += answer > max(lengths)
+    # a quarter is what a random position gives when lengths differ; ties give no hint
+    assert strictly_longest <= 0.35 * len(generated), strictly_longest
+
+
+def test_answer_positions_are_spread_over_a_to_d() -> None:
+    positions = Counter(
+        generate(family, seed).question.answer for family in FAMILIES for seed in range(60)
+    )
+    total = sum(positions.values())
+    assert set(positions) == {0, 1, 2, 3}
+    assert all(0.18 * total <= n <= 0.32 * total for n in positions.values()), positions
+
+
+@pytest.mark.parametrize("family_id", FAMILIES.ids())
+def test_one_seed_never_draws_the_same_scenario_twice(family_id: str) -> None:
+    family = FAMILIES.require(family_id)
+    draws = [generate(family, 99, i) for i in range(150)]
+    assert len({json.dumps(g.inputs, sort_keys=True) for g in draws}) == len(draws)
+    assert len({g.question.text(Locale.EN).prompt for g in draws}) == len(draws)
