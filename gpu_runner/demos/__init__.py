@@ -34,6 +34,8 @@ def default_registry() -> Registry:
         empty_cache_live_tensor,
         expandable_segments,
         fragmentation,
+        grad_accumulation_set_to_none,
+        model_loading_mmap,
         oom_inactive_split,
         paged_attention,
         pinned_vs_pageable,
@@ -58,6 +60,8 @@ def default_registry() -> Registry:
             allocator_trace.DEMO,
             attention_memory.DEMO,
             ddp_gradient_buckets.DEMO,
+            model_loading_mmap.DEMO,
+            grad_accumulation_set_to_none.DEMO,
         ],
         source=DEFAULT_REGISTRY,
     )

@@ -29,6 +29,8 @@ def test_the_registry_has_the_stable_ids() -> None:
         "allocator-trace",
         "attention-memory",
         "ddp-gradient-buckets",
+        "model-loading-mmap",
+        "grad-accumulation-set-to-none",
     ]
 
 
