@@ -14,13 +14,11 @@ The result carries ``ask`` and its ``value`` so the bot can compare it with the 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._alloc import AllocatorOOM, CudaDevice, Handle, stat
+from gpu_runner.demos._alloc import CudaDevice
 from gpu_runner.demos._context import (
     SIMULATED_DEVICE,
     DemoOutput,
@@ -29,122 +27,27 @@ from gpu_runner.demos._context import (
     title_line,
 )
 from gpu_runner.demos._registry import Demo, DemoKind, DemoRequestError, JsonParam
-from gpu_runner.demos._step_plots import Segment, segment_steps, segments_of, stamp
+from gpu_runner.demos._step_plots import segment_steps, stamp
 from gpu_runner.demos._trace_inputs import (
     DEFAULT_INPUTS,
     MAX_OPS,
     check_trace_inputs,
     effective_cap,
 )
+from gpu_runner.demos._trace_replay import SimTraceDevice, Step, exact_fraction, replay
 from gpu_runner.demos._units import exact_bytes, nbytes, number, unit_for
 
 LISTED_STEPS = 24  # longer traces list only the steps that changed reserved memory
 
 
-class TraceDevice(Protocol):
-    def alloc(self, nbytes: int) -> Handle: ...
-    def free(self, handle: Handle) -> None: ...
-    def empty_cache(self) -> None: ...
-    def stats(self) -> dict[str, int]: ...
-    def snapshot(self) -> list[dict[str, Any]]: ...
-
-
-class SimTraceDevice:
-    """The simulator exactly as a question's answer is computed: a fresh allocator of
-    the trace's size and settings, `set_per_process_memory_fraction` when one is given."""
-
-    def __init__(self, inputs: Mapping[str, Any]) -> None:
-        from gpu_runner.sim import CachingAllocator
-
-        self._a = CachingAllocator(int(inputs["total_memory"]), conf=str(inputs["conf"]))
-        if inputs["memory_fraction"] is not None:
-            self._a.set_per_process_memory_fraction(float(inputs["memory_fraction"]))
-
-    def alloc(self, nbytes: int) -> Handle:
-        from gpu_runner.sim import OutOfMemoryError
-
-        try:
-            return Handle(nbytes, self._a.malloc(nbytes))
-        except OutOfMemoryError as exc:
-            raise AllocatorOOM(str(exc)) from None
-
-    def free(self, handle: Handle) -> None:
-        self._a.free(handle.obj)
-
-    def empty_cache(self) -> None:
-        self._a.empty_cache()
-
-    def stats(self) -> dict[str, int]:
-        return dict(self._a.memory_stats())
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        return [dict(s) for s in self._a.memory_snapshot()]
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    op: list[Any]
-    outcome: str  # "ok", "oom" (the malloc raised), "skipped" (free of a failed malloc)
-    allocated: int
-    reserved: int
-    value: int  # memory_stats()[ask] after the step
-    segments: list[Segment]
-    device_allocs: int  # num_device_alloc / num_device_free so far (cudaMalloc or map)
-    device_frees: int
-
-
-def replay(dev: TraceDevice, inputs: Mapping[str, Any]) -> tuple[list[Step], dict[str, int]]:
-    """Every step's outcome and figures, and the final statistics."""
-    live: dict[str, Handle] = {}
-    steps: list[Step] = []
-    stats: dict[str, int] = {}
-    for op in inputs["ops"]:
-        outcome = "ok"
-        if op[0] == "malloc":
-            try:
-                live[op[1]] = dev.alloc(int(op[2]))
-            except AllocatorOOM:
-                outcome = "oom"
-        elif op[0] == "free":
-            handle = live.pop(op[1], None)
-            if handle is None:
-                outcome = "skipped"
-            else:
-                dev.free(handle)
-        else:
-            dev.empty_cache()
-        stats = dev.stats()
-        steps.append(
-            Step(
-                list(op),
-                outcome,
-                stat(stats, "allocated_bytes.all.current"),
-                stat(stats, "reserved_bytes.all.current"),
-                stat(stats, inputs["ask"]),
-                segments_of(dev.snapshot()),
-                stat(stats, "num_device_alloc"),
-                stat(stats, "num_device_free"),
-            )
-        )
-    live.clear()
-    return steps, stats
-
-
-def exact_fraction(limit: int, total: int) -> float:
-    """The fraction whose ``int(fraction * total)`` is `limit` (torch computes the cap so)."""
-    if limit >= total:
-        return 1.0
-    f = (limit + 0.5) / total
-    while int(f * total) > limit:
-        f = math.nextafter(f, 0.0)
-    while int(f * total) < limit:
-        f = math.nextafter(f, 1.0)
-    return f
-
-
 def run_on_gpu(
-    ctx: RunContext, inputs: Mapping[str, Any], sim: list[Step], sim_stats: dict[str, int]
+    ctx: RunContext, inputs: Mapping[str, Any], sim_stats: dict[str, int]
 ) -> tuple[list[Step], dict[str, Any]]:
+    """The trace on the real allocator, capped where the simulator was, and why the two
+    may not be comparable (`cap`: the runner or the GPU allows less than the trace and
+    the simulator needed more; `gc`: garbage collection acts only under a cap)."""
+    from gpu_runner.sim import parse_conf
+
     torch = ctx.require_torch()
     total = int(torch.cuda.get_device_properties(0).total_memory)
     if inputs["total_memory"] > total:
@@ -154,19 +57,16 @@ def run_on_gpu(
         )
     free_now = int(torch.cuda.mem_get_info()[0])
     dev = CudaDevice(ctx, str(inputs["conf"]))
-    wanted = effective_cap(inputs) or int(inputs["total_memory"])
+    cap = effective_cap(inputs)
+    wanted = int(inputs["total_memory"]) if cap is None else cap
     room = min(x for x in (wanted, ctx.gpu_cap, free_now) if x is not None)
     torch.cuda.set_per_process_memory_fraction(exact_fraction(room, total))
     steps, _ = replay(dev, inputs)
-    from gpu_runner.sim import parse_conf
-
     untouched = sim_stats["num_ooms"] == 0 and sim_stats["num_alloc_retries"] == 0
     reasons = []
     if room < wanted and not (untouched and sim_stats["reserved_bytes.all.peak"] <= room):
         reasons.append("cap")
-    if parse_conf(str(inputs["conf"])).garbage_collection_threshold > 0 and (
-        effective_cap(inputs) is None
-    ):
+    if parse_conf(str(inputs["conf"])).garbage_collection_threshold > 0 and cap is None:
         reasons.append("gc")
     return steps, {"gpu_total_memory": total, "gpu_room_bytes": room, "not_comparable": reasons}
 
@@ -239,7 +139,7 @@ def run(ctx: RunContext) -> DemoOutput:
     inputs = ctx.json("inputs")
     ask = str(inputs["ask"])
     sim, sim_stats = replay(SimTraceDevice(inputs), inputs)
-    steps, gpu = (sim, {}) if not ctx.cuda else run_on_gpu(ctx, inputs, sim, sim_stats)
+    steps, gpu = (sim, {}) if not ctx.cuda else run_on_gpu(ctx, inputs, sim_stats)
     simulated = not ctx.cuda
     value = steps[-1].value
     cap = effective_cap(inputs)

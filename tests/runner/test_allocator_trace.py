@@ -12,7 +12,7 @@ import pytest
 
 from bot.domain import DemoJob, DemoState, Locale
 from gpu_runner.demos import DemoRequestError, RunContext, default_registry
-from gpu_runner.demos.allocator_trace import exact_fraction
+from gpu_runner.demos._trace_replay import exact_fraction
 from gpu_runner.executor import Executor
 from gpu_runner.sim import CachingAllocator, OutOfMemoryError
 from gpu_runner.wire import job_from_payload, job_to_payload
@@ -240,3 +240,12 @@ def test_the_executor_refuses_bad_inputs_before_anything_runs(executor: Executor
     bad["ops"] = [["free", "x"]]
     with pytest.raises(DemoRequestError, match="frees 'x'"):
         executor.submit(DemoJob(50, DEMO, Locale.EN, {"inputs": bad}))
+
+
+def test_the_gpu_comparison_traces_are_valid_and_exercise_ooms_and_retries() -> None:
+    from tests.runner.test_gpu_allocator_trace import TRACES
+
+    outcomes = [run(t).metrics for t in TRACES]
+    assert any(m["ooms"] for m in outcomes)
+    assert any(fresh_replay(dict(t, ask="num_alloc_retries"))[-1] > 0 for t in TRACES)
+    assert {t["conf"] for t in TRACES} >= {"", "expandable_segments:True"}
