@@ -60,21 +60,31 @@ def assign_buckets(sizes: list[tuple[str, int]], cap_mb: int) -> list[list[str]]
 
 
 def measure(ctx: RunContext, layers: int, width: int, cap_mb: int) -> dict[str, Any]:
-    """Three real DDP iterations per `gradient_as_bucket_view` setting."""
-    torch = ctx.torch
-    dist = torch.distributed
-    backend = "nccl" if ctx.cuda and dist.is_nccl_available() else "gloo"
-    dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        return {
-            "backend": backend,
-            **{
-                ("view" if view else "copy"): one_ddp(torch, ctx.cuda, layers, width, cap_mb, view)
-                for view in (False, True)
-            },
-        }
-    finally:
-        dist.destroy_process_group()
+    """Three real DDP iterations per `gradient_as_bucket_view` setting. On a GPU NCCL is
+    tried first; gloo (which also takes CUDA tensors) when NCCL cannot start."""
+    dist = ctx.torch.distributed
+    backends = ["nccl", "gloo"] if ctx.cuda and dist.is_nccl_available() else ["gloo"]
+    failed: list[str] = []
+    for backend in backends:
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+        try:
+            return {
+                "backend": backend,
+                "failed_backends": failed,
+                **{
+                    ("view" if view else "copy"): one_ddp(
+                        ctx.torch, ctx.cuda, layers, width, cap_mb, view
+                    )
+                    for view in (False, True)
+                },
+            }
+        except RuntimeError as exc:
+            if backend == backends[-1]:
+                raise
+            failed.append(f"{backend}: {str(exc).splitlines()[0][:200] if str(exc) else exc!r}")
+        finally:
+            dist.destroy_process_group()
+    raise AssertionError("unreachable: the last backend re-raises")
 
 
 def one_ddp(torch: Any, cuda: bool, layers: int, width: int, cap_mb: int, view: bool) -> Any:
