@@ -125,8 +125,9 @@ def _fraction(raw: object, where: str) -> float | None:
 
 
 def _ops(raw: object, where: str) -> list[list[Any]]:
-    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_OPS:
-        count = len(raw) if isinstance(raw, list) else type(raw).__name__
+    # Tuples too: a question built in Python may hand its inputs over before any JSON.
+    if not isinstance(raw, list | tuple) or not 1 <= len(raw) <= MAX_OPS:
+        count = len(raw) if isinstance(raw, list | tuple) else type(raw).__name__
         raise DemoRequestError(
             f"{where} has {count} entries; give a list of 1 to {MAX_OPS} operations"
         )
@@ -134,7 +135,11 @@ def _ops(raw: object, where: str) -> list[list[Any]]:
     out: list[list[Any]] = []
     for i, op in enumerate(raw):
         at = f"{where}[{i}]"
-        if not isinstance(op, list) or not op or op[0] not in ("malloc", "free", "empty_cache"):
+        if (
+            not isinstance(op, list | tuple)
+            or not op
+            or op[0] not in ("malloc", "free", "empty_cache")
+        ):
             raise DemoRequestError(
                 f'{at}={op!r} is not an operation; use ["malloc", name, bytes], '
                 '["free", name] or ["empty_cache"]'

@@ -151,6 +151,8 @@ def test_inputs_arrive_as_an_object_or_as_json_text_in_one_canonical_form() -> N
     assert as_object == as_text
     assert as_object["ops"] == [["malloc", "a", 5 * MiB], ["free", "a"]]
     assert isinstance(as_object["ops"][0][2], int) and as_object["memory_fraction"] == 1.0
+    as_tuples = dict(inputs, ops=(("malloc", "a", 5 * MiB), ("free", "a")))
+    assert REGISTRY.check(DEMO, {"inputs": as_tuples})["inputs"] == as_object
 
 
 def test_a_job_with_inputs_round_trips_through_the_wire_format() -> None:
