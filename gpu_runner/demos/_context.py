@@ -12,7 +12,7 @@ from typing import Any
 
 from bot.domain import Locale
 from bot.errors import MissingExtraError
-from gpu_runner.demos._registry import ParamValue
+from gpu_runner.demos._registry import Number, ParamValue
 
 SIMULATED_DEVICE = "simulated allocator, no GPU"
 MiB = 1 << 20
@@ -38,10 +38,23 @@ class RunContext:
         return el if self.el else en
 
     def int(self, name: str) -> int:
-        return int(self.params[name])
+        return int(self._number(name))
 
     def float(self, name: str) -> float:
-        return float(self.params[name])
+        return float(self._number(name))
+
+    def json(self, name: str) -> dict[str, Any]:
+        """A `JsonParam`'s checked, canonical value."""
+        value = self.params[name]
+        if not isinstance(value, dict):
+            raise TypeError(f"parameter {name} is a number, not a JSON object")
+        return value
+
+    def _number(self, name: str) -> Number:
+        value = self.params[name]
+        if isinstance(value, dict):
+            raise TypeError(f"parameter {name} is a JSON object, not a number")
+        return value
 
     def require_torch(self) -> Any:
         if self.torch is None:

@@ -9,18 +9,21 @@ processes run exactly the demos the parent validated against.
 from __future__ import annotations
 
 import importlib
+import json
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot.errors import UserFacingError
 
 if TYPE_CHECKING:
     from gpu_runner.demos._context import DemoOutput, RunContext
 
-ParamValue = int | float
+Number = int | float
+# What a checked parameter holds: a number, or the canonical form of a `JsonParam`.
+ParamValue = int | float | dict[str, Any]
 
 
 class DemoRequestError(UserFacingError):
@@ -39,18 +42,18 @@ class Param:
 
     name: str
     type: type[int] | type[float]
-    minimum: ParamValue
-    maximum: ParamValue
-    default: ParamValue
+    minimum: Number
+    maximum: Number
+    default: Number
     help: str = ""
 
     def __post_init__(self) -> None:
         if not self.minimum <= self.default <= self.maximum:
             raise ValueError(f"parameter {self.name}: default outside [min, max]")
 
-    def parse(self, raw: object, demo: str) -> ParamValue:
+    def parse(self, raw: object, demo: str) -> Number:
         """A value from the CLI (text) or from JSON; refuses what is not a number in range."""
-        value: ParamValue
+        value: Number
         try:
             if isinstance(raw, bool):
                 raise ValueError
@@ -85,6 +88,55 @@ def _article(t: type) -> str:
     return "an integer" if t is int else "a number"
 
 
+JsonValidator = Callable[[object, str], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class JsonParam:
+    """One structured parameter: a JSON object, as text (CLI, chat) or already decoded
+    (a question's `inputs`). `validate(value, demo)` bounds it and returns its canonical
+    form or raises `DemoRequestError`; that form travels as plain JSON to the child."""
+
+    name: str
+    validate: JsonValidator
+    default_json: str  # the default, as JSON text (a frozen value)
+    max_chars: int = 16_384  # of the JSON text, before anything is decoded
+    help: str = ""
+
+    def __post_init__(self) -> None:
+        self.validate(json.loads(self.default_json), "default")
+
+    @property
+    def default(self) -> dict[str, Any]:
+        return self.validate(json.loads(self.default_json), "default")
+
+    def parse(self, raw: object, demo: str) -> dict[str, Any]:
+        too_long = (
+            f"{demo}: parameter {self.name} is longer than {self.max_chars:,} characters "
+            "of JSON; shorten it"
+        )
+        try:
+            if isinstance(raw, str):
+                if len(raw) > self.max_chars:
+                    raise DemoRequestError(too_long)
+                value: object = json.loads(raw)
+            elif isinstance(raw, Mapping):
+                if len(json.dumps(raw)) > self.max_chars:
+                    raise DemoRequestError(too_long)
+                value = raw
+            else:
+                raise ValueError(f"got {type(raw).__name__}")
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise DemoRequestError(
+                f"{demo}: parameter {self.name} must be a JSON object ({exc}); "
+                f"{self.help or 'see the demo description'}"
+            ) from None
+        return self.validate(value, demo)
+
+    def describe(self) -> str:
+        return f"{self.name}=<JSON object> ({self.help})" if self.help else f"{self.name}=<JSON>"
+
+
 DemoFunction = Callable[["RunContext"], "DemoOutput"]
 
 
@@ -97,11 +149,11 @@ class Demo:
     title_el: str
     kind: DemoKind
     run: DemoFunction
-    params: tuple[Param, ...] = ()
+    params: tuple[Param | JsonParam, ...] = ()
     alloc_conf: str = ""  # PYTORCH_CUDA_ALLOC_CONF the child starts with
     timeout: float = 60.0  # seconds; the executor's own limit applies when smaller
 
-    def param(self, name: str) -> Param | None:
+    def param(self, name: str) -> Param | JsonParam | None:
         return next((p for p in self.params if p.name == name), None)
 
     def defaults(self) -> dict[str, ParamValue]:

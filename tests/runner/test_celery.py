@@ -94,3 +94,22 @@ async def test_dispatcher_posts_a_celery_result_in_the_thread(
     assert image.parent == parent
     stored = await runs.get(run.id)
     assert stored is not None and stored.state is DemoState.SUCCEEDED
+
+
+async def test_structured_inputs_travel_through_celery_to_the_child(
+    demo_app: DemoCeleryApp, fault_executor: Executor
+) -> None:
+    runner = CeleryRunner(demo_app, registry=fault_executor.registry)
+    run_id = uuid.uuid4().int % 10**9
+    inputs = {
+        "kind": "allocator-trace",
+        "total_memory": 1 << 30,
+        "conf": "",
+        "memory_fraction": None,
+        "ops": [["malloc", "a", 3 << 20], ["malloc", "b", 1001], ["free", "a"]],
+        "ask": "reserved_bytes.all.current",
+    }
+    await runner.submit(DemoJob(run_id, "allocator-trace", Locale.EN, {"inputs": inputs}))
+    result = await runner.result(run_id, 30.0)
+    assert result is not None and result.state is DemoState.SUCCEEDED, result
+    assert result.metrics["value"] == (20 << 20) + (2 << 20)  # one large, one small segment

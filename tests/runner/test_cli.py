@@ -64,3 +64,32 @@ def test_demo_run_refuses_a_bad_parameter_without_starting_anything(
 def test_runner_worker_takes_a_concurrency() -> None:
     args = parse("runner", "worker", "--concurrency", "2")
     assert args.concurrency == 2 and callable(args.func)
+
+
+def test_demo_run_takes_json_inputs_and_refuses_bad_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs = {
+        "kind": "allocator-trace",
+        "total_memory": 1 << 30,
+        "conf": "expandable_segments:True",
+        "memory_fraction": None,
+        "ops": [["malloc", "a", 5 << 20], ["empty_cache"]],
+        "ask": "reserved_bytes.all.current",
+    }
+    args = parse(
+        "demo",
+        "run",
+        "allocator-trace",
+        "--simulate",
+        "--param",
+        f"inputs={json.dumps(inputs)}",
+        "--out",
+        str(tmp_path),
+    )
+    assert args.func(args) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text())["metrics"]
+    assert (metrics["ask"], metrics["value"]) == ("reserved_bytes.all.current", 20 << 20)
+    bad = parse("demo", "run", "allocator-trace", "--param", "inputs={not json")
+    assert bad.func(bad) == 2
+    assert "parameter inputs must be a JSON object" in capsys.readouterr().err

@@ -1,0 +1,366 @@
+"""DDP gradient buckets: how `DistributedDataParallel` groups gradients, and what the
+buckets cost in memory with and without ``gradient_as_bucket_view``.
+
+The rules (torch 2.13, `torch/nn/parallel/distributed.py` and `c10d/reducer.cpp`): after
+the first iteration the reducer rebuilds its buckets in the order gradients became ready
+(for a plain stack of layers: the reverse of `parameters()`); it fills a bucket until its
+bytes reach the limit, then starts the next. The first bucket's limit is 1 MiB
+(`dist._DEFAULT_FIRST_BUCKET_BYTES`) only when `bucket_cap_mb` is left unset; an explicit
+`bucket_cap_mb` applies to every bucket. (Until then, with `find_unused_parameters=False`,
+all gradients share one bucket.) Every bucket is a flat buffer of its gradients: without
+``gradient_as_bucket_view`` each `param.grad` is a second copy (2 × the gradient bytes);
+with it the gradients are views into the buckets (1 ×).
+
+The rules are applied as arithmetic on every host; with torch, a world-size-1 process
+group (gloo on CPU, NCCL on a GPU) runs three real iterations, and a communication hook
+records each bucket's buffer (it returns the buffer as is: at world size 1 an all-reduce
+changes nothing). Memory is measured by distinct storages of the gradients and buckets,
+and on a GPU also by `memory_allocated()`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpu_runner.demos import _plot
+from gpu_runner.demos._context import DemoOutput, RunContext, title_line
+from gpu_runner.demos._registry import Demo, DemoKind, Param
+from gpu_runner.demos._step_plots import OOM, stamp
+from gpu_runner.demos._units import nbytes
+
+MiB = 1 << 20
+FIRST_BUCKET_BYTES = 1 << 20  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
+DEFAULT_CAP_MB = 25
+
+
+def parameter_bytes(layers: int, width: int) -> list[tuple[str, int]]:
+    """(name, bytes) of a `Sequential` of `Linear(width, width)` in `parameters()` order."""
+    out: list[tuple[str, int]] = []
+    for i in range(layers):
+        out += [(f"{i}.weight", width * width * 4), (f"{i}.bias", width * 4)]
+    return out
+
+
+def assign_buckets(sizes: list[tuple[str, int]], cap_mb: int) -> list[list[str]]:
+    """The rebuilt buckets, in reduction order (bucket 0 is all-reduced first)."""
+    cap = (cap_mb or DEFAULT_CAP_MB) * MiB
+    limit = FIRST_BUCKET_BYTES if cap_mb == 0 else cap
+    buckets: list[list[str]] = []
+    current: list[str] = []
+    filled = 0
+    for name, n in reversed(sizes):  # gradients become ready last layer first
+        current.append(name)
+        filled += n
+        if filled >= limit:
+            buckets.append(current)
+            current, filled, limit = [], 0, cap
+    if current:
+        buckets.append(current)
+    return buckets
+
+
+def measure(ctx: RunContext, layers: int, width: int, cap_mb: int) -> dict[str, Any]:
+    """Three real DDP iterations per `gradient_as_bucket_view` setting. On a GPU NCCL is
+    tried first; gloo (which also takes CUDA tensors) when NCCL cannot start."""
+    dist = ctx.torch.distributed
+    backends = ["nccl", "gloo"] if ctx.cuda and dist.is_nccl_available() else ["gloo"]
+    failed: list[str] = []
+    for backend in backends:
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+        try:
+            return {
+                "backend": backend,
+                "failed_backends": failed,
+                **{
+                    ("view" if view else "copy"): one_ddp(
+                        ctx.torch, ctx.cuda, layers, width, cap_mb, view
+                    )
+                    for view in (False, True)
+                },
+            }
+        except RuntimeError as exc:
+            if backend == backends[-1]:
+                raise
+            failed.append(f"{backend}: {str(exc).splitlines()[0][:200] if str(exc) else exc!r}")
+        finally:
+            dist.destroy_process_group()
+    raise AssertionError("unreachable: the last backend re-raises")
+
+
+def one_ddp(torch: Any, cuda: bool, layers: int, width: int, cap_mb: int, view: bool) -> Any:
+    from torch.nn.parallel import DistributedDataParallel
+
+    device = "cuda" if cuda else "cpu"
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(layers)])
+        x = torch.randn(8, width)
+    names = {id(p): n for n, p in model.named_parameters()}
+    base = torch.cuda.memory_allocated() if cuda else 0
+    ddp = DistributedDataParallel(model, bucket_cap_mb=cap_mb or None, gradient_as_bucket_view=view)
+    seen: list[tuple[list[str], Any]] = []
+    # DDP checks a hook's annotations at run time; a lambda has none to check.
+    ddp.register_comm_hook(None, lambda _state, bucket: record(torch, names, seen, bucket))
+    for _ in range(3):  # the first iteration builds the real buckets for the second
+        seen.clear()
+        ddp(x).sum().backward()
+    buffers = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for _, t in seen}
+    grads = {
+        p.grad.untyped_storage().data_ptr(): p.grad.untyped_storage().nbytes()
+        for p in model.parameters()
+    }
+    out = {
+        "buckets": [names_ for names_, _ in seen],
+        "bucket_bytes": [int(t.numel() * t.element_size()) for _, t in seen],
+        "grad_bytes": sum(grads.values()),
+        "bucket_buffer_bytes": sum(buffers.values()),
+        "total_bytes": sum({**grads, **buffers}.values()),
+        "grads_are_bucket_views": set(grads) <= set(buffers),
+    }
+    if cuda:
+        torch.cuda.synchronize()
+        out["memory_allocated_above_model_bytes"] = int(torch.cuda.memory_allocated() - base)
+    del ddp, model, x
+    seen.clear()
+    return out
+
+
+def record(torch: Any, names: dict[int, str], seen: list[Any], bucket: Any) -> Any:
+    """The communication hook: note the bucket, return its buffer unchanged (an
+    all-reduce over one process would not change it either)."""
+    seen.append(([names[id(p)] for p in bucket.parameters()], bucket.buffer()))
+    done = torch.futures.Future()
+    done.set_result(bucket.buffer())
+    return done
+
+
+def run(ctx: RunContext) -> DemoOutput:
+    layers, width, cap_mb = ctx.int("layers"), ctx.int("width"), ctx.int("bucket_cap_mb")
+    sizes = parameter_bytes(layers, width)
+    grads = sum(n for _, n in sizes)
+    rule = assign_buckets(sizes, cap_mb)
+    size_of = dict(sizes)
+    rule_bytes = [sum(size_of[n] for n in b) for b in rule]
+    measured = measure(ctx, layers, width, cap_mb) if ctx.torch is not None else None
+    metrics: dict[str, Any] = {
+        "config": {"layers": layers, "width": width, "bucket_cap_mb": cap_mb or None},
+        "gradient_bytes": grads,
+        "rule_buckets": rule,
+        "rule_bucket_bytes": rule_bytes,
+        "predicted_bytes": {"copy": 2 * grads, "view": grads},
+        "measured": measured,
+        "simulated": False,
+    }
+    if measured is not None:
+        metrics["rule_matches_ddp"] = all(measured[k]["buckets"] == rule for k in ("copy", "view"))
+    lines = report(ctx, metrics)
+    png = plot(ctx, metrics)
+    device = ctx.device_line() if measured else "arithmetic, no GPU (no torch)"
+    return DemoOutput("\n".join(lines), metrics, png, device, False)
+
+
+def span(names: list[str]) -> str:
+    """``["5.bias", "5.weight", "4.bias", "4.weight"]`` -> ``"5–4"``."""
+    first, last = names[0].split(".")[0], names[-1].split(".")[0]
+    return first if first == last else f"{first}–{last}"
+
+
+def report(ctx: RunContext, m: dict[str, Any]) -> list[str]:
+    t, el = ctx.tr, ctx.el
+    cfg = m["config"]
+    cap = cfg["bucket_cap_mb"]
+    grads = m["gradient_bytes"]
+    limits = (
+        t(
+            f"`bucket_cap_mb` unset: the first bucket closes at 1 MiB, the rest at "
+            f"{DEFAULT_CAP_MB} MiB",
+            f"`bucket_cap_mb` χωρίς τιμή: το πρώτο bucket κλείνει στο 1 MiB, τα υπόλοιπα στα "
+            f"{DEFAULT_CAP_MB} MiB",
+        )
+        if cap is None
+        else t(
+            f"`bucket_cap_mb={cap}`: every bucket, the first too, closes at {cap} MiB",
+            f"`bucket_cap_mb={cap}`: κάθε bucket, και το πρώτο, κλείνει στα {cap} MiB",
+        )
+    )
+    lines = [
+        title_line(ctx, "DDP gradient buckets", "Buckets κλίσεων (gradients) στο DDP", False),
+        t(
+            f"{cfg['layers']} × Linear({cfg['width']}, {cfg['width']}), fp32 gradients "
+            f"{nbytes(grads)}. {limits}; a bucket closes once its bytes reach the limit, "
+            "filled in the order gradients become ready (last layer first).",
+            f"{cfg['layers']} × Linear({cfg['width']}, {cfg['width']}), κλίσεις fp32 "
+            f"{nbytes(grads, el=True)}. {limits}· ένα bucket κλείνει μόλις τα bytes του φτάσουν "
+            "το όριο, με τη σειρά που ετοιμάζονται οι κλίσεις (πρώτα το τελευταίο επίπεδο).",
+        ),
+    ]
+    first = FIRST_BUCKET_BYTES if cap is None else cap * MiB
+    over = [
+        str(i)
+        for i, n in enumerate(m["rule_bucket_bytes"])
+        if n > (first if i == 0 else (cap or DEFAULT_CAP_MB) * MiB)
+    ]
+    for i, (names, n) in enumerate(zip(m["rule_buckets"], m["rule_bucket_bytes"], strict=True)):
+        lines.append(
+            t(
+                f"- bucket {i}: layers {span(names)} ({len(names)} tensors), {nbytes(n)}",
+                f"- bucket {i}: επίπεδα {span(names)} ({len(names)} τανυστές), "
+                f"{nbytes(n, el=True)}",
+            )
+        )
+    if over:
+        lines.append(
+            t(
+                f"Bucket(s) {', '.join(over)} end above their limit: the tensor that crosses "
+                "it stays in the bucket it fills.",
+                f"Τα buckets {', '.join(over)} καταλήγουν πάνω από το όριό τους: ο τανυστής που "
+                "το ξεπερνά μένει στο bucket που γεμίζει.",
+            )
+        )
+    measured = m["measured"]
+    if measured is None:
+        lines.append(
+            t(
+                "Rules only: torch is not installed (pip install 'quizbot[gpu]').",
+                "Μόνο οι κανόνες: δεν υπάρχει torch (pip install 'quizbot[gpu]').",
+            )
+        )
+    else:
+        agree = (
+            t("the same buckets", "ίδια buckets")
+            if m["rule_matches_ddp"]
+            else t("*different buckets* (see metrics)", "*διαφορετικά buckets* (δείτε τα metrics)")
+        )
+        lines.append(
+            t(
+                f"Real DDP (world size 1, {measured['backend']}, 3 iterations): {agree}.",
+                f"Πραγματικό DDP (world size 1, {measured['backend']}, 3 επαναλήψεις): {agree}.",
+            )
+        )
+        for key, label in (("copy", "False"), ("view", "True")):
+            r = measured[key]
+            extra = (
+                f" · `memory_allocated()` +{nbytes(r['memory_allocated_above_model_bytes'], el=el)}"
+                if "memory_allocated_above_model_bytes" in r
+                else ""
+            )
+            grads_, buffers = (
+                nbytes(r["grad_bytes"], el=el),
+                nbytes(r["bucket_buffer_bytes"], el=el),
+            )
+            what = (
+                t(
+                    f"every `param.grad` is a view into the bucket buffers ({buffers})",
+                    f"κάθε `param.grad` είναι όψη μέσα στα buffers των buckets ({buffers})",
+                )
+                if r["grads_are_bucket_views"]
+                else t(
+                    f"`param.grad` {grads_} in storages of their own + bucket buffers {buffers}",
+                    f"`param.grad` {grads_} σε δική τους μνήμη (storage) + buffers των buckets "
+                    f"{buffers}",
+                )
+            )
+            lines.append(
+                f"- `gradient_as_bucket_view={label}`: {what} = "
+                f"*{nbytes(r['total_bytes'], el=el)}*{extra}"
+            )
+    lines.append(
+        t(
+            "With `gradient_as_bucket_view=True` each `param.grad` is a view into its bucket, "
+            "so gradient memory is paid once instead of twice.",
+            "Με `gradient_as_bucket_view=True` κάθε `param.grad` είναι όψη (view) μέσα στο "
+            "bucket του, οπότε η μνήμη των κλίσεων πληρώνεται μία φορά αντί για δύο.",
+        )
+    )
+    return lines
+
+
+def plot(ctx: RunContext, m: dict[str, Any]) -> bytes:
+    t, el = ctx.tr, ctx.el
+    fig, (left, right) = _plot.figure(9.0, 3.6, cols=2)
+    # Left: the buckets in reduction order, as one stacked bar, each bucket's limit marked.
+    start = 0.0
+    colours = [_plot.ALLOCATED, _plot.ACCENT]
+    cap = (m["config"]["bucket_cap_mb"] or DEFAULT_CAP_MB) * MiB
+    first = FIRST_BUCKET_BYTES if m["config"]["bucket_cap_mb"] is None else cap
+    for i, (names, n) in enumerate(zip(m["rule_buckets"], m["rule_bucket_bytes"], strict=True)):
+        left.barh(0, n / MiB, left=start, height=0.6, color=colours[i % 2], edgecolor="white")
+        left.text(
+            start + n / MiB / 2,
+            0,
+            f"#{i}\n{span(names)}\n{nbytes(n, el=el, digits=1)}",
+            ha="center",
+            va="center",
+            color="white",
+            fontsize=7.5,
+        )
+        limit = first if i == 0 else cap
+        if limit <= n:
+            left.plot([start + limit / MiB] * 2, [-0.38, 0.38], color=OOM, linewidth=1.5)
+        start += n / MiB
+    left.plot([], [], color=OOM, linewidth=1.5, label=t("bucket limit reached", "όριο bucket"))
+    left.legend(fontsize=7, frameon=False, loc="upper right")
+    left.set_ylim(-0.6, 0.75)
+    left.set_yticks([])
+    left.set_xlabel("MiB")
+    left.set_title(
+        t("buckets in all-reduce order (layers)", "buckets με τη σειρά του all-reduce (επίπεδα)"),
+        fontsize=8.5,
+        loc="left",
+    )
+    # Right: gradient memory, copies vs views (measured when torch ran, else the rule).
+    measured = m["measured"]
+    keys = ("copy", "view")
+    grads = [measured[k]["grad_bytes"] if measured else m["gradient_bytes"] for k in keys]
+    buckets = [
+        measured[k]["total_bytes"] - measured[k]["grad_bytes"]
+        if measured
+        else m["gradient_bytes"] * (k == "copy")
+        for k in keys
+    ]
+    labels = ["False", "True"]
+    right.bar(labels, [g / MiB for g in grads], color=_plot.ALLOCATED, label="param.grad")
+    right.bar(
+        labels,
+        [b / MiB for b in buckets],
+        bottom=[g / MiB for g in grads],
+        color=_plot.FREE,
+        label=t("bucket buffers (not shared)", "buffers των buckets (χωριστά)"),
+    )
+    for x, (g, b) in enumerate(zip(grads, buckets, strict=True)):
+        right.annotate(
+            nbytes(g + b, el=el), (x, (g + b) / MiB), ha="center", va="bottom", fontsize=8
+        )
+    right.set_ylabel("MiB")
+    right.set_xlabel("gradient_as_bucket_view")
+    right.set_ylim(0, max(g + b for g, b in zip(grads, buckets, strict=True)) / MiB * 1.25)
+    right.legend(fontsize=7, frameon=False, loc="upper right")
+    how = t("measured", "μέτρηση") if measured else t("rules", "κανόνες")
+    right.set_title(
+        t(f"gradient memory ({how})", f"μνήμη κλίσεων ({how})"), fontsize=8.5, loc="left"
+    )
+    total = [g + b for g, b in zip(grads, buckets, strict=True)]
+    finding = t(
+        f"{len(m['rule_buckets'])} buckets; gradient_as_bucket_view=True: "
+        f"{nbytes(total[0])} → {nbytes(total[1])} of gradient memory",
+        f"{len(m['rule_buckets'])} buckets· gradient_as_bucket_view=True: "
+        f"{nbytes(total[0], el=True)} → {nbytes(total[1], el=True)} μνήμη κλίσεων",
+    )
+    device = ctx.device_line() if measured else t("rules only", "μόνο κανόνες")
+    stamp(fig, right, finding, device)
+    return _plot.to_png(fig)
+
+
+DEMO = Demo(
+    id="ddp-gradient-buckets",
+    title="DDP gradient buckets and gradient_as_bucket_view",
+    title_el="Buckets κλίσεων στο DDP και gradient_as_bucket_view",
+    kind=DemoKind.MIXED,
+    run=run,
+    params=(
+        Param("layers", int, 1, 48, 12, "Linear(width, width) layers"),
+        Param("width", int, 16, 2048, 1024, "features per layer"),
+        Param("bucket_cap_mb", int, 0, 256, 0, "0 = unset (25 MiB, first bucket 1 MiB)"),
+    ),
+    timeout=120.0,
+)

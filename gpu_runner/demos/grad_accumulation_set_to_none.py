@@ -1,0 +1,243 @@
+"""Gradient memory across accumulation steps: ``zero_grad(set_to_none=True)`` vs ``False``.
+
+`Optimizer.zero_grad` sets gradients to ``None`` by default since torch 2.0: their memory
+is freed between optimizer steps and the next backward allocates them again. With
+``set_to_none=False`` they are zero-filled in place and stay allocated through the next
+forward. Accumulating k micro-batches adds into the same `.grad` tensors: gradient memory
+stays 1 × the parameters, whatever k is.
+
+A small MLP, SGD without momentum (no optimizer state, so only gradients differ), both
+settings. At each event (after a forward, a backward, the optimizer step, zero_grad) the
+demo counts the bytes of the distinct storages behind `.grad`; on a GPU it also records
+`memory_allocated()` above the weights and the peak of each optimizer step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpu_runner.demos import _plot
+from gpu_runner.demos._context import DemoOutput, RunContext, title_line
+from gpu_runner.demos._registry import Demo, DemoKind, Param
+from gpu_runner.demos._step_plots import stamp
+from gpu_runner.demos._units import nbytes, unit_for
+
+MiB = 1 << 20
+SETTINGS = (True, False)
+
+
+def grad_bytes(model: Any) -> int:
+    storages = {
+        p.grad.untyped_storage().data_ptr(): p.grad.untyped_storage().nbytes()
+        for p in model.parameters()
+        if p.grad is not None
+    }
+    return sum(storages.values())
+
+
+def train(ctx: RunContext, set_to_none: bool, cfg: dict[str, int]) -> dict[str, Any]:
+    torch = ctx.torch
+    device = "cuda" if ctx.cuda else "cpu"
+    torch.manual_seed(0)
+    with torch.device(device):
+        layers = []
+        for _ in range(cfg["layers"]):
+            layers += [torch.nn.Linear(cfg["width"], cfg["width"]), torch.nn.ReLU()]
+        model = torch.nn.Sequential(*layers)
+        batches = [torch.randn(cfg["batch"], cfg["width"]) for _ in range(cfg["accum_steps"])]
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    base = torch.cuda.memory_allocated() if ctx.cuda else 0
+    events: list[dict[str, Any]] = []
+    peaks: list[int] = []
+
+    def note(label: str) -> None:
+        event: dict[str, Any] = {"event": label, "grad_bytes": grad_bytes(model)}
+        if ctx.cuda:
+            event["allocated_bytes"] = int(torch.cuda.memory_allocated() - base)
+        events.append(event)
+
+    for step in range(1, cfg["steps"] + 1):
+        if ctx.cuda:
+            torch.cuda.reset_peak_memory_stats()
+        for k, x in enumerate(batches, 1):
+            loss = model(x).pow(2).mean() / cfg["accum_steps"]
+            note(f"fwd {step}.{k}")
+            loss.backward()
+            del loss
+            note(f"bwd {step}.{k}")
+        opt.step()
+        note(f"step {step}")
+        opt.zero_grad(set_to_none=set_to_none)
+        note(f"zero {step}")
+        if ctx.cuda:
+            peaks.append(int(torch.cuda.max_memory_allocated() - base))
+    parameters = sum(p.numel() * p.element_size() for p in model.parameters())
+    return {"events": events, "step_peak_bytes": peaks or None, "parameter_bytes": parameters}
+
+
+def run(ctx: RunContext) -> DemoOutput:
+    ctx.require_torch()
+    cfg = {n: ctx.int(n) for n in ("layers", "width", "batch", "accum_steps", "steps")}
+    runs = {str(s): train(ctx, s, cfg) for s in SETTINGS}
+    params = runs["True"]["parameter_bytes"]
+    metrics = {
+        "config": cfg,
+        "parameter_bytes": params,
+        "set_to_none": runs,
+        "simulated": False,
+    }
+    lines = report(ctx, cfg, runs, params)
+    return DemoOutput("\n".join(lines), metrics, plot(ctx, cfg, runs, params), ctx.device_line())
+
+
+def between_steps(run_: dict[str, Any]) -> int:
+    """Gradient bytes alive during the second step's first forward (the first step starts
+    with no gradients in both settings)."""
+    events = run_["events"]
+    second = [e for e in events if e["event"].startswith("fwd 2.")]
+    return int((second or events)[0]["grad_bytes"])
+
+
+def report(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any], params: int) -> list[str]:
+    t, el = ctx.tr, ctx.el
+    during = max(e["grad_bytes"] for e in runs["True"]["events"])
+    lines = [
+        title_line(
+            ctx,
+            "Gradient accumulation and zero_grad(set_to_none)",
+            "Συσσώρευση κλίσεων (gradient accumulation) και zero_grad(set_to_none)",
+            False,
+        ),
+        t(
+            f"{cfg['layers']} × (Linear({cfg['width']}, {cfg['width']}) + ReLU), "
+            f"{nbytes(params)} of fp32 parameters, {cfg['accum_steps']} micro-batches of "
+            f"{cfg['batch']} per optimizer step, {cfg['steps']} steps, SGD without momentum. "
+            "Counted: bytes of the distinct storages behind `.grad` after each event.",
+            f"{cfg['layers']} × (Linear({cfg['width']}, {cfg['width']}) + ReLU), "
+            f"{nbytes(params, el=True)} παραμέτρων fp32, {cfg['accum_steps']} micro-batches "
+            f"των {cfg['batch']} ανά βήμα του optimizer, {cfg['steps']} βήματα, SGD χωρίς "
+            "momentum. Μετράμε τα bytes των ξεχωριστών storages πίσω από τα `.grad` μετά από "
+            "κάθε γεγονός.",
+        ),
+        t(
+            f"- while accumulating: *{nbytes(during)}* of gradients after 1 or "
+            f"{cfg['accum_steps']} backward passes alike (the same tensors, added into)",
+            f"- κατά τη συσσώρευση: *{nbytes(during, el=True)}* κλίσεις μετά από 1 ή "
+            f"{cfg['accum_steps']} backward εξίσου (οι ίδιοι τανυστές, προστίθενται)",
+        ),
+    ]
+    for key in ("True", "False"):
+        alive = between_steps(runs[key])
+        lines.append(
+            t(
+                f"- `zero_grad(set_to_none={key})`: {nbytes(alive)} of gradients stay "
+                "allocated through the next forward",
+                f"- `zero_grad(set_to_none={key})`: {nbytes(alive, el=True)} κλίσεων μένουν "
+                "κατανεμημένα (allocated) ως το επόμενο forward",
+            )
+        )
+        peaks = runs[key]["step_peak_bytes"]
+        if peaks:
+            lines[-1] += t(
+                f"; peak of step 2: `{nbytes(peaks[-1])}` (memory_allocated above the weights)",
+                f"· μέγιστο του βήματος 2: `{nbytes(peaks[-1], el=el)}` (memory_allocated "
+                "πάνω από τα βάρη)",
+            )
+    lines.append(
+        t(
+            "`set_to_none=True` is the default since torch 2.0: between steps the memory goes "
+            "back to the allocator and is available to the next forward's activations. "
+            "Accumulation saves activation memory (smaller micro-batches), not gradient memory.",
+            "Το `set_to_none=True` ισχύει από προεπιλογή από την torch 2.0: ανάμεσα στα βήματα "
+            "η μνήμη επιστρέφει στον allocator και είναι διαθέσιμη για τις ενεργοποιήσεις του "
+            "επόμενου forward. Η συσσώρευση εξοικονομεί μνήμη ενεργοποιήσεων (μικρότερα "
+            "micro-batches), όχι μνήμη κλίσεων.",
+        )
+    )
+    return lines
+
+
+def plot(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any], params: int) -> bytes:
+    t = ctx.tr
+    gpu = ctx.cuda
+    fig, axes = _plot.figure(9.0, 5.4 if gpu else 3.6, rows=2 if gpu else 1)
+    labels = [e["event"] for e in runs["True"]["events"]]
+    panels = [("grad_bytes", t(".grad storage", "storage των .grad"))]
+    if gpu:
+        panels.append(("allocated_bytes", "memory_allocated()"))
+    colours = {"True": _plot.ALLOCATED, "False": _plot.FREE}
+    for ax, (key, what) in zip(axes, panels, strict=True):
+        top = max(e[key] for r in runs.values() for e in r["events"])
+        unit, scale = unit_for(top)
+        held = [e[key] / scale for e in runs["False"]["events"]]
+        ax.fill_between(
+            range(len(held)),
+            held,
+            step="post",
+            color=colours["False"],
+            alpha=0.45,
+            linewidth=0,
+            label="set_to_none=False",
+        )
+        ys = [e[key] / scale for e in runs["True"]["events"]]
+        ax.step(
+            range(len(ys)),
+            ys,
+            where="post",
+            linewidth=2,
+            color=colours["True"],
+            label="set_to_none=True",
+        )
+        for i in range(len(ys) - 1):
+            if held[i] - ys[i] > 0.5 * max(held) and (i == 0 or held[i - 1] - ys[i - 1] <= 0):
+                ax.annotate(
+                    t("freed", "αποδεσμευμένες"),
+                    (i + 0.5, (held[i] + ys[i]) / 2),
+                    ha="center",
+                    fontsize=7.5,
+                    color=colours["True"],
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none"},
+                )
+        ax.set_ylabel(f"{what} ({unit})", fontsize=8)
+        ax.set_ylim(0, top / scale * 1.3)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, rotation=90, fontsize=7)
+        for i, label in enumerate(labels):
+            if label.startswith("zero"):
+                ax.axvline(i, color=_plot.MUTED, linewidth=0.6, linestyle=":")
+        ax.legend(fontsize=7.5, frameon=False, loc="upper left", ncol=2)
+    freed = between_steps(runs["False"]) - between_steps(runs["True"])
+    finding = t(
+        f"set_to_none=True frees {nbytes(freed)} between steps; "
+        f"{cfg['accum_steps']} micro-batches hold 1× the gradients",
+        f"set_to_none=True: {nbytes(freed, el=True)} ελεύθερα ανάμεσα στα βήματα· "
+        f"{cfg['accum_steps']} micro-batches κρατούν 1× τις κλίσεις",
+    )
+    stamp(
+        fig,
+        axes[0],
+        finding,
+        ctx.device_line(),
+        t(
+            "after each forward, backward, step and zero_grad",
+            "μετά από κάθε forward, backward, step και zero_grad",
+        ),
+    )
+    return _plot.to_png(fig)
+
+
+DEMO = Demo(
+    id="grad-accumulation-set-to-none",
+    title="Gradient accumulation and zero_grad(set_to_none=True)",
+    title_el="Συσσώρευση κλίσεων και zero_grad(set_to_none=True)",
+    kind=DemoKind.TORCH,
+    run=run,
+    params=(
+        Param("layers", int, 1, 16, 4, "Linear + ReLU layers"),
+        Param("width", int, 64, 4096, 1024, "features per layer"),
+        Param("batch", int, 1, 1024, 64, "rows per micro-batch"),
+        Param("accum_steps", int, 1, 8, 4, "micro-batches per optimizer step"),
+        Param("steps", int, 2, 4, 2, "optimizer steps"),
+    ),
+    timeout=120.0,
+)

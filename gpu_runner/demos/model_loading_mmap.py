@@ -1,0 +1,325 @@
+"""Loading a checkpoint: peak host memory of a plain `torch.load` vs ``mmap=True`` and
+``load_state_dict(assign=True)`` into a model built on the meta device.
+
+A plain load into a freshly built model holds two copies at once: the model's own
+(randomly initialised) weights and the loaded state dict. Building the model on the
+``meta`` device allocates nothing, and ``assign=True`` makes the loaded tensors the
+parameters: one copy. With ``mmap=True`` the loaded tensors are views of the file's
+pages: nothing is read until used, and what is read is file-backed page cache (the
+kernel can drop it and share it between processes) rather than anonymous memory.
+
+Each mode runs in a fresh process forked from this demo (no torch work happens in the
+demo process itself), warmed up on a tiny checkpoint first so that library code paged
+in on first use is not counted. Linux's ``/proc/self/status`` gives the peak resident
+set (``VmHWM``, reset through ``/proc/self/clear_refs``) and what is resident at the end,
+split into anonymous (``RssAnon``) and file-backed (``RssFile``) memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from gpu_runner.demos import _plot
+from gpu_runner.demos._context import DemoOutput, RunContext, title_line
+from gpu_runner.demos._registry import Demo, DemoKind, Param
+from gpu_runner.demos._step_plots import stamp
+from gpu_runner.demos._units import nbytes, number
+
+MiB = 1 << 20
+WIDTH = 1024  # Linear(1024, 1024, bias=False): 4 MiB of fp32 weights per layer
+MODES = ("plain", "mmap", "meta+assign", "meta+mmap+assign")
+FIELDS = ("VmHWM", "VmRSS", "RssAnon", "RssFile")
+
+
+def status() -> dict[str, int]:
+    """The process's memory counters in bytes (empty where /proc is not there)."""
+    out: dict[str, int] = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in FIELDS:
+                    out[key] = int(value.split()[0]) * 1024
+    except OSError:
+        pass
+    return out
+
+
+def reset_peak() -> bool:
+    """Set VmHWM to the current resident size (Linux >= 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def in_fresh_process(work: Callable[[], dict[str, Any]], timeout: float = 120.0) -> dict[str, Any]:
+    """Run `work` in a forked child and return its JSON-able result (or an error)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never return into the caller's stack
+        os.close(read)
+        try:
+            answer = work()
+        except BaseException as exc:  # reported to the parent, whatever it is
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        with os.fdopen(write, "w") as out:
+            json.dump(answer, out)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as inp:
+        data = inp.read()
+    _, code = os.waitpid(pid, 0)
+    if not data:
+        return {"error": f"the measuring process ended with status {code} and no result"}
+    result: dict[str, Any] = json.loads(data)
+    return result
+
+
+def build(torch: Any, layers: int, width: int, device: str) -> Any:
+    with torch.device(device):
+        return torch.nn.Sequential(
+            *[torch.nn.Linear(width, width, bias=False) for _ in range(layers)]
+        )
+
+
+def load(torch: Any, mode: str, path: str, layers: int, width: int) -> Any:
+    meta = mode.startswith("meta")
+    model = build(torch, layers, width, "meta" if meta else "cpu")
+    state = torch.load(path, mmap="mmap" in mode, weights_only=True)
+    model.load_state_dict(state, assign=meta)
+    return model
+
+
+def measure_mode(torch: Any, mode: str, path: str, tiny: str, layers: int) -> dict[str, Any]:
+    """In a fresh process: warm up on the tiny file, then load the real one."""
+    load(torch, mode, tiny, 1, 64)(torch.ones(1, 64))  # page in the code paths used below
+    peak_ok = reset_peak()
+    start = status()
+    began = time.perf_counter()
+    model = load(torch, mode, path, layers, WIDTH)
+    seconds = time.perf_counter() - began
+    loaded = status()
+    with torch.no_grad():
+        model(torch.ones(1, WIDTH))  # touches every weight
+    used = status()
+
+    def delta(now: dict[str, int], key: str) -> int:
+        return now.get(key, 0) - start.get(key, 0)
+
+    return {
+        "peak_bytes": loaded["VmHWM"] - start["VmRSS"] if peak_ok and loaded else None,
+        "anon_bytes": delta(loaded, "RssAnon"),
+        "file_bytes": delta(loaded, "RssFile"),
+        "anon_after_forward_bytes": delta(used, "RssAnon"),
+        "file_after_forward_bytes": delta(used, "RssFile"),
+        "load_s": round(seconds, 3),
+    }
+
+
+def run(ctx: RunContext) -> DemoOutput:
+    torch = ctx.require_torch()
+    layers = max(1, ctx.int("size_mib") // 4)
+    with tempfile.TemporaryDirectory(prefix="quizbot-load-") as tmp:
+        path, tiny = os.path.join(tmp, "model.pt"), os.path.join(tmp, "tiny.pt")
+
+        def save() -> dict[str, Any]:
+            torch.manual_seed(0)
+            torch.save(build(torch, layers, WIDTH, "cpu").state_dict(), path)
+            torch.save(build(torch, 1, 64, "cpu").state_dict(), tiny)
+            return {"file_bytes": os.path.getsize(path)}
+
+        saved = in_fresh_process(save)
+        if "error" in saved:
+            raise RuntimeError(f"could not write the checkpoint: {saved['error']}")
+        modes = {
+            mode: in_fresh_process(partial(measure_mode, torch, mode, path, tiny, layers))
+            for mode in MODES
+        }
+    weights = layers * WIDTH * WIDTH * 4
+    metrics = {
+        "config": {"layers": layers, "width": WIDTH, "dtype": "float32"},
+        "weights_bytes": weights,
+        "file_bytes": saved["file_bytes"],
+        "modes": modes,
+        "measured_with": "/proc/self/status (VmHWM, RssAnon, RssFile), a fresh process per mode",
+        "simulated": False,
+    }
+    lines = report(ctx, weights, modes)
+    png = plot(ctx, weights, modes)
+    return DemoOutput("\n".join(lines), metrics, png, host_line(ctx), False)
+
+
+def host_line(ctx: RunContext) -> str:
+    return ctx.tr("host memory", "μνήμη του host (RAM)") + " · " + ctx.device_line()
+
+
+def ratio(value: int | None, weights: int, el: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    if value < 0.05 * weights:
+        return f"<{number(0.1, 1, el=el)}×"
+    return f"{number(value / weights, 1, el=el)}×"
+
+
+def report(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> list[str]:
+    t, el = ctx.tr, ctx.el
+    code = {
+        "plain": "`model = Net(); model.load_state_dict(torch.load(f))`",
+        "mmap": "`model = Net(); model.load_state_dict(torch.load(f, mmap=True))`",
+        "meta+assign": "`with torch.device('meta'): Net()` + `load_state_dict(…, assign=True)`",
+        "meta+mmap+assign": "meta + `torch.load(f, mmap=True)` + `assign=True`",
+    }
+    lines = [
+        title_line(
+            ctx,
+            "Loading a checkpoint: peak host memory",
+            "Φόρτωση checkpoint: μέγιστη μνήμη του host",
+            False,
+        ),
+        t(
+            f"A {nbytes(weights)} fp32 state dict, four ways, each in a fresh process; peak "
+            "resident memory above the start (`VmHWM`), then what stays resident: anonymous "
+            "(RAM or swap) / file-backed (page cache, droppable).",
+            f"Ένα state dict fp32 {nbytes(weights, el=True)}, με τέσσερις τρόπους, ο καθένας "
+            "σε νέα διεργασία· μέγιστη μνήμη (`VmHWM`) πάνω από την αρχή, και τι μένει μετά: "
+            "ανώνυμη (RAM ή swap) / από αρχείο (page cache, μπορεί να αποδεσμευτεί).",
+        ),
+    ]
+    for mode in MODES:
+        r = modes[mode]
+        if "error" in r:
+            lines.append(f"- {mode}: {r['error']}")
+            continue
+        peak = "n/a" if r["peak_bytes"] is None else nbytes(r["peak_bytes"], el=el)
+        lines.append(
+            f"- *{mode}* {code[mode]}: "
+            + t("peak ", "μέγιστο ")
+            + f"*{peak}* ({ratio(r['peak_bytes'], weights, el)}) · "
+            + f"{nbytes(r['anon_bytes'], el=el)} / {nbytes(r['file_bytes'], el=el)}"
+            + t(
+                f" · after a forward {nbytes(r['anon_after_forward_bytes'])} / "
+                f"{nbytes(r['file_after_forward_bytes'])} · {number(r['load_s'], 2)} s",
+                f" · μετά από ένα forward {nbytes(r['anon_after_forward_bytes'], el=True)} / "
+                f"{nbytes(r['file_after_forward_bytes'], el=True)} · "
+                f"{number(r['load_s'], 2, el=True)} s",
+            )
+        )
+    lines.append(
+        t(
+            "A plain load into a built model holds two copies (random init + loaded). "
+            "`mmap=True` alone does not help then: copying into the model reads every page "
+            "(file-backed while the load runs). Meta + `assign=True` keeps one copy; with "
+            "`mmap=True` too, pages are read only when used, and they are file-backed. Since "
+            "torch 2.6 `torch.load` defaults to `weights_only=True`.",
+            "Η απλή φόρτωση σε ήδη φτιαγμένο μοντέλο κρατά δύο αντίγραφα (τυχαία "
+            "αρχικοποίηση + φορτωμένο). Τότε το `mmap=True` μόνο του δεν βοηθά: η αντιγραφή στο "
+            "μοντέλο διαβάζει κάθε σελίδα (από το αρχείο, όσο διαρκεί η φόρτωση). Με meta + "
+            "`assign=True` μένει ένα αντίγραφο· αν προστεθεί και `mmap=True`, οι σελίδες "
+            "διαβάζονται μόνο όταν χρησιμοποιηθούν και προέρχονται από το αρχείο. Από την torch "
+            "2.6 το `torch.load` έχει από προεπιλογή `weights_only=True`.",
+        )
+    )
+    return lines
+
+
+def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> bytes:
+    t = ctx.tr
+    fig, (ax,) = _plot.figure(8.0, 3.8)
+    ok = [m for m in MODES if "error" not in modes[m]]
+    xs = range(len(ok))
+    tops: list[float] = []
+    for shift, suffix, hatch in ((-0.2, "", None), (0.2, "_after_forward", "///")):
+        anon = [modes[m][f"anon{suffix}_bytes"] / MiB for m in ok]
+        file = [max(modes[m][f"file{suffix}_bytes"], 0) / MiB for m in ok]
+        at = [x + shift for x in xs]
+        ax.bar(at, anon, width=0.36, color=_plot.ALLOCATED, hatch=hatch, edgecolor="white")
+        ax.bar(at, file, width=0.36, bottom=anon, color=_plot.FREE, hatch=hatch, edgecolor="white")
+        tops += [a + f for a, f in zip(anon, file, strict=True)]
+    peaks = [modes[m]["peak_bytes"] for m in ok]
+    if all(p is not None for p in peaks):
+        for x, p in zip(xs, peaks, strict=True):
+            ax.plot([x - 0.4, x + 0.0], [p / MiB] * 2, color="black", linewidth=2.2)
+            ax.annotate(
+                ratio(p, weights, ctx.el),
+                (x - 0.2, p / MiB),
+                xytext=(0, 3),
+                textcoords="offset points",
+                ha="center",
+                fontsize=8,
+            )
+            tops.append(p / MiB)
+    ax.axhline(weights / MiB, color=_plot.MUTED, linestyle="--", linewidth=1)
+    ax.annotate(
+        t("1 × the weights", "1 × τα βάρη"),
+        (-0.45, weights / MiB),
+        xytext=(0, 3),
+        textcoords="offset points",
+        fontsize=7.5,
+        color=_plot.MUTED,
+    )
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    ax.legend(
+        handles=[
+            Line2D(
+                [],
+                [],
+                color="black",
+                linewidth=2.2,
+                label=t("peak during the load (VmHWM)", "μέγιστο κατά τη φόρτωση (VmHWM)"),
+            ),
+            Patch(color=_plot.ALLOCATED, label=t("anonymous", "ανώνυμη")),
+            Patch(color=_plot.FREE, label=t("file-backed (page cache)", "από αρχείο (page cache)")),
+            Patch(
+                facecolor="white",
+                edgecolor=_plot.MUTED,
+                hatch="///",
+                label=t("right bar: after a forward", "δεξιά στήλη: μετά από forward"),
+            ),
+        ],
+        fontsize=7.5,
+        frameon=False,
+        loc="upper right",
+    )
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(ok, fontsize=8)
+    ax.set_ylabel(t("resident above the start (MiB)", "μνήμη πάνω από την αρχή (MiB)"))
+    ax.set_ylim(0, max(tops) * 1.45)
+    best = min(ok, key=lambda m: modes[m]["peak_bytes"] or 0)
+    plain = modes["plain"].get("peak_bytes")
+    finding = t(
+        f"Loading {nbytes(weights)}: plain peaks at {ratio(plain, weights)} the weights, "
+        f"{best} at {ratio(modes[best]['peak_bytes'], weights)}",
+        f"Φόρτωση {nbytes(weights, el=True)}: η απλή φτάνει "
+        f"{ratio(plain, weights, True)} τα βάρη, η {best} "
+        f"{ratio(modes[best]['peak_bytes'], weights, True)}",
+    )
+    stamp(
+        fig,
+        ax,
+        finding,
+        host_line(ctx),
+        t("resident after the load | after a forward", "μετά τη φόρτωση | μετά από forward"),
+    )
+    return _plot.to_png(fig)
+
+
+DEMO = Demo(
+    id="model-loading-mmap",
+    title="Loading a checkpoint: torch.load mmap=True and load_state_dict(assign=True)",
+    title_el="Φόρτωση checkpoint: torch.load mmap=True και load_state_dict(assign=True)",
+    kind=DemoKind.TORCH,
+    run=run,
+    params=(Param("size_mib", int, 16, 2048, 256, "checkpoint size in MiB (fp32 weights)"),),
+    timeout=180.0,
+)
