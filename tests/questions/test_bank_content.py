@@ -42,6 +42,10 @@ KNOWN_DEMOS = {
     "pinned-vs-pageable",
     "view-keeps-storage",
     "cuda-graph-pool",
+    "attention-memory",
+    "ddp-gradient-buckets",
+    "model-loading-mmap",
+    "grad-accumulation-set-to-none",
 }
 NEW_DEMOS = {"adam-memory-breakdown", "pinned-vs-pageable", "view-keeps-storage", "cuda-graph-pool"}
 
