@@ -32,6 +32,11 @@ _t0 = time.perf_counter()
 _out = _attack()
 _seconds = time.perf_counter() - _t0
 _rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+try:  # ru_maxrss keeps the parent's peak across fork+exec; VmHWM is this image's own
+    with open("/proc/self/status") as _f:
+        _rss = next(int(l.split()[1]) for l in _f if l.startswith("VmHWM:")) / 1024
+except OSError:
+    pass
 print(json.dumps({{"seconds": _seconds, "peak_rss_mb": _rss, "out": _out}}))
 """
 
