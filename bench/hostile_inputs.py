@@ -58,9 +58,12 @@ def question_attacks(tmp: Path) -> Iterator[tuple[str, Measured]]:
         bank.mkdir()
         (bank / "sample-question.yaml").write_text(yaml.safe_dump(valid_question()))
         (bank / name).write_text(text)
-        yield f"yaml_{Path(name).stem}", measure(
-            "from pathlib import Path\nfrom questions import validate_bank\n",
-            f"return '\\n'.join(validate_bank(Path({str(bank)!r})))",
+        yield (
+            f"yaml_{Path(name).stem}",
+            measure(
+                "from pathlib import Path\nfrom questions import validate_bank\n",
+                f"return '\\n'.join(validate_bank(Path({str(bank)!r})))",
+            ),
         )
 
 
@@ -70,9 +73,12 @@ def snapshot_attacks(tmp: Path) -> Iterator[tuple[str, Measured]]:
     for name, (make, _) in ATTACKS.items():
         path = tmp / f"{name}.pickle"
         path.write_bytes(make())
-        yield f"pickle_{name}", measure(
-            "from gpu_runner.sim import SnapshotError, load_snapshot\n",
-            SNAPSHOT.format(path=str(path)),
+        yield (
+            f"pickle_{name}",
+            measure(
+                "from gpu_runner.sim import SnapshotError, load_snapshot\n",
+                SNAPSHOT.format(path=str(path)),
+            ),
         )
 
 
@@ -82,11 +88,14 @@ def restore_attacks(tmp: Path) -> Iterator[tuple[str, Measured]]:
     live = migrated(tmp / "live.db")
     for kind, (make, _) in NOT_QUIZBOT.items():
         candidate = make(tmp / f"restore-{kind}.db")
-        yield f"restore_{kind}", measure(
-            "from pathlib import Path\nfrom bot.errors import StorageError\n"
-            "from storage.backup import restore\n"
-            "import storage.restore_check as c\nc.known_revisions()\n",
-            RESTORE.format(url=f"sqlite:///{live}", path=str(candidate)),
+        yield (
+            f"restore_{kind}",
+            measure(
+                "from pathlib import Path\nfrom bot.errors import StorageError\n"
+                "from storage.backup import restore\n"
+                "import storage.restore_check as c\nc.known_revisions()\n",
+                RESTORE.format(url=f"sqlite:///{live}", path=str(candidate)),
+            ),
         )
 
 
@@ -107,8 +116,9 @@ def schedule_attacks() -> Iterator[tuple[str, Measured]]:
     for name, words in cases.items():
         if words is None:  # `/quiz schedule off 10**23`: the id is checked before storage
             action = "return repr(parse_schedule_id('1' + '0' * 23))"
-            yield f"schedule_{name}", measure(
-                "from bot.scheduling.spec import parse_schedule_id\n", action
+            yield (
+                f"schedule_{name}",
+                measure("from bot.scheduling.spec import parse_schedule_id\n", action),
             )
             continue
         yield f"schedule_{name}", measure(setup, SCHEDULE.format(words=words))
