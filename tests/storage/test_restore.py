@@ -149,32 +149,28 @@ def test_an_older_quizbot_database_is_restored_and_upgraded_later(
     assert tables(live) == set(expected_schema("0003"))
 
 
-def test_the_restore_command_answers_a_directory_in_one_line(live: Path, tmp_path: Path) -> None:
+def restore_command(live: Path, backup_file: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("QUIZBOT_")}
     env["QUIZBOT_DATABASE_URL"] = url(live)
-    (tmp_path / "dir.db").mkdir()
-    done = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "db", "restore", str(tmp_path / "dir.db")],
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "db", "restore", str(backup_file)],
         env=env,
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_the_restore_command_answers_a_directory_in_one_line(live: Path, tmp_path: Path) -> None:
+    done = restore_command(live, directory(tmp_path / "dir.db"))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"quizbot: error: {str(tmp_path / 'dir.db')!r} is a directory; pass the file that "
         "`quizbot db backup PATH` wrote"
     ]
     good = migrated(tmp_path / "good.db")
-    done = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "db", "restore", str(good)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = restore_command(live, good)
     assert done.returncode == 0, done.stderr
     assert f"restored {good} (schema revision {head_revision()})" in done.stdout
     assert "the database it replaced was saved to " in done.stdout
