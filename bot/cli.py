@@ -178,8 +178,12 @@ def _db_restore(args: argparse.Namespace) -> int:
     from storage.backup import restore
 
     url = database_url(load_settings())
-    restore(url, args.path)
-    print(f"restored {args.path}")
+    done = restore(url, args.path)
+    print(f"restored {args.path} (schema revision {done.revision})")
+    if done.previous is not None:
+        print(f"the database it replaced was saved to {done.previous}")
+    if done.revision != done.head:
+        print(f"it is upgraded to revision {done.head} at the next start (or: quizbot db upgrade)")
     return 0
 
 

@@ -21,9 +21,13 @@ from typing import Any
 from bot.domain import DemoState, Locale
 from bot.errors import MissingExtraError
 from gpu_runner.demos._alloc import set_allocator_settings
-from gpu_runner.demos._context import SIMULATED_DEVICE, RunContext
+from gpu_runner.demos._context import SIMULATED_DEVICE, DemoOutput, RunContext
 from gpu_runner.demos._registry import DemoKind, DemoRequestError, Registry
 from gpu_runner.wire import dumps, json_safe
+
+MiB = 1 << 20
+# Held while the demo runs, freed when it meets its memory cap: room to report that.
+MEMORY_RESERVE = 1 * MiB
 
 
 def _write(fd: int, data: Mapping[str, Any]) -> None:
@@ -43,6 +47,21 @@ def _host_memory_cap(nbytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (OSError, ValueError):
         pass  # not Linux: the timeout still bounds the demo
+
+
+def _host_allocation_failed(exc: Exception) -> bool:
+    """torch's CPU allocator reports a refused allocation as a RuntimeError."""
+    return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
+
+
+def _failure(exc: Exception, device: str, gpu_cap: int) -> dict[str, Any]:
+    first = (str(exc).splitlines() or [""])[0][:500]
+    if type(exc).__name__ == "OutOfMemoryError":
+        cap = f" (cap {gpu_cap // MiB} MiB)" if gpu_cap else ""
+        error = f"ran out of GPU memory{cap}: {first}"
+    else:
+        error = f"{type(exc).__name__}: {first}"
+    return {"kind": "result", "state": DemoState.FAILED.value, "device": device, "error": error}
 
 
 def run_child(
@@ -95,6 +114,9 @@ def run_child(
     )
     device = SIMULATED_DEVICE if demo.kind is DemoKind.ALLOCATOR and not cuda else ctx.device_line()
     _write(result_fd, {"kind": "started", "at": time.time(), "device": device})
+    host_cap = int(request.get("host_memory_cap") or 0) if not cuda else 0
+    reserve = bytearray(MEMORY_RESERVE)
+    out: DemoOutput | None = None  # None: the demo met its memory cap
     try:
         out = demo.run(ctx)
     except MissingExtraError as exc:
@@ -108,18 +130,20 @@ def run_child(
             },
         )
         return 0
+    except MemoryError:
+        pass  # leaving this block releases the demo's frames (the traceback holds them)
     except Exception as exc:
-        traceback.print_exc()  # to the log pipe: the server keeps its tail
-        oom = type(exc).__name__ == "OutOfMemoryError"
+        if not _host_allocation_failed(exc):
+            traceback.print_exc()  # to the log pipe: the server keeps its tail
+            _write(result_fd, _failure(exc, device, int(gpu_cap) if gpu_cap else 0))
+            return 1
+    if out is None:
+        del reserve  # room to report
+        cap = f" (cap {host_cap // MiB} MiB)" if host_cap else ""
+        error = f"ran out of memory{cap}: the demo needed more host memory than it may use"
         _write(
             result_fd,
-            {
-                "kind": "result",
-                "state": DemoState.FAILED.value,
-                "device": device,
-                "error": ("out of GPU memory: " if oom else f"{type(exc).__name__}: ")
-                + (str(exc).splitlines() or [""])[0][:500],
-            },
+            {"kind": "result", "state": DemoState.FAILED.value, "device": device, "error": error},
         )
         return 1
     _write(

@@ -26,6 +26,7 @@ from typing import IO, Any, Self
 from bot.domain import DemoJob, DemoResult, DemoState
 from gpu_runner.demos import DEFAULT_REGISTRY, Registry, load_registry
 from gpu_runner.environment import demo_environment, per_demo_environment
+from gpu_runner.isolation import DEFAULT_DEMO_USER, demo_credentials, make_non_dumpable
 from gpu_runner.wire import dumps, result_from_payload
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,9 @@ class ExecutorConfig:
     start_timeout: float = 120.0  # importing torch on a cold disk is slow
     python: str = sys.executable
     extra_env: dict[str, str] = field(default_factory=dict)  # allow-listed names only
+    # Started as root, demos run as this user (a name or uid[:gid]); None: as uid 0
+    # without capabilities (see gpu_runner.isolation).
+    demo_user: str | None = DEFAULT_DEMO_USER
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,7 @@ class DeviceInfo:
     names: tuple[str, ...]
     cuda: str | None
     preload_s: float = 0.0
+    isolation: str = ""  # who demos run as, e.g. "uid 65534, no capabilities"
 
     @property
     def line(self) -> str:
@@ -147,6 +152,10 @@ class Executor:
         return self._info
 
     def _spawn(self) -> None:
+        # This process holds the secrets (bot tokens, database URL): demos must not be able
+        # to read its /proc/<pid>/environ (see gpu_runner.isolation).
+        make_non_dumpable("process that runs demos")
+        creds = demo_credentials(self.config.demo_user)
         env = demo_environment(os.environ, self.config.extra_env)
         # The child must import this very code base, wherever the bot runs from.
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -158,6 +167,8 @@ class Executor:
             "--registry",
             self.config.registry,
         ]
+        if creds is not None:
+            cmd += ["--demo-user", creds.as_argument()]
         if not self.config.torch:
             cmd.append("--no-torch")
         elif not self.config.preload_torch:
@@ -310,7 +321,9 @@ class Executor:
                 names=tuple(msg.get("names") or ()),
                 cuda=msg.get("cuda"),
                 preload_s=float(msg.get("preload_s") or 0.0),
+                isolation=str(msg.get("isolation") or ""),
             )
+            log.info("demo fork server ready; demos run as %s", self._info.isolation)
             self._hello.set()
             return
         with self._lock:

@@ -28,6 +28,12 @@ from typing import Any
 
 from gpu_runner.demos import load_registry
 from gpu_runner.demos._registry import Registry
+from gpu_runner.isolation import (
+    DemoCredentials,
+    DemoIsolation,
+    make_non_dumpable,
+    plan_isolation,
+)
 from gpu_runner.wire import dumps
 
 LOG_TAIL = 16 * 1024
@@ -116,9 +122,15 @@ def probe_gpus(use_torch: bool) -> dict[str, Any]:
 
 class Server:
     def __init__(
-        self, registry: Registry, out_fd: int, base_env: Mapping[str, str], use_torch: bool = True
+        self,
+        registry: Registry,
+        out_fd: int,
+        base_env: Mapping[str, str],
+        use_torch: bool = True,
+        isolation: DemoIsolation | None = None,
     ) -> None:
         self.registry = registry
+        self.isolation = isolation
         self.use_torch = use_torch
         self.out_fd = out_fd
         self.base_env = dict(base_env)
@@ -185,7 +197,9 @@ class Server:
             code = 1
             try:
                 os.setsid()  # its own process group: a timeout kills everything it started
-                _die_with_parent(self_pid)
+                if self.isolation is not None:
+                    _isolate(self.isolation, result_w)
+                _die_with_parent(self_pid)  # after the switch: a uid change clears it
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 devnull = os.open(os.devnull, os.O_RDONLY)
                 os.dup2(devnull, 0)
@@ -359,6 +373,17 @@ class Server:
         }
 
 
+def _isolate(isolation: DemoIsolation, result_fd: int) -> None:
+    """Drop root before any demo code runs; if that fails, report it and never run it."""
+    try:
+        isolation.apply()
+    except OSError as exc:
+        error = f"could not isolate the demo ({isolation.description}): {exc}; nothing ran"
+        payload = {"kind": "result", "state": "failed", "error": error, "device": ""}
+        os.write(result_fd, dumps(payload))
+        os._exit(1)
+
+
 def _die_with_parent(parent: int) -> None:
     """Linux: SIGKILL this child if the fork server dies (even by SIGKILL), so a crashed
     server leaves no demo running on its own."""
@@ -384,7 +409,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--registry", required=True)
     parser.add_argument("--no-torch", action="store_true", help="act as if torch were absent")
     parser.add_argument("--no-preload", action="store_true", help="children import torch")
+    parser.add_argument("--demo-user", default=None, help="uid:gid[:groups] of demo children")
     args = parser.parse_args(argv)
+    make_non_dumpable("demo fork server")
     # Keep the protocol on a private descriptor; anything printed goes to stderr.
     out_fd = os.dup(1)
     os.dup2(2, 1)
@@ -393,7 +420,10 @@ def main(argv: list[str] | None = None) -> int:
     info = preload(use_torch and not args.no_preload)
     registry = load_registry(args.registry)
     info.update(probe_gpus(use_torch and not args.no_preload))
-    server = Server(registry, out_fd, dict(os.environ), use_torch)
+    creds = DemoCredentials.from_argument(args.demo_user) if args.demo_user else None
+    isolation = plan_isolation(creds)
+    info["isolation"] = isolation.description
+    server = Server(registry, out_fd, dict(os.environ), use_torch, isolation)
     server.send({"op": "hello", "pid": os.getpid(), "demos": registry.ids(), **info})
     server.serve()
     # Skip interpreter teardown (torch's takes seconds): nothing is left to flush.

@@ -3,11 +3,15 @@
 `validate_bank` collects every problem in every file, never stopping at the first; each
 message names the file, the question id when it is known, the field, and the fix.
 `load_bank` raises `QuestionBankError` with that list, or returns the `QuestionBank`.
+
+Each file is read within bounds (`questions.bounded_yaml`: size, nesting, no aliases), and
+whatever it holds is echoed cut short (`bot.quoting`): a hostile file costs one short
+problem line, and never stops the check of the other files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,8 @@ from pydantic_core import ErrorDetails
 from bot.bank import QuestionBank, question_from_dict
 from bot.domain import Question
 from bot.errors import QuestionBankError
+from bot.quoting import cut, quoted
+from questions.bounded_yaml import RefusedYamlError, load_question_yaml
 from questions.schema import (
     CHOICE_MAX,
     EXPLANATION_MAX,
@@ -35,25 +41,9 @@ BANK_DIR = Path(__file__).parent / "bank"
 SUFFIX = ".yaml"
 
 _LIMITS = {"prompt": PROMPT_MAX, "choices": CHOICE_MAX, "explanation": EXPLANATION_MAX}
+# A file with thousands of unknown keys gets this many lines, then a count.
+MAX_PROBLEMS_PER_FILE = 20
 _KEBAB_FIX = "use lowercase letters and digits joined by single '-', e.g. 'kv-cache'"
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a key given twice in one mapping (PyYAML keeps the last)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        seen: set[object] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"found duplicate key {key!r}; keep only one",
-                    key_node.start_mark,
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +89,7 @@ def _check_bank(path: Path) -> tuple[list[str], list[Question]]:
         qid = result.qid
         if qid is not None and qid in first_file:
             problems.append(
-                f"{file.name} (id {qid}): id: duplicate id, already used by "
+                f"{file.name} (id {cut(qid)}): id: duplicate id, already used by "
                 f"{first_file[qid]}; ids are unique, give this question a new id"
             )
             continue
@@ -110,16 +100,48 @@ def _check_bank(path: Path) -> tuple[list[str], list[Question]]:
     return problems, questions
 
 
+class _Unreadable(Exception):
+    """The file cannot be turned into data; the message is the whole problem."""
+
+
 def _check_file(file: Path) -> _FileResult:
-    name = file.name
     try:
-        text = file.read_text(encoding="utf-8")
+        result = _check_data(file, _read(file))
+    except _Unreadable as exc:
+        return _FileResult([f"{file.name}: {exc}"], None)
+    except Exception as exc:  # one hostile file must not stop the check of the others
+        return _FileResult(
+            [
+                f"{file.name}: the file could not be checked ({type(exc).__name__}: "
+                f"{cut(str(exc))}); make it a plain question file like the others"
+            ],
+            None,
+        )
+    if len(result.problems) > MAX_PROBLEMS_PER_FILE:
+        shown = result.problems[:MAX_PROBLEMS_PER_FILE]
+        more = len(result.problems) - MAX_PROBLEMS_PER_FILE
+        shown.append(f"{file.name}: {more} more problems in this file; fix the ones above first")
+        return _FileResult(shown, None, result.qid)
+    return result
+
+
+def _read(file: Path) -> Any:
+    try:
+        return load_question_yaml(file)
+    except RefusedYamlError as exc:
+        raise _Unreadable(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
-        return _FileResult([f"{name}: cannot read the file ({exc}); save it as UTF-8"], None)
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+        raise _Unreadable(f"cannot read the file ({cut(str(exc))}); save it as UTF-8") from None
     except yaml.YAMLError as exc:
-        return _FileResult([f"{name}: {_yaml_error(exc)}"], None)
+        raise _Unreadable(_yaml_error(exc)) from None
+    except (ValueError, OverflowError, RecursionError) as exc:
+        raise _Unreadable(
+            f"a value cannot be read ({cut(str(exc))}); quote dates and very long numbers"
+        ) from None
+
+
+def _check_data(file: Path, data: Any) -> _FileResult:
+    name = file.name
     if data is None:
         return _FileResult([f"{name}: the file is empty; write one question as a mapping"], None)
     if not isinstance(data, dict):
@@ -145,7 +167,7 @@ def validate_question(data: dict[str, Any], file_name: str | None = None) -> lis
 def _check_data(data: dict[Any, Any], file: Path) -> _FileResult:
     name = file.name
     qid = data.get("id") if isinstance(data.get("id"), str) and data.get("id") else None
-    where = f"{name} (id {qid})" if qid else name
+    where = f"{name} (id {cut(qid)})" if qid else name
     problems: list[str] = []
     if file.suffix != SUFFIX:
         problems.append(f"{where}: file name: rename it to end in {SUFFIX}")
@@ -171,7 +193,7 @@ def normalized_dict(model: QuestionFileModel) -> dict[str, Any]:
 def _yaml_error(exc: yaml.YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-    problem = getattr(exc, "problem", None) or str(exc)
+    problem = cut(getattr(exc, "problem", None) or str(exc), 200)
     context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
     if context and context_mark is not None and context_mark is not mark:
         # The scanner notices an unclosed quote or bracket late; say where it began.
@@ -187,7 +209,7 @@ def _cross_field_problems(data: dict[Any, Any], file: Path) -> Iterator[str]:
     if isinstance(qid, str) and qid and file.stem != qid:
         yield (
             f"id: the file name {file.name} does not match the id; rename the file to "
-            f"{qid}{SUFFIX} (ids are never renamed once shipped)"
+            f"{cut(qid)}{SUFFIX} (ids are never renamed once shipped)"
         )
     counts: dict[str, int] = {}
     for loc in LOCALES:
@@ -206,8 +228,8 @@ def _cross_field_problems(data: dict[Any, Any], file: Path) -> Iterator[str]:
         for loc, n in counts.items():
             if n >= MIN_CHOICES and answer >= n:
                 yield (
-                    f"answer: answer {answer} is out of range for {loc}.choices ({n} choices; "
-                    f"answer is a 0-based index 0..{n - 1})"
+                    f"answer: answer {quoted(answer)} is out of range for {loc}.choices "
+                    f"({n} choices; answer is a 0-based index 0..{n - 1})"
                 )
                 break
 
@@ -240,7 +262,7 @@ def _field(loc: tuple[int | str, ...]) -> str:
 def _describe(err: ErrorDetails) -> str:
     """A pydantic error as '<field>: <what is wrong>; <the fix>'."""
     loc = tuple(err["loc"])
-    field = _field(loc)
+    field = cut(_field(loc))
     kind = err["type"]
     value = err["input"]
     ctx = err.get("ctx") or {}
@@ -266,17 +288,17 @@ def _describe(err: ErrorDetails) -> str:
     if kind == "string_pattern_mismatch":
         if last == "references" or (len(loc) > 1 and loc[0] == "references"):
             return (
-                f"{field}: {value!r} is not an https:// link; link the primary source "
+                f"{field}: {quoted(value)} is not an https:// link; link the primary source "
                 f"(PyTorch docs or source, CUDA docs, vLLM docs, the paper)"
             )
-        return f"{field}: {value!r} is not kebab-case; {_KEBAB_FIX}"
+        return f"{field}: {quoted(value)} is not kebab-case; {_KEBAB_FIX}"
     if kind in ("greater_than_equal", "less_than_equal") and last == "difficulty":
         return (
-            f"{field}: difficulty {value!r} is outside 1..3; use 1 (knows the concept), "
+            f"{field}: difficulty {quoted(value)} is outside 1..3; use 1 (knows the concept), "
             f"2 (has used the API) or 3 (reasons about numbers)"
         )
     if kind == "greater_than_equal" and last == "answer":
-        return f"{field}: answer {value!r} is negative; answer is a 0-based choice index"
+        return f"{field}: answer {quoted(value)} is negative; answer is a 0-based choice index"
     if kind in ("too_short", "too_long"):
         if last == "references":
             return f"{field}: no reference; add at least one link to primary documentation"
@@ -286,19 +308,19 @@ def _describe(err: ErrorDetails) -> str:
             f"(4 for this bank)"
         )
     if kind == "int_type":
-        return f"{field}: expected a whole number, got {value!r}; write it without quotes"
+        return f"{field}: expected a whole number, got {quoted(value)}; write it without quotes"
     if kind == "string_type":
-        return f"{field}: expected text, got {value!r}; put the text in quotes"
+        return f"{field}: expected text, got {quoted(value)}; put the text in quotes"
     if kind == "list_type":
         return f"{field}: expected a list, got {type(value).__name__}; write ['...', '...']"
     if kind in ("model_type", "dict_type"):
         return f"{field}: expected a mapping of keys, got {type(value).__name__}; fix the nesting"
     if kind == "invalid-json-value":
         return (
-            f"{field}: {value!r} is not plain data; inputs hold numbers, text, booleans, "
+            f"{field}: {quoted(value)} is not plain data; inputs hold numbers, text, booleans, "
             f"lists and mappings only (quote dates)"
         )
-    return f"{field}: {err['msg']}; fix the value {value!r}"
+    return f"{field}: {cut(err['msg'])}; fix the value {quoted(value)}"
 
 
 def _text_kind(loc: tuple[int | str, ...]) -> str:

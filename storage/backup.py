@@ -7,11 +7,15 @@ lets readers and one writer proceed). PostgreSQL deployments use `pg_dump`/`pg_r
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
 from bot.errors import StorageError
+from storage.engine import head_revision
+from storage.restore_check import check_backup_file
 
 
 def sqlite_path(url: str) -> Path:
@@ -48,14 +52,32 @@ def backup(url: str, target: Path) -> int:
     return pages
 
 
-def restore(url: str, backup_file: Path) -> None:
-    """Replace the database's content with a backup (stop the bot first)."""
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """What `restore` did: the revision put in place, and where the old file went."""
+
+    revision: str
+    head: str | None
+    previous: Path | None  # a copy of the database that was replaced, if there was one
+
+
+def restore(url: str, backup_file: Path, *, now: datetime | None = None) -> Restored:
+    """Replace the database's content with a backup (stop the bot first).
+
+    Only a quizbot database at a known revision with the expected tables is accepted
+    (`storage.restore_check`); the current database is copied aside first.
+    """
     target = sqlite_path(url)
-    if not backup_file.exists():
-        raise StorageError(f"no backup at {str(backup_file)!r}")
+    if target.exists() and backup_file.exists() and target.samefile(backup_file):
+        raise StorageError(f"{str(backup_file)!r} is the database itself; pass a backup file")
+    revision = check_backup_file(backup_file)
+    previous: Path | None = None
+    if target.exists() and target.stat().st_size > 0:
+        stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+        previous = target.with_name(f"{target.name}.before-restore-{stamp}")
+        backup(url, previous)
     src = sqlite3.connect(f"file:{backup_file}?mode=ro", uri=True)
     try:
-        _check(src, backup_file)
         dst = sqlite3.connect(target, timeout=30)
         try:
             with dst:
@@ -64,6 +86,7 @@ def restore(url: str, backup_file: Path) -> None:
             dst.close()
     finally:
         src.close()
+    return Restored(revision, head_revision(), previous)
 
 
 def _check(conn: sqlite3.Connection, path: Path) -> None:

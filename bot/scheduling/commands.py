@@ -13,12 +13,14 @@ from bot.errors import UserFacingError
 from bot.i18n import N_, Translator, translator
 from bot.messages import Message
 from bot.quiz import QuizService
+from bot.quoting import cut
 from bot.scheduling.scheduler import Scheduler
 from bot.scheduling.spec import (
     EXAMPLE_TIME,
     describe,
     find_zone,
     format_duration,
+    parse_schedule_id,
     parse_schedule_request,
 )
 
@@ -135,16 +137,16 @@ async def _off(
 ) -> list[Reply]:
     schedule_id: int | None = None
     if words:
-        text = words[0].lstrip("#")
-        if not text.isdigit():
+        # Checked before storage sees it: 10**23 does not fit a 64-bit key.
+        schedule_id = parse_schedule_id(words[0])
+        if schedule_id is None:
             raise UserFacingError(
                 t(
                     "{value!r} is not a schedule number: /quiz schedule list shows them. "
                     "Example that works: /quiz schedule off 3",
-                    value=words[0],
+                    value=cut(words[0]),
                 )
             )
-        schedule_id = int(text)
     ids = await scheduler.disable(inv.channel, schedule_id)
     if not ids:
         if schedule_id is not None:

@@ -20,6 +20,7 @@ Everything here is pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +28,11 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from bot.i18n import N_
+
+# The longest cron expression accepted: the width of the column that stores it. A list
+# longer than that is better written as a range or a step.
+MAX_CRON_LENGTH = 128
+_CRON_NUMBER = re.compile(r"^[0-9]{1,4}$")  # ASCII only: "²".isdigit() is True, int() fails
 
 # How far to look for the next slot. Five years covers a Feb 29 schedule; an expression
 # with no slot in that span is refused as one that never fires.
@@ -123,6 +129,15 @@ class Recurrence:
     def cron(cls, expression: str, zone: ZoneInfo) -> Recurrence:
         """Parse ``minute hour day-of-month month day-of-week`` (names, ranges, lists,
         steps and the ``@daily``-style macros are accepted)."""
+        if len(expression) > MAX_CRON_LENGTH:
+            raise RecurrenceError(
+                N_(
+                    "the cron expression is {length} characters long, the limit is {limit}: "
+                    "write long lists as ranges (1-5) or steps (*/15)"
+                ),
+                length=len(expression),
+                limit=MAX_CRON_LENGTH,
+            )
         text = CRON_MACROS.get(expression.strip().lower(), expression)
         fields = text.split()
         if len(fields) != 5:
@@ -257,7 +272,7 @@ def _cron_field(
         token = token.lower()
         if token in names:
             return names.index(token) + base
-        if not token.isdigit():
+        if not _CRON_NUMBER.match(token):
             raise bad()
         value = int(token)
         if not low <= value <= high:
@@ -269,7 +284,8 @@ def _cron_field(
         spec, _, step_text = part.partition("/")
         step = 1
         if step_text:
-            if not step_text.isdigit() or int(step_text) < 1:
+            # A step longer than the field's range fires once: */10**20 is a typo.
+            if not _CRON_NUMBER.match(step_text) or not 1 <= int(step_text) <= high:
                 raise bad()
             step = int(step_text)
         if spec == "*":
@@ -362,6 +378,7 @@ def format_weekdays(days: frozenset[int]) -> str:
 
 __all__ = [
     "HORIZON_DAYS",
+    "MAX_CRON_LENGTH",
     "Recurrence",
     "RecurrenceError",
     "day_index",

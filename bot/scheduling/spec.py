@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from bot.domain import DemoPolicy, Schedule
 from bot.errors import UserFacingError
 from bot.i18n import Translator
+from bot.quoting import cut
 from bot.scheduling.recurrence import (
     ALL_DAYS,
     WEEKDAY_ALIASES,
@@ -36,9 +37,15 @@ EXAMPLE_DEMO = "/quiz schedule set 09:30 Europe/Athens mon-fri demo button"
 MAX_DEFAULT_WINDOW = timedelta(hours=24)
 MIN_WINDOW = timedelta(minutes=1)
 MAX_WINDOW = timedelta(days=7)
+# parse_duration saturates here: every caller's range is far shorter, so its range check
+# (not an overflow in timedelta or in date arithmetic) answers an absurd duration.
+DURATION_LIMIT = timedelta(days=36_600)
+# Schedule ids are the storage's 64-bit keys; a larger number names no schedule.
+MAX_SCHEDULE_ID = 2**63 - 1
 
-_TIME = re.compile(r"^(\d{1,2})[:.h](\d{2})$")
-_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?:in)?)?(?:(\d+)s)?$")
+_TIME = re.compile(r"^([0-9]{1,2})[:.h]([0-9]{2})$")
+_DURATION = re.compile(r"^(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m(?:in)?)?(?:([0-9]+)s)?$")
+_SCHEDULE_ID = re.compile(r"^#?([0-9]{1,19})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +83,27 @@ def format_duration(delta: timedelta) -> str:
 
 
 def parse_duration(text: str) -> timedelta | None:
-    """``8h``, ``90m``, ``1h30m``, ``2d``, ``45s``; None if it is not a duration."""
+    """``8h``, ``90m``, ``1h30m``, ``2d``, ``45s``; None if it is not a duration.
+
+    A duration longer than `DURATION_LIMIT` comes back as `DURATION_LIMIT` (it is out of
+    every caller's range), never as an overflow."""
     m = _DURATION.match(text.strip().lower().lstrip("+"))
     if not m or not any(m.groups()):
         return None
+    if any(g and len(g) > 12 for g in m.groups()):  # before int(): no 10**20-day timedelta
+        return DURATION_LIMIT
     d, h, mins, s = (int(g) if g else 0 for g in m.groups())
-    return timedelta(days=d, hours=h, minutes=mins, seconds=s)
+    seconds = ((d * 24 + h) * 60 + mins) * 60 + s
+    return min(timedelta(seconds=min(seconds, 10**13)), DURATION_LIMIT)
+
+
+def parse_schedule_id(text: str) -> int | None:
+    """``3`` or ``#3`` as a schedule id; None if it is not one (negative, huge, not a number)."""
+    m = _SCHEDULE_ID.match(text.strip())
+    if m is None:
+        return None
+    value = int(m.group(1))
+    return value if 1 <= value <= MAX_SCHEDULE_ID else None
 
 
 @cache
@@ -161,6 +183,7 @@ def _parse(words: list[str], t: Translator, default_zone: str, now: datetime) ->
                     demo = _demo(rest[0], t)
             i += 1 + (0 if eq else used)
             continue
+        word = cut(word)  # echoed in a refusal at most this long
         if (m := _TIME.match(word)) is not None:
             hour, minute = int(m.group(1)), int(m.group(2))
             if hour > 23 or minute > 59:
@@ -206,7 +229,7 @@ def _parse(words: list[str], t: Translator, default_zone: str, now: datetime) ->
                 t(
                     "the cron expression {expr!r} never fires "
                     "(no matching date in the next five years)",
-                    expr=cron,
+                    expr=cut(cron),
                 ),
                 EXAMPLE_CRON,
             )
@@ -224,7 +247,7 @@ def _parse(words: list[str], t: Translator, default_zone: str, now: datetime) ->
     )
 
 
-_NUMBERISH = re.compile(r"\d{1,2}[:.h]\d*|\d+")
+_NUMBERISH = re.compile(r"[0-9]{1,2}[:.h][0-9]*|[0-9]+")
 _EXAMPLES = {"window": EXAMPLE_WINDOW, "demo": EXAMPLE_DEMO, "cron": EXAMPLE_CRON}
 
 
@@ -247,7 +270,7 @@ def _window(value: str, t: Translator) -> timedelta:
     if delta is None:
         raise _fail(
             t,
-            t("{value!r} is not a duration: use e.g. 8h, 90m or 1h30m", value=value),
+            t("{value!r} is not a duration: use e.g. 8h, 90m or 1h30m", value=cut(value)),
             EXAMPLE_WINDOW,
         )
     if not MIN_WINDOW <= delta <= MAX_WINDOW:
@@ -255,7 +278,7 @@ def _window(value: str, t: Translator) -> timedelta:
             t,
             t(
                 "an answer window of {value} is out of range: use 1m to 7d",
-                value=value,
+                value=cut(value),
             ),
             EXAMPLE_WINDOW,
         )
@@ -268,7 +291,7 @@ def _demo(value: str, t: Translator) -> DemoPolicy:
     except ValueError:
         raise _fail(
             t,
-            t("{value!r} is not a demo setting: use auto, button or off", value=value),
+            t("{value!r} is not a demo setting: use auto, button or off", value=cut(value)),
             EXAMPLE_DEMO,
         ) from None
 
@@ -304,11 +327,13 @@ __all__ = [
     "EXAMPLE_CRON",
     "EXAMPLE_TIME",
     "MAX_DEFAULT_WINDOW",
+    "MAX_SCHEDULE_ID",
     "ScheduleRequest",
     "describe",
     "find_zone",
     "format_duration",
     "parse_duration",
+    "parse_schedule_id",
     "parse_schedule_request",
     "recurrence_of",
 ]

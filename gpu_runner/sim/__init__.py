@@ -29,9 +29,11 @@ from gpu_runner.sim._sizes import (
 from gpu_runner.sim._snapshot import BlockInfo, SegmentInfo
 from gpu_runner.sim._state import Block
 from gpu_runner.sim._trace import Snapshot, load_snapshot
+from gpu_runner.sim._unpickle import MAX_SNAPSHOT_BYTES
 from gpu_runner.sim.replay import ReplayResult, Timeline, replay_events, replay_file
 
 __all__ = [
+    "MAX_SNAPSHOT_BYTES",
     "AllocatorConfig",
     "AllocatorConfigError",
     "Block",

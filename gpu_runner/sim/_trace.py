@@ -1,33 +1,35 @@
 """Reading ``torch.cuda.memory._dump_snapshot()`` pickles safely (spec 2.4).
 
-The file is unpickled with an unpickler that resolves no classes except a few builtin
-containers, so a pickle that names any other callable is refused before anything in it
-runs. The result is checked against the shape torch writes and turned into compact
-event tuples.
+The file is read only up to a size limit, and unpickled by `gpu_runner.sim._unpickle`:
+plain data only (a pickle that names any callable is refused before anything in it runs),
+within a budget of built bytes. The result is checked against the shape torch writes and
+turned into compact event tuples; values are echoed cut short (`bot.quoting`).
 """
 
 from __future__ import annotations
 
-import io
+import math
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from bot.quoting import quoted
 from gpu_runner.sim._config import AllocatorConfig, parse_conf
 from gpu_runner.sim._errors import AllocatorConfigError, SnapshotError
-from gpu_runner.sim._sizes import SIZE_MAX
-
-_ALLOWED_GLOBALS = frozenset(
-    {
-        ("builtins", "set"),
-        ("builtins", "frozenset"),
-        ("builtins", "bytearray"),
-        ("builtins", "complex"),
-        ("collections", "OrderedDict"),
-    }
+from gpu_runner.sim._sizes import SIZE_MAX, MiB
+from gpu_runner.sim._unpickle import (
+    MAX_SNAPSHOT_BYTES,
+    BrokenPickleError,
+    RefusedPickleError,
+    restricted_loads,
 )
+
+# A trace entry takes at least 28 bytes of pickle (a dict of six keys); an event list
+# longer than the file allows holds one entry many times over (memo references).
+MIN_EVENT_BYTES = 16
+_VALUE_MAX = 1 << 64  # addresses, sizes and streams are 64-bit
+_CONF_MAX = 4096  # characters of a recorded PYTORCH_CUDA_ALLOC_CONF worth parsing
 
 # replay action codes
 ALLOC = 0
@@ -51,25 +53,6 @@ _ACTIONS = {
 Event = tuple[int, int, int, int, int]
 
 
-class RefusedPickleError(pickle.UnpicklingError):
-    """The pickle names a class or function outside the allowed builtins."""
-
-
-class _RestrictedUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _ALLOWED_GLOBALS:
-            return super().find_class(module, name)
-        raise RefusedPickleError(f"it refers to {module}.{name}, which is not plain data")
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise RefusedPickleError("it uses persistent ids, which are not plain data")
-
-
-def restricted_loads(data: bytes) -> Any:
-    """Unpickle plain data only (dicts, lists, tuples, str, numbers, a few containers)."""
-    return _RestrictedUnpickler(io.BytesIO(data)).load()
-
-
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """The parts of a memory snapshot that replay needs."""
@@ -87,9 +70,15 @@ class Snapshot:
 
 def _int(event: Mapping[str, object], key: str, where: str) -> int:
     value = event.get(key)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise SnapshotError(f"{where}: field {key!r} must be an integer, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or abs(value) >= _VALUE_MAX:
+        raise SnapshotError(f"{where}: field {key!r} must be a 64-bit integer, got {quoted(value)}")
     return value
+
+
+def _finite_number(value: object) -> bool:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    return math.isfinite(value) and abs(value) < _VALUE_MAX
 
 
 def _events(raw: object, device: int, path: str) -> tuple[tuple[Event, ...], int]:
@@ -103,13 +92,13 @@ def _events(raw: object, device: int, path: str) -> tuple[tuple[Event, ...], int
             raise SnapshotError(f"{where} must be a dict, got {type(event).__name__}")
         action = event.get("action")
         if not isinstance(action, str):
-            raise SnapshotError(f"{where}: field 'action' must be a string, got {action!r}")
+            raise SnapshotError(f"{where}: field 'action' must be a string, got {quoted(action)}")
         code = _ACTIONS.get(action)
         if code is None:  # "snapshot" markers and newer actions carry nothing to replay
             ignored += 1
             continue
         time_us = event.get("time_us", -1)
-        if not isinstance(time_us, int | float) or isinstance(time_us, bool):
+        if not _finite_number(time_us):
             time_us = -1
         if code == OOM:  # oom events carry device_free instead of addr
             out.append((OOM, 0, _int(event, "size", where), 0, int(time_us)))
@@ -142,7 +131,7 @@ def _recorded_settings(raw: object) -> tuple[AllocatorConfig, str]:
     if not isinstance(raw, dict):
         return parse_conf(""), "not recorded in the snapshot: torch defaults assumed"
     text = raw.get("PYTORCH_CUDA_ALLOC_CONF")
-    if isinstance(text, str):
+    if isinstance(text, str) and len(text) <= _CONF_MAX:
         try:
             return parse_conf(text), "PYTORCH_CUDA_ALLOC_CONF of the recorded run"
         except AllocatorConfigError:
@@ -162,8 +151,11 @@ def _recorded_settings(raw: object) -> tuple[AllocatorConfig, str]:
         return parse_conf(""), "allocator_settings unreadable: torch defaults assumed"
 
 
-def parse_snapshot(data: object, path: str = "<snapshot>") -> Snapshot:
-    """Check the shape of an unpickled snapshot and extract the traces."""
+def parse_snapshot(
+    data: object, path: str = "<snapshot>", max_events: int | None = None
+) -> Snapshot:
+    """Check the shape of an unpickled snapshot and extract the traces (at most
+    ``max_events`` events in all, when given)."""
     if not isinstance(data, dict):
         raise SnapshotError(
             f"{path} is not a torch memory snapshot: expected a dict with 'segments' and "
@@ -177,6 +169,13 @@ def parse_snapshot(data: object, path: str = "<snapshot>") -> Snapshot:
     traces_raw = data["device_traces"]
     if not isinstance(traces_raw, list):
         raise SnapshotError(f"{path}: 'device_traces' must be a list (one entry per device)")
+    total = sum(len(raw) for raw in traces_raw if isinstance(raw, list))
+    if max_events is not None and total > max_events:
+        raise SnapshotError(
+            f"{path} lists {total:,} events, more than a file of its size can hold "
+            f"({max_events:,}): it repeats entries by reference, which "
+            "torch.cuda.memory._dump_snapshot() never writes"
+        )
     traces = []
     ignored = 0
     for device, raw in enumerate(traces_raw):
@@ -199,13 +198,20 @@ def parse_snapshot(data: object, path: str = "<snapshot>") -> Snapshot:
     )
 
 
-def load_snapshot(path: str | Path) -> Snapshot:
-    """Read and check a snapshot file; `SnapshotError` says what is wrong with it."""
+def load_snapshot(path: str | Path, max_bytes: int = MAX_SNAPSHOT_BYTES) -> Snapshot:
+    """Read and check a snapshot file of at most ``max_bytes``; `SnapshotError` says what
+    is wrong with it."""
     file = Path(path)
     try:
-        data = file.read_bytes()
+        size = file.stat().st_size
+        if size > max_bytes:
+            raise SnapshotError(_too_big(file, size, max_bytes))
+        with file.open("rb") as f:
+            data = f.read(max_bytes + 1)  # the file may have grown since the stat
     except OSError as exc:
         raise SnapshotError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise SnapshotError(_too_big(file, len(data), max_bytes))
     try:
         obj = restricted_loads(data)
     except RefusedPickleError as exc:
@@ -213,9 +219,23 @@ def load_snapshot(path: str | Path) -> Snapshot:
             f"{file} was refused: {exc}. A snapshot file may only hold plain data (dicts, "
             "lists, numbers, strings); nothing in it was executed"
         ) from exc
-    except Exception as exc:  # truncated or garbage input raises many kinds of errors
+    except (BrokenPickleError, pickle.UnpicklingError, ValueError, EOFError) as exc:
         raise SnapshotError(
-            f"{file} is corrupted or not a pickle ({type(exc).__name__}: {exc}); write it "
-            "again with torch.cuda.memory._dump_snapshot()"
+            f"{file} is corrupted or not a pickle ({type(exc).__name__}: "
+            f"{quoted(str(exc), 200)[1:-1]}); write it again with "
+            "torch.cuda.memory._dump_snapshot()"
         ) from exc
-    return parse_snapshot(obj, str(file))
+    except Exception as exc:  # garbage input raises many kinds of errors
+        raise SnapshotError(
+            f"{file} is corrupted or not a pickle ({type(exc).__name__}); write it again "
+            "with torch.cuda.memory._dump_snapshot()"
+        ) from exc
+    return parse_snapshot(obj, str(file), max_events=len(data) // MIN_EVENT_BYTES + 1)
+
+
+def _too_big(file: Path, size: int, limit: int) -> str:
+    return (
+        f"{file} is {size / MiB:,.1f} MiB, over the {limit / MiB:,.0f} MiB limit for a "
+        "snapshot; record fewer entries (_record_memory_history(max_entries=...)) or "
+        "raise the limit"
+    )

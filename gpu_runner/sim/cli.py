@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from gpu_runner.sim._errors import AllocatorConfigError, SnapshotError
-from gpu_runner.sim._sizes import GiB, format_mib, parse_size
+from gpu_runner.sim._sizes import GiB, MiB, format_mib, parse_size
+from gpu_runner.sim._unpickle import MAX_SNAPSHOT_BYTES
 from gpu_runner.sim.replay import RecordedFigures, ReplayResult, recorded_figures, replay_file
 
 EXIT_OK = 0
@@ -47,6 +48,11 @@ def add_sim_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         help="device memory of the simulated GPU (default 80GiB), e.g. 141GB",
     )
     replay.add_argument("--device", type=int, default=None, help="device trace to replay")
+    replay.add_argument(
+        "--max-size",
+        default=f"{MAX_SNAPSHOT_BYTES // MiB}MiB",
+        help=f"refuse larger snapshot files (default {MAX_SNAPSHOT_BYTES // MiB}MiB)",
+    )
     where = replay.add_mutually_exclusive_group()
     where.add_argument("--out", type=Path, help="directory for the PNG (default: .)")
     where.add_argument("--plot", type=Path, help="path of the PNG")
@@ -94,7 +100,11 @@ def run_replay(args: argparse.Namespace) -> int:
     try:
         total = parse_size(args.total_memory)
         snapshot, device, recorded, asked = replay_file(
-            args.snapshot, total_memory=total, conf=args.conf, device=args.device
+            args.snapshot,
+            total_memory=total,
+            conf=args.conf,
+            device=args.device,
+            max_bytes=parse_size(args.max_size),
         )
     except (SnapshotError, AllocatorConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -27,6 +27,7 @@ from gpu_runner.sim._trace import (
     Snapshot,
     load_snapshot,
 )
+from gpu_runner.sim._unpickle import MAX_SNAPSHOT_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,12 +183,14 @@ def replay_file(
     total_memory: int,
     conf: str | None = None,
     device: int | None = None,
+    max_bytes: int = MAX_SNAPSHOT_BYTES,
 ) -> tuple[Snapshot, int, ReplayResult, ReplayResult]:
-    """Replay a snapshot file with its recorded settings and with `conf` (default: defaults).
+    """Replay a snapshot file (at most `max_bytes`) with its recorded settings and with
+    `conf` (default: defaults).
 
     Returns the snapshot, the device replayed, and the two results (recorded, asked).
     """
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(path, max_bytes)
     asked = parse_conf(conf or "")
     dev = snapshot.busiest_device() if device is None else device
     if not 0 <= dev < len(snapshot.traces):

@@ -71,6 +71,41 @@ def _env(ctx: RunContext) -> DemoOutput:
     )
 
 
+def _hog(ctx: RunContext) -> DemoOutput:
+    """Allocates 1 MiB at a time until the memory cap stops it (or one huge block)."""
+    if ctx.int("at_once"):
+        held = [bytearray(1 << 40)]
+    else:
+        held = []
+        while True:
+            held.append(bytearray(1 << 20))
+    return DemoOutput(f"held {len(held)}")
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return "read: " + f.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"refused: {type(exc).__name__}"
+
+
+def _peek(ctx: RunContext) -> DemoOutput:
+    """What a hostile demo would try: the environment of the fork server and of the
+    process above it (the bot), through /proc."""
+    server = os.getppid()
+    with open(f"/proc/{server}/stat") as f:
+        bot = int(f.read().rsplit(")", 1)[1].split()[1])  # field 4: the parent's pid
+    metrics = {
+        "uid": os.getuid(),
+        "bot_pid": bot,
+        "bot_environ": _read(f"/proc/{bot}/environ"),
+        "server_environ": _read(f"/proc/{server}/environ"),
+        "own_environ": _read("/proc/self/environ")[:6],
+    }
+    return DemoOutput("peeked", metrics, PNG, "test device")
+
+
 def _gate(ctx: RunContext) -> DemoOutput:
     """Waits until the test opens the gate (creates a file), then succeeds."""
     gate = gate_path(ctx.int("token"))
@@ -109,5 +144,14 @@ def registry() -> Registry:
             alloc_conf="expandable_segments:True",
         ),
         Demo("gate", "Gate", "Πύλη", DemoKind.TORCH, _gate, TOKEN),
+        Demo(
+            "hog",
+            "Hogs memory",
+            "Τρώει μνήμη",
+            DemoKind.TORCH,
+            _hog,
+            (Param("at_once", int, 0, 1, 0, "one huge block"),),
+        ),
+        Demo("peek", "Peeks", "Κρυφοκοιτάζει", DemoKind.TORCH, _peek),
     ]
     return Registry.of(real + faults, source=SOURCE)

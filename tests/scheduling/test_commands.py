@@ -12,6 +12,7 @@ from bot.commands import CommandSet, Invocation, Reply, core_commands, run_comma
 from bot.domain import ChannelRef, DemoPolicy, Locale
 from bot.quiz import QuizService
 from bot.scheduling import Scheduler, register_schedule_commands
+from bot.scheduling.recurrence import MAX_CRON_LENGTH
 from storage.store import SqlStore
 from tests.conftest import user
 
@@ -125,6 +126,28 @@ async def test_schedules_of_another_channel_cannot_be_turned_off_from_here(
         ("schedule set cron 0 9 31 4 * Europe/Athens", "never fires"),
         ("schedule frobnicate", "Unknown schedule action 'frobnicate'"),
         ("schedule off three", "'three' is not a schedule number"),
+        # Hostile values: refused before any arithmetic or storage, and echoed cut short.
+        (
+            "schedule set 09:30 UTC window 99999999999999999999d",
+            "an answer window of 99999999999999999999d is out of range: use 1m to 7d",
+        ),
+        (
+            "schedule set 09:30 UTC window " + "9" * 5000 + "d",
+            "an answer window of " + "9" * 60 + "… is out of range",
+        ),
+        ("schedule set 09:30 " + "x" * 10_000, "'" + "x" * 60 + "…' is not a time"),
+        ("schedule off 100000000000000000000000", "'100000000000000000000000' is not a sched"),
+        ("schedule off 9223372036854775808", "'9223372036854775808' is not a schedule number"),
+        ("schedule off ²", "'²' is not a schedule number"),
+        (
+            'schedule set cron "*/100000000000000000000 * * * *" UTC',
+            "the minute field '*/100000000000000000000' of the cron expression is not valid",
+        ),
+        ('schedule set cron "*/² * * * *" UTC', "the minute field '*/²' of the cron"),
+        (
+            'schedule set cron "' + "0," * 70 + '0 9 * * *" UTC',
+            "the cron expression is 149 characters long, the limit is 128: write long lists",
+        ),
     ],
 )
 async def test_bad_input_gets_a_message_naming_the_problem_and_a_working_example(
@@ -145,6 +168,18 @@ async def test_bad_input_gets_a_message_naming_the_problem_and_a_working_example
     assert len(await store.schedules.in_channel(channel)) == (
         1 if example.group(2).startswith("schedule set") else 0
     )
+
+
+async def test_a_cron_expression_as_long_as_the_column_is_stored_and_read_back(
+    commands: CommandSet, service: QuizService, store: SqlStore, channel: ChannelRef
+) -> None:
+    minutes = ",".join(str(m) for m in range(0, 60, 2))
+    days = ",".join(str(d) for d in range(1, 16))
+    expression = f"{minutes} 009 {days} * *"  # the hour padded to reach the limit exactly
+    assert len(expression) == MAX_CRON_LENGTH
+    await run(commands, service, channel, f'schedule set cron "{expression}" UTC')
+    (stored,) = await store.schedules.in_channel(channel)
+    assert stored.cron == expression
 
 
 async def test_only_admins_may_schedule(

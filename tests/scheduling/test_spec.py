@@ -12,6 +12,8 @@ from bot.domain import DemoPolicy, Locale
 from bot.errors import UserFacingError
 from bot.i18n import translator
 from bot.scheduling import parse_duration, parse_schedule_request
+from bot.scheduling.spec import DURATION_LIMIT, parse_schedule_id
+from tests.hostile import assert_bounded, measure
 
 EN = translator(Locale.EN)
 NOW = datetime(2027, 3, 20, 12, tzinfo=UTC)
@@ -114,3 +116,61 @@ def test_errors_are_translated_for_a_greek_channel() -> None:
         parse_schedule_request(["25:00"], translator(Locale.EL), "UTC", NOW)
     assert "25:00" in str(info.value) and "/quiz schedule set" in str(info.value)
     assert "not a time of day" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("+99999999999999999999d", DURATION_LIMIT),
+        ("9" * 5000 + "h", DURATION_LIMIT),
+        ("999999999d999999999h", DURATION_LIMIT),
+        ("36600d", DURATION_LIMIT),
+        ("36599d23h", timedelta(days=36599, hours=23)),
+        ("²h", None),
+    ],
+)
+def test_durations_saturate_instead_of_overflowing(text: str, expected: timedelta | None) -> None:
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("3", 3),
+        ("#3", 3),
+        ("9223372036854775807", 2**63 - 1),
+        ("9223372036854775808", None),
+        ("0", None),
+        ("-1", None),
+        ("1" * 30, None),
+        ("²", None),
+    ],
+)
+def test_schedule_ids_fit_the_storage_key(text: str, expected: int | None) -> None:
+    assert parse_schedule_id(text) == expected
+
+
+def test_absurd_schedule_words_are_refused_within_a_second_and_200_mb() -> None:
+    # Words as the command runner hands them over (its own splitting is not timed here).
+    measured = measure(
+        "from datetime import UTC, datetime\nfrom bot.domain import Locale\n"
+        "from bot.errors import UserFacingError\nfrom bot.i18n import translator\n"
+        "from bot.scheduling import parse_schedule_request\n",
+        """
+        out = []
+        for words in [
+            ["09:30", "UTC", "window", "99999999999999999999d"],
+            ["09:30", "UTC", "window", "9" * 100_000 + "d"],
+            ["cron", "*/100000000000000000000 * * * *", "UTC"],
+            ["cron", "0," * 500_000 + "0 9 * * *", "UTC"],
+            ["09:30", "Europe/" * 100_000],
+        ]:
+            try:
+                parse_schedule_request(words, translator(Locale.EN), "UTC", datetime.now(UTC))
+            except UserFacingError as exc:
+                out.append(str(exc))
+        return out
+        """,
+    )
+    assert_bounded(measured)
+    assert len(measured.out) == 5 and all(len(m) < 400 for m in measured.out), measured.out

@@ -30,6 +30,7 @@ def test_public_api_surface_is_pinned() -> None:
         "InvalidFreeError",
         "InvariantError",
         "KiB",
+        "MAX_SNAPSHOT_BYTES",
         "MiB",
         "OutOfMemoryError",
         "ReplayResult",

@@ -6,6 +6,7 @@ import argparse
 import collections
 import os
 import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -200,12 +201,28 @@ def test_pickle_with_a_foreign_class_is_refused(tmp_path: Path) -> None:
         load_snapshot(path)
 
 
-def test_builtin_containers_are_allowed(tmp_path: Path) -> None:
-    event = collections.OrderedDict(
-        action="alloc", addr=16, size=1000, stream=0, time_us=1, frames=({"set": {1}},)
-    )
+def test_plain_data_containers_are_allowed(tmp_path: Path) -> None:
+    event = dict(action="alloc", addr=16, size=1000, stream=0, time_us=1, frames=({"set": {1}},))
     path = write_snapshot(tmp_path / "ok.pickle", {"segments": [], "device_traces": [[event]]})
     assert load_snapshot(path).traces[0][0][:4] == (0, 16, 1000, 0)
+
+
+@pytest.mark.parametrize(
+    ("value", "name"),
+    [
+        (collections.OrderedDict(a=1), "collections.OrderedDict"),
+        (bytearray(b"x"), "builtins.bytearray"),
+        (complex(1, 2), "builtins.complex"),
+    ],
+)
+def test_containers_torch_never_writes_are_refused_by_name(
+    tmp_path: Path, value: object, name: str
+) -> None:
+    # Built by calling a class: torch's snapshots are dicts, lists, tuples and scalars.
+    path = tmp_path / "odd.pickle"
+    path.write_bytes(pickle.dumps({"segments": [], "device_traces": [[value]]}, protocol=4))
+    with pytest.raises(SnapshotError, match=rf"refused: it refers to {re.escape(name)},"):
+        load_snapshot(path)
 
 
 @pytest.mark.parametrize(

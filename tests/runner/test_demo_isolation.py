@@ -1,0 +1,161 @@
+"""A demo cannot read the secrets of the process that runs it, and a demo that meets its
+memory cap says so.
+
+What protects is checked where it happens: in a real process holding secrets in its
+start-up environment (which is what ``/proc/<pid>/environ`` shows), with children that
+try to read it. The controls show each layer is needed: a same-user child reads a
+dumpable parent, and a root child with its capabilities reads even a non-dumpable one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.domain import DemoJob, DemoState, Locale
+from gpu_runner.executor import Executor, ExecutorConfig
+from tests.runner.fault_demos import SOURCE
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "xoxb-secret-token-for-the-isolation-test"
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+
+# A parent holding SECRET forks a child that tries to read the parent's environ. Every
+# import happens before the fork: a child that switched user may not read Python's files.
+_PARENT = """
+import json, os, sys
+from gpu_runner.isolation import (
+    DemoCredentials, PR_SET_DUMPABLE, _prctl, drop_capabilities, drop_privileges,
+    make_non_dumpable,
+)
+parent, child = sys.argv[1], sys.argv[2]
+if parent == "other-user":  # stands for a bot that does not run as root
+    drop_privileges(DemoCredentials(65534, 65534))
+if parent == "non-dumpable" or sys.argv[3] == "non-dumpable":
+    make_non_dumpable("test parent")
+else:
+    _prctl(PR_SET_DUMPABLE, 1)  # a uid change made it non-dumpable: undo, as a control
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    outcome = "?"
+    try:
+        if child == "nobody":
+            drop_privileges(DemoCredentials(65534, 65534))
+        elif child == "no-capabilities":
+            drop_capabilities()
+        secret = os.environ["QUIZBOT_SLACK_BOT_TOKEN"].encode()
+        with open(f"/proc/{os.getppid()}/environ", "rb") as f:
+            outcome = "read the secret" if secret in f.read() else "read"
+    except OSError as exc:
+        outcome = type(exc).__name__
+    finally:
+        os.write(write, outcome.encode())
+        os._exit(0)
+os.close(write)
+print(json.dumps(os.read(read, 100).decode()))
+os.waitpid(pid, 0)
+"""
+
+
+def _attempt(parent: str, child: str, dumpable: str) -> str:
+    env = {**os.environ, "QUIZBOT_SLACK_BOT_TOKEN": SECRET, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", _PARENT, parent, child, dumpable],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcome: str = json.loads(done.stdout.strip().splitlines()[-1])
+    return outcome
+
+
+@linux_only
+@pytest.mark.skipif(not IS_ROOT, reason="switching users needs root")
+@pytest.mark.parametrize(
+    ("dumpable", "outcome"),
+    [("dumpable", "read the secret"), ("non-dumpable", "PermissionError")],
+)
+def test_a_same_user_child_is_kept_out_by_a_non_dumpable_parent(
+    dumpable: str, outcome: str
+) -> None:
+    # The deployment case: the bot and its demos run as one non-root user.
+    assert _attempt("other-user", "same-user", dumpable) == outcome
+
+
+@linux_only
+@pytest.mark.skipif(not IS_ROOT, reason="the root case needs root")
+@pytest.mark.parametrize(
+    ("child", "outcome"),
+    [
+        ("root", "read the secret"),  # CAP_SYS_PTRACE ignores non-dumpable
+        ("no-capabilities", "PermissionError"),
+        ("nobody", "PermissionError"),
+    ],
+)
+def test_under_root_a_child_must_lose_its_capabilities_or_its_uid(child: str, outcome: str) -> None:
+    assert _attempt("root", child, "non-dumpable") == outcome
+
+
+_BOT = """
+import json, os
+from bot.domain import DemoJob, Locale
+from gpu_runner.executor import Executor, ExecutorConfig
+from tests.runner.fault_demos import SOURCE
+with Executor(ExecutorConfig(registry=SOURCE, torch=False)) as executor:
+    result = executor.run(DemoJob(1, "peek", Locale.EN))
+    isolation = executor.info.isolation
+print(json.dumps({"pid": os.getpid(), "state": result.state.value, "error": result.error,
+                  "metrics": result.metrics, "isolation": isolation}))
+"""
+
+
+@linux_only
+def test_a_demo_cannot_read_the_environment_of_the_bot_that_runs_it() -> None:
+    env = {**os.environ, "QUIZBOT_SLACK_BOT_TOKEN": SECRET, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", _BOT], env=env, cwd=ROOT, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["state"] == "succeeded", seen["error"]
+    metrics = seen["metrics"]
+    assert metrics["bot_pid"] == seen["pid"]  # it did find the bot
+    assert metrics["bot_environ"] == "refused: PermissionError"
+    assert metrics["server_environ"] == "refused: PermissionError"
+    assert SECRET not in json.dumps(metrics)
+    if IS_ROOT:
+        assert seen["isolation"] in ("uid 65534, no capabilities", "uid 0 without capabilities")
+    else:
+        assert seen["isolation"] == f"uid {os.geteuid()} (the runner's own user)"
+
+
+@pytest.fixture(scope="module")
+def capped_executor() -> Iterator[Executor]:
+    config = ExecutorConfig(registry=SOURCE, timeout=20.0, torch=False, host_memory_cap=128 << 20)
+    with Executor(config) as executor:
+        yield executor
+
+
+@linux_only
+@pytest.mark.parametrize("at_once", [0, 1], ids=["little-by-little", "all-at-once"])
+def test_a_demo_that_meets_its_memory_cap_says_so(capped_executor: Executor, at_once: int) -> None:
+    result = capped_executor.run(DemoJob(1, "hog", Locale.EN, {"at_once": at_once}))
+    assert result.state is DemoState.FAILED
+    assert result.error == (
+        "ran out of memory (cap 128 MiB): the demo needed more host memory than it may use"
+    )
+    # The runner is unharmed: the next demo runs.
+    assert capped_executor.run(DemoJob(2, "crash", Locale.EN)).error == "RuntimeError: boom"
