@@ -117,10 +117,25 @@ class CommandSet:
         return name in self.admin_only or (name in self.admin_to_change and bool(args))
 
 
+MAX_COMMAND = 2000  # longer than any real `/quiz …` (Slack's own limit is 4,000)
+
+
 async def run_command(
     commands: CommandSet, service: QuizService, inv: Invocation, text: str
 ) -> list[Reply]:
     t = translator(inv.locale)
+    if len(text) > MAX_COMMAND:  # before any parsing: splitting a megabyte takes seconds
+        return [
+            Reply(
+                Message(
+                    body=t(
+                        "That command is {length} characters long; /quiz takes at most {limit}.",
+                        length=len(text),
+                        limit=MAX_COMMAND,
+                    )
+                )
+            )
+        ]
     try:
         words = shlex.split(text)
     except ValueError:

@@ -106,7 +106,7 @@ class _Unreadable(Exception):
 
 def _check_file(file: Path) -> _FileResult:
     try:
-        result = _check_data(file, _read(file))
+        result = _check_document(file, _read(file))
     except _Unreadable as exc:
         return _FileResult([f"{file.name}: {exc}"], None)
     except Exception as exc:  # one hostile file must not stop the check of the others
@@ -140,7 +140,7 @@ def _read(file: Path) -> Any:
         ) from None
 
 
-def _check_data(file: Path, data: Any) -> _FileResult:
+def _check_document(file: Path, data: Any) -> _FileResult:
     name = file.name
     if data is None:
         return _FileResult([f"{name}: the file is empty; write one question as a mapping"], None)

@@ -143,3 +143,15 @@ async def test_with_the_database_gone_a_click_is_told_to_retry_in_the_channels_l
     reply = await interactions.click(click(post.id, "1", channel))
     assert "✅" in reply.body or "❌" in reply.body
     assert len(await service.store.answers.for_post(post.id)) == 1
+
+
+async def test_a_huge_command_is_refused_before_it_is_parsed(
+    service: QuizService, channel: ChannelRef
+) -> None:
+    inv = Invocation(channel, user("ann"), Locale.EN)
+    text = "ask " + '"' * 1_000_000
+    loop = __import__("asyncio").get_running_loop()
+    started = loop.time()
+    (reply,) = await run_command(core_commands(), service, inv, text)
+    assert "at most 2000" in reply.message.body
+    assert loop.time() - started < 0.5
