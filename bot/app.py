@@ -27,6 +27,7 @@ from bot.deliveries import Deliveries
 from bot.demos import DemoDispatcher, install_demos
 from bot.domain import DemoPolicy, Locale, Platform
 from bot.errors import ConfigError, QuizError
+from bot.generated import install_generated
 from bot.interactions import Interactions
 from bot.metrics import MetricsRegistry, QuizMetrics
 from bot.ports import Chat
@@ -83,6 +84,7 @@ async def build_core(
     from adapters.web import WebServer
     from gpu_runner import open_runner
     from gpu_runner.demos import default_registry
+    from questions.families.source import FamilySource
     from storage.refs import ChannelDefaults
     from storage.store import SqlStore
 
@@ -112,8 +114,11 @@ async def build_core(
             metrics=metrics,
             ask_cooldown=timedelta(seconds=settings.ask_cooldown),
             default_locale=Locale.parse(settings.default_locale) or Locale.EN,
+            generated=FamilySource(),
         )
+        commands = core_commands()
         interactions = Interactions(service)
+        install_generated(commands, interactions, service)
         stack.push_async_callback(service.drain_updates)
         runner = await stack.enter_async_context(open_runner(settings))
 
@@ -131,7 +136,6 @@ async def build_core(
                 schedule_policy=schedule_policy,
             )
         )
-        commands = core_commands()
         install_demos(commands, interactions, dispatcher)
         install_practice(service, commands, store.practice)
         add_report_command(commands, store.reports)

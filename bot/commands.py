@@ -198,6 +198,7 @@ _DESCRIPTIONS = {
     "practice": N_("a private question just for you (not scored)"),
     "demo": N_("run a GPU memory demonstration"),
     "demos": N_("show or set when demos run after a reveal"),
+    "generated": N_("show or set the share of generated questions"),
     "schedule": N_("daily questions for this channel"),
     "report": N_("per-question statistics for admins"),
 }

@@ -169,6 +169,7 @@ class ChannelSettings:
     locale: Locale = Locale.EN
     timezone: str = "UTC"
     demo_policy: DemoPolicy = DemoPolicy.AUTO
+    generated_share: int = 25  # percent of picks that are generated questions
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +210,7 @@ class AnswerOutcome:
     choice: int | None = None  # the choice that counts (the first one, on a repeat click)
     correct: bool | None = None
     answer_count: int = 0
+    value: float | None = None  # a typed answer (the first one, on a repeat)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +220,7 @@ class Reveal:
     distribution: tuple[int, ...]  # answers per choice
     first_correct: UserRef | None
     leader: LeaderboardRow | None = None
+    guesses: tuple[float, ...] = ()  # typed answers ("predict the number"), in order
 
     @property
     def total(self) -> int:
@@ -342,3 +345,16 @@ class Delivery:
     received_at: datetime
     attempts: int
     payload: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class NumericTarget:
+    """What a typed answer must hit: `value` within `tolerance`, in `unit`."""
+
+    value: float
+    tolerance: float
+    unit: str
+
+    def accepts(self, typed: float) -> bool:
+        # A hair of slack: stored values are rounded to 6 decimals, typed ones are decimal.
+        return abs(typed - self.value) <= self.tolerance + 1e-6

@@ -3,7 +3,7 @@ implement them; the core never imports those packages."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -50,6 +50,22 @@ class Chat(Protocol):
 
     async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
         """Upload an image to the thread under `parent`."""
+        ...
+
+
+class QuestionSource(Protocol):
+    """Questions made on demand for a channel: the generated families (`questions.families`
+    behind the composition root). Never the same scenario twice in a channel."""
+
+    def names(self) -> list[str]:
+        """What `/quiz ask <name>` accepts (family ids)."""
+        ...
+
+    def next_for(
+        self, channel: ChannelRef, history: Sequence[str], name: str | None = None
+    ) -> Question:
+        """The channel's next generated question (of family `name`, else any);
+        `history` is the ids asked in the channel."""
         ...
 
 
@@ -138,14 +154,22 @@ class AnswerRepository(Protocol):
         choice: int,
         at: datetime,
         channel: ChannelRef | None = None,
+        *,
+        value: float | None = None,
+        correct: bool | None = None,
     ) -> AnswerOutcome:
         """Record the first answer of a user on an open post (the first one counts).
 
         The outcome's status is RECORDED, ALREADY_ANSWERED (with the choice that counts),
         CLOSED, UNKNOWN_POST, INVALID_CHOICE or WRONG_CHANNEL (`channel` given and not the
         post's); `question` is left for the caller. Raises `StorageUnavailable` when the
-        database did not answer within the retry budget.
+        database did not answer within the retry budget. A typed answer gives its `value`
+        and whether it is `correct` (its `choice` may be -1: no choice matches it).
         """
+        ...
+
+    async def values(self, post_id: int) -> list[float]:
+        """The typed answers of a post, in the order they were recorded."""
         ...
 
     async def for_post(self, post_id: int) -> list[Answer]:
@@ -268,6 +292,7 @@ __all__ = [
     "DeliveryLog",
     "DemoRunner",
     "PostRepository",
+    "QuestionSource",
     "QuestionVersions",
     "ScoreRepository",
     "SettingsRepository",

@@ -37,12 +37,16 @@ from bot.i18n import translator
 from bot.logs import ThrottledLog
 from bot.messages import Message
 from bot.metrics import QuizMetrics
-from bot.ports import Chat, Store
+from bot.numeric import matching_choice, numeric_target
+from bot.ports import Chat, QuestionSource, Store
+from bot.quoting import cut
 from bot.render import outcome_message, question_message, reveal_message
 from bot.scoring import board_period
 from bot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
+
+GENERATED = "generated"  # `/quiz ask generated`: a generated question of any family
 
 DEFAULT_WINDOW = timedelta(hours=24)
 # How long a reveal attempt owns its post: a reveal not marked done by then is retried by
@@ -80,6 +84,7 @@ class QuizService:
         metrics: QuizMetrics | None = None,
         ask_cooldown: timedelta = timedelta(0),  # QUIZBOT_ASK_COOLDOWN, from `build_core`
         default_locale: Locale = Locale.EN,
+        generated: QuestionSource | None = None,
     ) -> None:
         self.store = store
         self.chats = chats
@@ -88,6 +93,7 @@ class QuizService:
         self.rng = rng or random.Random()
         self.ask_cooldown = ask_cooldown
         self.default_locale = default_locale
+        self.generated = generated  # generated questions (None: the bank only)
         self.on_reveal: list[RevealListener] = []
         # Features that word the private outcome of their own posts (practice).
         self.outcome_renderers: list[OutcomeRenderer] = []
@@ -151,7 +157,7 @@ class QuizService:
                     "platform is not answering); it appears as soon as it does."
                 )
             )
-        question = await self._pick(channel, topic, settings.locale)
+        question = await self._pick(channel, topic, settings)
         now = self.clock.now()
         if kind is PostKind.ASK and self.ask_cooldown > timedelta(0):
             left = await self.store.settings.claim_ask(channel, now, self.ask_cooldown)
@@ -209,20 +215,45 @@ class QuizService:
                 )
             ) from None
 
-    async def _pick(self, channel: ChannelRef, topic: str | None, locale: Locale) -> Question:
+    async def _pick(
+        self, channel: ChannelRef, topic: str | None, settings: ChannelSettings
+    ) -> Question:
         history = [p.question_id for p in await self.store.posts.history(channel)]
-        question = pick_question(self.bank, history, self.rng, topic)
+        question = self.pick(channel, history, settings, topic)
         if question is None:
-            t = translator(locale)
+            t = translator(settings.locale)
+            topics = self.bank.topics()
+            if self.generated is not None:
+                topics = [*topics, GENERATED, *self.generated.names()]
             raise UserFacingError(
                 t(
                     "Unknown topic {topic!r}. Topics: {topics}. Example: /quiz ask {example}",
-                    topic=topic,
-                    topics=", ".join(self.bank.topics()),
-                    example=self.bank.topics()[0] if len(self.bank) else "",
+                    topic=cut(topic or ""),
+                    topics=", ".join(topics),
+                    example=topics[0] if topics else "",
                 )
             )
         return question
+
+    def pick(
+        self,
+        channel: ChannelRef,
+        history: list[str],
+        settings: ChannelSettings,
+        topic: str | None = None,
+    ) -> Question | None:
+        """The channel's next question: generated when asked for (`generated`, a family id)
+        or, without a topic, for `settings.generated_share` percent of picks; else from the
+        bank (no repeat until it is exhausted). None for an unknown topic."""
+        gen = self.generated
+        if gen is not None:
+            if topic == GENERATED:
+                return gen.next_for(channel, history)
+            if topic is not None and topic in gen.names():
+                return gen.next_for(channel, history, topic)
+            if topic is None and self.rng.random() * 100 < settings.generated_share:
+                return gen.next_for(channel, history)
+        return pick_question(self.bank, history, self.rng, topic)
 
     async def publish(
         self, post: Post, question: Question, settings: ChannelSettings | None = None
@@ -259,9 +290,42 @@ class QuizService:
         ):
             outcome = replace(outcome, status=AnswerStatus.RECORDED)
         post = outcome.post
-        question = None
+        question = await self.store.questions.get(post.question_hash) if post else None
+        return self._replied(outcome, question, user_locale)
+
+    async def record_typed(
+        self,
+        post_id: int,
+        user: UserRef,
+        value: float,
+        user_locale: Locale | None = None,
+        *,
+        channel: ChannelRef | None = None,
+    ) -> AnswerReply:
+        """Record a typed ("predict the number") answer: right when within the question's
+        tolerance; one answer per user, as for buttons."""
+        post = await self.store.posts.get(post_id)
+        question = await self.store.questions.get(post.question_hash) if post else None
+        target = numeric_target(question) if question is not None else None
+        if post is None or question is None or target is None:
+            outcome = AnswerOutcome(AnswerStatus.UNKNOWN_POST)
+            return AnswerReply(outcome, outcome_message(outcome, user_locale or Locale.EN))
+        outcome = await self.store.answers.record(
+            post_id,
+            user,
+            matching_choice(question, value, target),
+            self.clock.now(),
+            channel,
+            value=value,
+            correct=target.accepts(value),
+        )
+        return self._replied(outcome, question, user_locale)
+
+    def _replied(
+        self, outcome: AnswerOutcome, question: Question | None, user_locale: Locale | None
+    ) -> AnswerReply:
+        post = outcome.post
         if post is not None:
-            question = await self.store.questions.get(post.question_hash)
             outcome = replace(outcome, question=question)
             if question is None:
                 outcome = replace(outcome, status=AnswerStatus.UNKNOWN_POST)
@@ -363,7 +427,11 @@ class QuizService:
         distribution = await self.store.answers.distribution(post.id, question.choice_count)
         first = await self.store.answers.first_correct(post.id)
         board = await self.store.scores.leaderboard(post.channel, None, limit=1)
-        return Reveal(post, question, distribution, first, board.rows[0] if board.rows else None)
+        guesses: tuple[float, ...] = ()
+        if numeric_target(question) is not None:
+            guesses = tuple(await self.store.answers.values(post.id))
+        leader = board.rows[0] if board.rows else None
+        return Reveal(post, question, distribution, first, leader, guesses)
 
     async def _post_reveal(self, reveal: Reveal) -> None:
         """Edit the question (buttons gone), reply with the reveal, then mark it revealed;

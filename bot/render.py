@@ -22,6 +22,7 @@ from bot.domain import (
 )
 from bot.i18n import N_, Translator, translator
 from bot.messages import ActionKind, Button, Message
+from bot.numeric import format_number, numeric_target
 
 MEDALS = ("🥇", "🥈", "🥉")
 
@@ -51,6 +52,9 @@ def question_message(post: Post, question: Question, timezone: str) -> Message:
             for i in range(len(text.choices))
         )
     )
+    if not closed and numeric_target(question) is not None:
+        # A generated question also takes a typed number ("predict the number").
+        buttons += (Button(t("Type the number…"), ActionKind.NUMBER, post.id, ""),)
     footer = [t.n("{count} answered", "{count} answered", post.answer_count)]
     if closed:
         footer.append(t("closed"))
@@ -101,6 +105,8 @@ def outcome_message(outcome: AnswerOutcome, locale: Locale) -> Message:
         )
     text = q.text(locale)
     assert outcome.choice is not None
+    if outcome.value is not None:
+        return _typed_outcome(outcome, q, locale)
     chosen = f"{choice_letter(outcome.choice)}. {text.choices[outcome.choice]}"
     right = f"{choice_letter(q.answer)}. {text.choices[q.answer]}"
     if status is AnswerStatus.ALREADY_ANSWERED:
@@ -122,6 +128,80 @@ def outcome_message(outcome: AnswerOutcome, locale: Locale) -> Message:
     )
 
 
+def _typed_outcome(outcome: AnswerOutcome, q: Question, locale: Locale) -> Message:
+    t = translator(locale)
+    target = numeric_target(q)
+    assert outcome.value is not None and target is not None
+    comma = locale is Locale.EL
+    typed = f"{format_number(outcome.value, comma)} {target.unit}"
+    right = f"{format_number(target.value, comma)} {target.unit}"
+    if outcome.status is AnswerStatus.ALREADY_ANSWERED:
+        return Message(
+            body=t(
+                "You already answered this question ({choice}); only your first answer counts.",
+                choice=typed,
+            )
+        )
+    if outcome.correct:
+        head = t("✅ Correct: {value}", value=typed)
+    else:
+        head = t(
+            "❌ Not quite. You typed {value}; the answer is {right} (±{tolerance} {unit} "
+            "counts as right).",
+            value=typed,
+            right=right,
+            tolerance=format_number(target.tolerance, comma),
+            unit=target.unit,
+        )
+    return Message(
+        body=f"{head}\n\n{q.text(locale).explanation}",
+        footer=t("Your answer is hidden from the channel until the reveal."),
+    )
+
+
+def _guesses_lines(reveal: Reveal, locale: Locale) -> list[str]:
+    """The true value and a histogram of the typed answers, by distance from it."""
+    t = translator(locale)
+    target = numeric_target(reveal.question)
+    if target is None:
+        return []
+    comma = locale is Locale.EL
+    lines = [
+        "",
+        t(
+            "The number: {value} {unit} (±{tolerance} counted as right).",
+            value=format_number(target.value, comma),
+            unit=target.unit,
+            tolerance=format_number(target.tolerance, comma),
+        ),
+    ]
+    if not reveal.guesses:
+        return lines
+    bins = [0, 0, 0, 0, 0]
+    for g in reveal.guesses:
+        bins[_guess_bin(g, target.value, target.tolerance)] += 1
+    labels = [
+        t("far below (< −50%)"),
+        t("below"),
+        t("right (within ±{tolerance})", tolerance=format_number(target.tolerance, comma)),
+        t("above"),
+        t("far above (> +50%)"),
+    ]
+    total = len(reveal.guesses)
+    lines.append(t.n("{count} typed prediction:", "{count} typed predictions:", total))
+    lines += [f"- {label}: {_bar(n, total)} {n}" for label, n in zip(labels, bins, strict=True)]
+    return lines
+
+
+def _guess_bin(guess: float, value: float, tolerance: float) -> int:
+    if abs(guess - value) <= tolerance + 1e-6:
+        return 2
+    far = 0.5 * abs(value)
+    if guess < value:
+        return 0 if value - guess > far else 1
+    return 4 if guess - value > far else 3
+
+
 def reveal_message(reveal: Reveal, locale: Locale) -> Message:
     t = translator(locale)
     q = reveal.question
@@ -133,10 +213,11 @@ def reveal_message(reveal: Reveal, locale: Locale) -> Message:
         pct = round(100 * n / total) if total else 0
         mark = " ✅" if i == q.answer else ""
         lines.append(f"- {choice_letter(i)}: {_bar(n, total)} {n} ({pct}%){mark}")
+    lines += _guesses_lines(reveal, locale)
     if reveal.first_correct is not None:
         lines.append("")
         lines.append(t("First correct answer: {name}", name=reveal.first_correct.display))
-    elif total:
+    elif total or reveal.guesses:
         lines.append("")
         lines.append(t("Nobody got this one."))
     if reveal.leader is not None:

@@ -65,6 +65,14 @@ class _Pending:
     at: datetime
     channel: ChannelRef | None
     future: asyncio.Future[AnswerOutcome]
+    value: float | None = None  # a typed answer
+    correct: bool | None = None  # set for a typed answer (its choice may be -1)
+
+    def valid_for(self, choices: int) -> bool:
+        return self.value is not None or 0 <= self.choice < choices
+
+    def is_correct(self, correct_choice: int) -> bool:
+        return self.correct if self.correct is not None else self.choice == correct_choice
 
 
 class SqlAnswerRepository:
@@ -100,6 +108,9 @@ class SqlAnswerRepository:
         choice: int,
         at: datetime,
         channel: ChannelRef | None = None,
+        *,
+        value: float | None = None,
+        correct: bool | None = None,
     ) -> AnswerOutcome:
         """Record `user`'s answer unless they answered this post already (first one counts).
 
@@ -115,7 +126,7 @@ class SqlAnswerRepository:
             raise StorageUnavailable("the bot is shutting down")
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[AnswerOutcome] = loop.create_future()
-        self._queue.put_nowait(_Pending(post_id, user, choice, at, channel, fut))
+        self._queue.put_nowait(_Pending(post_id, user, choice, at, channel, fut, value, correct))
         self._idle.clear()
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write_loop(), name="answer-writer")
@@ -237,7 +248,7 @@ class SqlAnswerRepository:
             p = batch[i]
             if practice and member_ids[p.user.key] != row.practice_member_id:
                 strangers.add(member_ids[p.user.key])
-            elif 0 <= p.choice < row.choice_count:
+            elif p.valid_for(row.choice_count):
                 first.setdefault(member_ids[p.user.key], p)
         inserted: set[int] = set()
         if first:
@@ -251,8 +262,9 @@ class SqlAnswerRepository:
                     "post_id": post_id,
                     "member_id": mid,
                     "choice": p.choice,
-                    "correct": p.choice == row.correct_choice,
+                    "correct": p.is_correct(row.correct_choice),
                     "answered_at": p.at,
+                    "value": p.value,
                 }
                 for mid, p in first.items()
             ]
@@ -271,22 +283,25 @@ class SqlAnswerRepository:
         if practice and inserted:  # move the member's Leitner card; close the post
             (mid,) = inserted
             p = first[mid]
-            correct = p.choice == row.correct_choice
-            await record_practice_answer(s, row, mid, correct, p.at, self._dialect)
+            await record_practice_answer(
+                s, row, mid, p.is_correct(row.correct_choice), p.at, self._dialect
+            )
         # The choice that counts for members who had answered before this batch.
         earlier: dict[int, int] = {}
         others = [mid for mid in first if mid not in inserted] + [
             member_ids[batch[i].user.key]
             for i in idxs_here
-            if not 0 <= batch[i].choice < row.choice_count
+            if not batch[i].valid_for(row.choice_count)
         ]
+        prior_rows: dict[int, tuple[int, bool, float | None]] = {}
         if others:
             prior = await s.execute(
-                select(AnswerRow.member_id, AnswerRow.choice).where(
-                    AnswerRow.post_id == post_id, AnswerRow.member_id.in_(others)
-                )
+                select(
+                    AnswerRow.member_id, AnswerRow.choice, AnswerRow.correct, AnswerRow.value
+                ).where(AnswerRow.post_id == post_id, AnswerRow.member_id.in_(others))
             )
-            earlier = {mid: choice for mid, choice in prior}
+            prior_rows = {mid: (choice, ok, val) for mid, choice, ok, val in prior}
+            earlier = {mid: choice for mid, (choice, _, _) in prior_rows.items()}
 
         post = replace(to_post(row, ch), answer_count=count)
         out: list[AnswerOutcome] = []
@@ -298,12 +313,29 @@ class SqlAnswerRepository:
             elif mid in strangers:
                 out.append(AnswerOutcome(AnswerStatus.UNKNOWN_POST))
             elif mid in inserted and first[mid] is p:
-                out.append(_outcome(AnswerStatus.RECORDED, post, p.choice, row.correct_choice))
-            elif mid in inserted or mid in earlier:
-                counted = first[mid].choice if mid in inserted else earlier[mid]
                 out.append(
-                    _outcome(AnswerStatus.ALREADY_ANSWERED, post, counted, row.correct_choice)
+                    _outcome(
+                        AnswerStatus.RECORDED,
+                        post,
+                        p.choice,
+                        p.is_correct(row.correct_choice),
+                        p.value,
+                    )
                 )
+            elif mid in inserted:
+                counted = first[mid]
+                out.append(
+                    _outcome(
+                        AnswerStatus.ALREADY_ANSWERED,
+                        post,
+                        counted.choice,
+                        counted.is_correct(row.correct_choice),
+                        counted.value,
+                    )
+                )
+            elif mid in earlier:
+                choice, ok, val = prior_rows[mid]
+                out.append(_outcome(AnswerStatus.ALREADY_ANSWERED, post, choice, ok, val))
             else:
                 out.append(
                     AnswerOutcome(AnswerStatus.INVALID_CHOICE, post=post, answer_count=count)
@@ -329,6 +361,15 @@ class SqlAnswerRepository:
             )
             counts = {choice: n for choice, n in rows}
         return tuple(counts.get(i, 0) for i in range(choices))
+
+    async def values(self, post_id: int) -> list[float]:
+        async with self._sessions() as s:
+            rows = await s.execute(
+                select(AnswerRow.value)
+                .where(AnswerRow.post_id == post_id, AnswerRow.value.is_not(None))
+                .order_by(AnswerRow.answered_at, AnswerRow.id)
+            )
+            return [float(v) for (v,) in rows if v is not None]
 
     async def first_correct(self, post_id: int) -> UserRef | None:
         async with self._sessions() as s:
@@ -362,11 +403,14 @@ def _user(m: MemberRow) -> UserRef:
     return UserRef(Platform(m.platform), m.workspace, m.user_id, m.display_name)
 
 
-def _outcome(status: AnswerStatus, post: Post, choice: int, correct_choice: int) -> AnswerOutcome:
+def _outcome(
+    status: AnswerStatus, post: Post, choice: int, correct: bool, value: float | None
+) -> AnswerOutcome:
     return AnswerOutcome(
         status,
         post=post,
         choice=choice,
-        correct=choice == correct_choice,
+        correct=correct,
         answer_count=post.answer_count,
+        value=value,
     )

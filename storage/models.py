@@ -13,6 +13,7 @@ from sqlalchemy import (
     Boolean,
     Date,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -77,6 +78,8 @@ class ChannelRow(Base):
     # The `/quiz ask` cooldown (migration 0006): taken by a conditional update, so two
     # replicas cannot both pass it.
     last_ask_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    # The share of picks that are generated questions, in percent (migration 0007).
+    generated_share: Mapped[int] = mapped_column(SmallInteger, default=25, server_default="25")
 
 
 class MemberRow(Base):
@@ -181,6 +184,8 @@ class AnswerRow(Base):
     choice: Mapped[int] = mapped_column(SmallInteger)
     correct: Mapped[bool] = mapped_column(Boolean)
     answered_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # A typed "predict the number" answer (migration 0007); NULL for a button's answer.
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class ScoreRow(Base):

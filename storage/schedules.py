@@ -264,6 +264,7 @@ class SqlScheduleRepository:
                 Locale(ch.locale),
                 ch.timezone,
                 DemoPolicy(ch.demo_policy),
+                ch.generated_share,
             )
             out[sid] = (settings, history.get(ch.id, []))
         return out

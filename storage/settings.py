@@ -36,7 +36,11 @@ class SqlSettingsRepository:
             d = self._refs.defaults
             return ChannelSettings(channel, Locale(d.locale), d.timezone)
         return ChannelSettings(
-            channel, Locale(row.locale), row.timezone, DemoPolicy(row.demo_policy)
+            channel,
+            Locale(row.locale),
+            row.timezone,
+            DemoPolicy(row.demo_policy),
+            row.generated_share,
         )
 
     async def save(self, settings: ChannelSettings) -> None:
@@ -49,6 +53,7 @@ class SqlSettingsRepository:
                     locale=str(settings.locale),
                     timezone=settings.timezone,
                     demo_policy=str(settings.demo_policy),
+                    generated_share=settings.generated_share,
                 )
             )
 

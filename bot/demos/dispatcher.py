@@ -37,6 +37,7 @@ from bot.quiz import QuizService
 from bot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
+TRACE_KIND = "allocator-trace"  # generated questions' inputs (docs/generated-questions.md)
 
 
 SchedulePolicy = Callable[[int], Awaitable[DemoPolicy | None]]
@@ -127,7 +128,9 @@ class DemoDispatcher:
         post = await self.service.store.posts.get(post_id)
         if post is None or post.message is None:
             return None
-        checked = dict(self.catalog.check(demo, {}))
+        question = await self.service.store.questions.get(post.question_hash)
+        params = question_demo_params(question.inputs) if question is not None else {}
+        checked = dict(self.catalog.check(demo, params))
         run, created = await self.runs.create_for_post(
             post.channel,
             demo,
@@ -251,6 +254,15 @@ class DemoDispatcher:
         await self._complete(run, result)
 
     async def _complete(self, run: DemoRun, result: DemoResult) -> None:
+        if result.metrics.get("gpu_value") is not None and result.metrics.get("agree") is False:
+            log.warning(
+                "demo run %s: the real allocator gave %s for %s where the question's answer "
+                "(the simulator) is %s",
+                run.id,
+                result.metrics.get("gpu_value"),
+                result.metrics.get("ask"),
+                result.metrics.get("simulator_value"),
+            )
         await self.runs.finish(run.id, result, self.service.clock.now())
         await self._publish(run, result)
 
@@ -279,6 +291,14 @@ class DemoDispatcher:
             await coro
         except Exception:
             log.warning("could not update a demo status line", exc_info=True)
+
+
+def question_demo_params(inputs: Mapping[str, Any]) -> dict[str, object]:
+    """What a question gives its demo: a generated allocator trace is replayed by the
+    `allocator-trace` demo (its canonical `inputs`, without the family's own data)."""
+    if inputs.get("kind") != TRACE_KIND:
+        return {}
+    return {"inputs": {k: v for k, v in inputs.items() if k != "generated"}}
 
 
 def _stored_result(run: DemoRun) -> DemoResult:

@@ -22,9 +22,20 @@ def status_message(demo: str, locale: Locale, device: str | None) -> Message:
 def result_message(demo: str, locale: Locale, result: DemoResult) -> Message:
     t = translator(locale)
     if result.state is DemoState.SUCCEEDED:
-        return Message(
-            title=t("Demo · {demo}", demo=demo), body=result.report, footer=result.device
-        )
+        body = result.report
+        gpu = result.metrics.get("gpu_value")
+        if gpu is not None and result.metrics.get("agree") is not None:
+            verdict = (
+                t("✅ On the real allocator: {value} — the question's answer holds.", value=gpu)
+                if result.metrics.get("agree")
+                else t(
+                    "⚠️ On the real allocator: {value} — not the question's answer ({expected}).",
+                    value=gpu,
+                    expected=result.metrics.get("simulator_value"),
+                )
+            )
+            body = f"{verdict}\n{body}"
+        return Message(title=t("Demo · {demo}", demo=demo), body=body, footer=result.device)
     if result.state is DemoState.TIMED_OUT:
         body = t("⏱️ Demo `{demo}` timed out: {error}", demo=demo, error=result.error)
     else:

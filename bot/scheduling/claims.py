@@ -14,7 +14,6 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.bank import pick_question
 from bot.domain import ChannelSettings, Post, Question, Schedule
 from bot.quiz import QuizService
 from bot.scheduling.ports import ScheduleStore, SlotClaim
@@ -49,7 +48,7 @@ async def claim_slots(
         if schedule.id not in inputs:
             continue  # deleted meanwhile
         settings, history = inputs[schedule.id]
-        question = pick_question(service.bank, history, service.rng)
+        question = service.pick(settings.channel, history, settings)
         if question is None:
             log.error("schedule %s: the question bank is empty", schedule.id)
             continue

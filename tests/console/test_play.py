@@ -164,3 +164,14 @@ async def test_a_form_is_asked_one_field_per_line_and_errors_ask_again(
     (sub,) = got
     assert dict(sub.values) == {"a": "hello", "n": "12"}
     assert "thanks" in text and session.form is None
+
+
+def test_a_generated_question_takes_a_typed_number_in_the_console(tmp_path: Path) -> None:
+    script = "/ask request-rounding\n/press number\nlots\n3\n/close\n"
+    done = run_play(tmp_path, script, "--seed", "2")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "[Type the number…]" in out
+    assert "== Type the number ==" in out and "is not a number" in out
+    assert "Not quite. You typed 3" in out or "Correct: 3" in out
+    assert "The number:" in out and "1 typed prediction:" in out

@@ -68,3 +68,45 @@ async def test_a_submission_of_a_form_that_is_not_ours_is_refused(
     body = rq.interaction_body(rq.view_submission("someone_elses_modal", {"x": "1"}))
     status, _ = await http_slack.send(body, rq.signed_headers(body))
     assert status == 400
+
+
+async def test_a_generated_question_is_answered_with_a_typed_number_in_a_modal(
+    http_slack: SlackHttp, fake_slack: FakeSlack
+) -> None:
+    from bot.generated import install_generated
+    from bot.numeric import numeric_target
+    from questions.families.source import FamilySource
+
+    service = http_slack.service
+    service.generated = FamilySource()
+    install_generated(http_slack.adapter.commands, http_slack.adapter.interactions, service)
+    await http_slack.command("ask request-rounding")
+    await http_slack.adapter.idle()
+    (posted,) = fake_slack.calls_to("chat.postMessage")
+    number_id = next(a for a in posted.action_ids if a.startswith("quiz:number:"))
+    post_id = int(number_id.split(":")[2])
+    post = await service.store.posts.get(post_id)
+    assert post is not None
+    question = await service.store.questions.get(post.question_hash)
+    assert question is not None and question.id.startswith("gen-request-rounding-")
+    target = numeric_target(question)
+    assert target is not None
+
+    payload = rq.block_actions(post_id, "", action="number", user="U0ANN")
+    body = rq.interaction_body(payload)
+    assert (await http_slack.send(body, rq.signed_headers(body)))[0] == 200
+    await http_slack.adapter.idle()
+    (view,) = fake_slack.views
+    typed = f"{target.value:.6f}".rstrip("0").rstrip(".")
+    done = rq.interaction_body(
+        rq.view_submission(view["callback_id"], {"value": typed}, user="U0ANN")
+    )
+    assert await http_slack.send(done, rq.signed_headers(done)) == (200, "")
+    await http_slack.adapter.idle()
+    assert any("✅ Correct" in t for t in http_slack.private_to("U0ANN"))
+    (answer,) = await service.store.answers.for_post(post_id)
+    assert answer.correct and answer.user.user == "U0ANN"
+
+    await service.close(post_id)
+    (thread,) = [c for c in fake_slack.calls_to("chat.postMessage") if "thread_ts" in c.args]
+    assert "The number:" in thread.text and "1 typed prediction:" in thread.text
