@@ -32,7 +32,9 @@ from gpu_runner.sim import AllocatorConfig, AllocatorConfigError
 RECORDED = "recorded"
 COMBINED = "combined"
 GC_FAMILY = "gc"
-MAX_SPLIT_QUANTILES = (0.5, 0.8, 0.95)  # of the bytes asked by requests above 1 MiB
+# of the bytes asked by requests above 1 MiB; the first three distinct usable values
+MAX_SPLIT_QUANTILES = (0.5, 0.75, 0.9, 0.25)
+MAX_SPLIT_VALUES = 3
 GC_THRESHOLD = "0.8"
 GC_FRACTION = "0.95"  # GC acts only under a memory fraction below 1
 
@@ -80,7 +82,7 @@ def max_split_values(program: TraceProgram, minimum_mb: int) -> list[int]:
                 if value < largest and value not in values:
                     values.append(value)
                 break
-    return values
+    return values[:MAX_SPLIT_VALUES]
 
 
 def single_candidates(recorded_conf: str, program: TraceProgram) -> list[Candidate]:

@@ -9,6 +9,7 @@ child reads the file the runner staged, writes ``started``, ``progress`` and one
 from __future__ import annotations
 
 import base64
+import resource
 import time
 import traceback
 from collections.abc import Mapping
@@ -60,11 +61,11 @@ def run_clinic_child(
             workers=int(request.get("workers") or default_workers()),
             progress=progress,
         )
-        timings = out.summary["timings"]
         out.summary["timings"] = {
             "read_s": read_s,
-            **timings,
+            **out.summary["timings"],
             "total_s": round(time.perf_counter() - started, 2),
+            **_resources(),
         }
     except Rejected as exc:
         _reject(result_fd, exc.reason, {"name": name, **exc.detail}, host_cap)
@@ -100,6 +101,17 @@ def run_clinic_child(
         },
     )
     return 0
+
+
+def _resources() -> dict[str, float]:
+    """CPU seconds of this child and of its replay workers, and its peak memory."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "cpu_s": round(own.ru_utime + own.ru_stime, 2),
+        "workers_cpu_s": round(workers.ru_utime + workers.ru_stime, 2),
+        "max_rss_mib": round(own.ru_maxrss / 1024, 1),
+    }
 
 
 def _reject(fd: int, reason: Rejection, detail: dict[str, Any], host_cap: int) -> None:

@@ -123,3 +123,18 @@ def test_every_reason_has_one_message_per_locale_naming_the_file_and_fix(
     assert named in en and named in el
     fixes = ("_record_memory_history", "_dump_snapshot", "max_entries", "gpu_memory")
     assert any(fix in en for fix in fixes) and any(fix in el for fix in fixes)
+
+
+def test_a_snapshot_too_big_to_hold_is_refused_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpu_runner.clinic import _input
+
+    def out_of_memory(data: bytes) -> object:
+        raise MemoryError  # what RLIMIT_AS gives the child
+
+    monkeypatch.setattr(_input, "restricted_loads", out_of_memory)
+    path = snapshots.write(tmp_path / "huge.pickle", snapshots.well_packed(2))
+    with pytest.raises(Rejected) as caught:
+        read_snapshot(path, "huge.pickle", 1 << 20, None)
+    assert caught.value.reason is Rejection.TOO_BIG_IN_MEMORY
