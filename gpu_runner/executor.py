@@ -39,6 +39,8 @@ GiB = 1 << 30
 class ExecutorConfig:
     registry: str = DEFAULT_REGISTRY  # "module:factory"; the fork server builds the same one
     timeout: float = 60.0  # seconds per demo (a demo's own limit applies when smaller)
+    # a 100 MiB snapshot (~1.8 M events) needs ~15 s of CPU: room for a loaded host
+    clinic_timeout: float = 120.0
     output_cap: int = 8 * MiB  # result JSON (PNG included) and log output, each
     gpu_memory_cap: int = 16 * GiB  # per demo, through set_per_process_memory_fraction
     host_memory_cap: int = 8 * GiB  # address space a CPU-only demo may add
@@ -243,7 +245,7 @@ class Executor:
             "max_bytes": request.max_bytes,
             "gpu_memory": request.gpu_memory,
             "locale": str(request.locale),
-            "timeout": self.config.timeout,
+            "timeout": self.config.clinic_timeout,
             "output_cap": self.config.output_cap,
             "host_memory_cap": self.config.host_memory_cap,
         }

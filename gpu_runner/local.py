@@ -14,6 +14,7 @@ from bot.clinic import (
     ClinicStage,
     ProgressCallback,
     ProgressRelay,
+    clinic_failed_error,
 )
 from bot.domain import DemoJob, DemoResult
 from gpu_runner.clinic.submit import clinic_result, stage_snapshot, threadsafe_progress
@@ -108,9 +109,12 @@ class LocalRunner:
             request = ClinicRequest(
                 str(staged.path), job.name, job.locale, self.clinic_max_bytes, job.gpu_memory
             )
-            ex = await asyncio.to_thread(
-                self.executor.submit_clinic, request, threadsafe_progress(relay)
-            )
+            try:
+                ex = await asyncio.to_thread(
+                    self.executor.submit_clinic, request, threadsafe_progress(relay)
+                )
+            except RuntimeError as exc:  # the fork server cannot start, or is closed
+                raise clinic_failed_error(job.locale, timed_out=False, error=str(exc)) from exc
             outcome = await asyncio.wrap_future(ex.done)
             payload = ex.payload or {"state": outcome.state.value, "error": outcome.error}
             result = clinic_result(payload, job.locale)

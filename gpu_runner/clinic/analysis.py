@@ -69,7 +69,7 @@ def analyse(
     headline = text.title(verdict, w)
     table = text.table(shown, verdict.chosen, w)
     recommendation = f"PYTORCH_CUDA_ALLOC_CONF={verdict.chosen[0].conf}" if verdict.chosen else None
-    body = _body(loaded, name, program, verdict, table, recommendation, shown, w)
+    body = _body(loaded, name, program, verdict, headline, table, recommendation, shown, w)
     other = verdict.chosen or verdict.best
     series = [(w("recorded", "καταγεγραμμένες"), tried[0])]
     if other is not tried[0]:
@@ -125,6 +125,7 @@ def _body(
     name: str,
     program: TraceProgram,
     verdict: Verdict,
+    headline: str,
     table: str,
     recommendation: str | None,
     shown: list[Tried],
@@ -164,7 +165,7 @@ def _body(
         f"σε προσομοιωμένη GPU {gpu} ({source}) με {len(shown)} ρυθμίσεις.",
     )
     recorded = loaded.snapshot.settings.text
-    must = [f"*{text.title(verdict, w)}*", intro, f"```\n{table}\n```"]
+    must = [f"*{headline}*", intro, f"```\n{table}\n```"]
     if recommendation is not None:
         must += [
             w("Set, before CUDA starts:", "Ορίστε, πριν ξεκινήσει το CUDA:"),

@@ -97,7 +97,11 @@ async def run_clinic_on_celery(
     def send(payload: ClinicTaskPayload) -> None:
         demo_app.clinic_task.apply_async(args=[payload], task_id=task_id, queue=demo_app.queue)
 
-    await asyncio.to_thread(send, payload)
+    try:
+        await asyncio.to_thread(send, payload)
+    except Exception as exc:  # the broker is down or refuses the message
+        error = f"the runner's broker did not take the job ({type(exc).__name__})"
+        raise clinic_failed_error(job.locale, timed_out=False, error=error) from exc
     del payload  # a snapshot's worth of base64: not kept while the worker runs
     relay.push(ClinicProgress(ClinicStage.QUEUED))
     try:

@@ -12,5 +12,5 @@ from gpu_runner.executor import Executor, ExecutorConfig
 
 @pytest.fixture(scope="session")
 def clinic_executor() -> Iterator[Executor]:
-    with Executor(ExecutorConfig(torch=False, timeout=60.0)) as ex:
+    with Executor(ExecutorConfig(torch=False, clinic_timeout=60.0)) as ex:
         yield ex

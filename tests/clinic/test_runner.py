@@ -112,7 +112,7 @@ async def test_a_run_past_the_timeout_is_stopped_and_the_file_still_deleted(
 ) -> None:
     upload = snapshots.write(tmp_path / "slow.pickle", snapshots.growing_batch())
     with (
-        Executor(ExecutorConfig(torch=False, timeout=0.05)) as quick,
+        Executor(ExecutorConfig(torch=False, clinic_timeout=0.05)) as quick,
         pytest.raises(ClinicFailedError) as caught,
     ):
         await runner(quick).run_clinic(ClinicJob.upload(upload, Locale.EN))
@@ -127,4 +127,13 @@ async def test_the_off_runner_says_so_and_deletes_the_upload(tmp_path: Path) -> 
     assert "Demos and the memory clinic are off on this bot (QUIZBOT_RUNNER=off)" in str(
         caught.value
     )
+    assert not upload.exists()
+
+
+async def test_a_runner_that_cannot_start_is_a_clinic_failure(tmp_path: Path) -> None:
+    closed = Executor(ExecutorConfig(torch=False))
+    closed.close()
+    upload = snapshots.write(tmp_path / "u.pickle", snapshots.well_packed())
+    with pytest.raises(ClinicFailedError, match="could not finish: the executor is closed"):
+        await runner(closed).run_clinic(ClinicJob.upload(upload, Locale.EN))
     assert not upload.exists()
