@@ -18,6 +18,7 @@ MiB = 1 << 20
 GiB = 1 << 30
 DPI = 160
 COLOURS = ("#8C8C8C", "#4C72B0")  # recorded, the other configuration
+OOM_MARKERS = ("x", "+")
 OOM_COLOUR = "#C44E52"
 
 
@@ -43,7 +44,7 @@ def render_png(
     fig = Figure(figsize=(9.0, 4.8), dpi=DPI)
     ax = fig.add_subplot(1, 1, 1)
     xs = program.xs
-    for (name, (_, run)), colour in zip(series, COLOURS, strict=False):
+    for (name, (_, run)), colour, marker in zip(series, COLOURS, OOM_MARKERS, strict=False):
         n = len(run.reserved)
         ax.plot(
             xs[:n],
@@ -65,9 +66,9 @@ def render_png(
             ax.scatter(
                 [xs[p] for p in points],
                 [run.reserved[p] / scale for p in points],
-                marker="x",
+                marker=marker,
                 color=OOM_COLOUR,
-                s=36,
+                s=40,
                 zorder=3,
                 label=f"OOM · {name} ({run.ooms})",
             )
@@ -88,7 +89,7 @@ def render_png(
     ax.set_ylim(bottom=0)
     ax.set_title("\n".join(textwrap.wrap(title, 90)), fontsize=10, loc="left")
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right", fontsize=7, framealpha=0.85)
+    ax.legend(loc="best", fontsize=7, framealpha=0.85)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})

@@ -165,7 +165,7 @@ def why_nothing(v: Verdict, w: Words) -> str:
             f"and the GPU has {w.mib(v.gpu_memory)}: no allocator setting can fit that. Lower "
             "the memory itself (smaller batch, activation checkpointing, mixed precision, "
             "sharding the optimizer state).",
-            f"Στη μέγιστη τιμή οι ζωντανοί τανυστές χρειάζονται {w.mib(v.demand_peak)} πριν "
+            f"Στη μέγιστη τιμή οι τανυστές σε χρήση χρειάζονται {w.mib(v.demand_peak)} πριν "
             f"από κάθε προσωρινή αποθήκευση, ενώ η GPU έχει {w.mib(v.gpu_memory)}: καμία "
             "ρύθμιση του allocator δεν τα χωράει. Μειώστε την ίδια τη μνήμη (μικρότερο batch, "
             "επανυπολογισμός ενεργοποιήσεων (activation checkpointing), μικτή ακρίβεια, "
