@@ -31,6 +31,7 @@ from gpu_runner.demos._registry import Registry
 from gpu_runner.wire import dumps
 
 LOG_TAIL = 16 * 1024
+SHORT_LINE = 4096  # started and progress lines are far shorter
 READ = 65536
 
 
@@ -262,8 +263,11 @@ class Server:
             if end < 0:
                 child.scanned = len(child.result)  # search only new bytes next time
                 return
-            line = bytes(child.result[child.line_start : end])
-            child.line_start = child.scanned = end + 1
+            start, child.line_start = child.line_start, end + 1
+            child.scanned = end + 1
+            if end - start > SHORT_LINE:  # the result itself (a PNG inside): read at the end
+                continue
+            line = bytes(child.result[start:end])
             try:
                 data = json.loads(line)
             except ValueError:
