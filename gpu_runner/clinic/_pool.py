@@ -11,6 +11,7 @@ kills the workers with it.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import selectors
@@ -92,6 +93,9 @@ def _work(
     indexes: range,
     fd: int,
 ) -> None:  # pragma: no cover - runs in the worker
+    # A replay leaves only a few thousand cyclic objects (its allocator's block chains),
+    # and a worker lives for a few replays: the collector's passes would cost more.
+    gc.disable()
     code = 0
     try:
         for i in indexes:
