@@ -93,6 +93,12 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("QUIZBOT_CELERY_BROKER_URL"),
         description="Celery broker (and result backend) for QUIZBOT_RUNNER=celery",
     )
+    clinic_max_mb: int = Field(
+        100,
+        validation_alias=AliasChoices("QUIZBOT_CLINIC_MAX_MB"),
+        description="largest memory snapshot the clinic accepts, in MiB (the file is "
+        "analysed by the runner, then deleted)",
+    )
     slack_bot_token: SecretStr | None = Field(
         None,
         validation_alias=AliasChoices("SLACK_BOT_TOKEN"),
@@ -170,6 +176,17 @@ class Settings(BaseSettings):
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return v
+
+    @field_validator("clinic_max_mb")
+    @classmethod
+    def _clinic_max(cls, v: int) -> int:
+        if not 1 <= v <= 4096:
+            raise ValueError(f"{v} is outside 1..4096 (MiB); the default is 100")
+        return v
+
+    @property
+    def clinic_max_bytes(self) -> int:
+        return self.clinic_max_mb << 20
 
     @property
     def admin_ids(self) -> frozenset[str]:

@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from bot.clinic import ClinicJob, ClinicResult, ProgressCallback
 from bot.domain import (
     Answer,
     AnswerOutcome,
@@ -286,14 +287,37 @@ class DemoRunner(Protocol):
         ...
 
 
+class ClinicRunner(Protocol):
+    """Runs the memory clinic on a snapshot in the runner's sandbox (never in the bot)."""
+
+    async def run_clinic(
+        self, job: ClinicJob, progress: ProgressCallback | None = None
+    ) -> ClinicResult:
+        """Analyse `job` and return the result; `progress` is awaited with each new stage
+        (queued, reading, replaying n/m, done), coalesced while a call is still running.
+
+        Raises `ClinicInputError` (bad file, over QUIZBOT_CLINIC_MAX_MB),
+        `ClinicUnavailableError` (QUIZBOT_RUNNER=off) or `ClinicFailedError` (timeout,
+        crash); each message is in the job's locale. An uploaded file
+        (`ClinicJob.upload`) is deleted in every case.
+        """
+        ...
+
+
+class Runner(DemoRunner, ClinicRunner, Protocol):
+    """What `gpu_runner.open_runner` gives the composition root: demos and the clinic."""
+
+
 __all__ = [
     "AnswerRepository",
     "Chat",
+    "ClinicRunner",
     "DeliveryLog",
     "DemoRunner",
     "PostRepository",
     "QuestionSource",
     "QuestionVersions",
+    "Runner",
     "ScoreRepository",
     "SettingsRepository",
     "Store",

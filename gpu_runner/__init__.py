@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from bot.config import Settings
-    from bot.ports import DemoRunner
+    from bot.ports import Runner
 
 
 @asynccontextmanager
-async def open_runner(settings: Settings) -> AsyncIterator[DemoRunner]:
-    """The `DemoRunner` QUIZBOT_RUNNER asks for, started and stopped with the bot."""
+async def open_runner(settings: Settings) -> AsyncIterator[Runner]:
+    """The runner QUIZBOT_RUNNER asks for (demos and the memory clinic), started and
+    stopped with the bot."""
     from bot.config import RunnerKind
 
     if settings.runner is RunnerKind.OFF:
@@ -31,11 +32,15 @@ async def open_runner(settings: Settings) -> AsyncIterator[DemoRunner]:
     if settings.runner is RunnerKind.CELERY:
         from gpu_runner.celery_runner import CeleryRunner, make_celery_app
 
-        yield CeleryRunner(make_celery_app(settings.celery_broker_url), registry=registry)
+        yield CeleryRunner(
+            make_celery_app(settings.celery_broker_url),
+            registry=registry,
+            clinic_max_bytes=settings.clinic_max_bytes,
+        )
         return
     from gpu_runner.local import LocalRunner
 
-    async with LocalRunner(registry=registry) as runner:
+    async with LocalRunner(registry=registry, clinic_max_bytes=settings.clinic_max_bytes) as runner:
         yield runner
 
 

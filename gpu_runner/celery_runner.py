@@ -15,7 +15,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.clinic import DEFAULT_MAX_MB, ClinicJob, ClinicResult, ProgressCallback
 from bot.domain import DemoJob, DemoResult, DemoState
+from gpu_runner.clinic.celery_task import (
+    CLINIC_TASK_NAME,
+    PROGRESS,
+    run_clinic_on_celery,
+    run_clinic_task,
+)
 from gpu_runner.demos import DemoRequestError, Registry
 from gpu_runner.executor import Executor, ExecutorConfig
 from gpu_runner.wire import (
@@ -65,6 +72,7 @@ class DemoCeleryApp:
     task: Any  # the registered task
     executor: WorkerExecutor
     queue: str
+    clinic_task: Any = None  # the memory clinic's task
 
 
 def make_celery_app(
@@ -74,6 +82,7 @@ def make_celery_app(
     queue: str = DEFAULT_QUEUE,
     executor: Callable[[], Executor] | None = None,
     result_expires: int = 24 * 3600,
+    clinic_max_bytes: int = DEFAULT_MAX_MB << 20,
 ) -> DemoCeleryApp:
     try:
         from celery import Celery
@@ -117,7 +126,14 @@ def make_celery_app(
         result = execution.result()
         return dict(result_to_payload(result, execution.started_at))
 
-    return DemoCeleryApp(app, run_demo, holder, queue)
+    @app.task(name=CLINIC_TASK_NAME, bind=True, shared=False)  # type: ignore[untyped-decorator]
+    def run_clinic(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
+        def report(progress: dict[str, Any]) -> None:
+            self.update_state(state=PROGRESS, meta=progress)
+
+        return run_clinic_task(payload, holder.get(), clinic_max_bytes, report)
+
+    return DemoCeleryApp(app, run_demo, holder, queue, run_clinic)
 
 
 def run_worker(
@@ -151,10 +167,14 @@ class CeleryRunner:
         *,
         registry: Registry | None = None,
         poll_interval: float = 0.02,
+        clinic_max_bytes: int = DEFAULT_MAX_MB << 20,
+        clinic_wait: float = 600.0,
     ) -> None:
         self._demo = demo_app
         self._registry = registry
         self._poll = poll_interval
+        self.clinic_max_bytes = clinic_max_bytes
+        self.clinic_wait = clinic_wait  # queue wait included
         self._demos: dict[int, str] = {}
 
     @property
@@ -225,6 +245,20 @@ class CeleryRunner:
         if value is None:
             return None
         return value.decode() if isinstance(value, bytes) else str(value)
+
+    async def run_clinic(
+        self, job: ClinicJob, progress: ProgressCallback | None = None
+    ) -> ClinicResult:
+        """The memory clinic on a GPU host's worker (`bot.ports.ClinicRunner`): the
+        snapshot's bytes go with the task, capped at `clinic_max_bytes`."""
+        return await run_clinic_on_celery(
+            self._demo,
+            job,
+            progress,
+            max_bytes=self.clinic_max_bytes,
+            poll_interval=self._poll,
+            wait=self.clinic_wait,
+        )
 
     async def knows(self, run_id: int) -> bool:
         """Submitted to the broker (queued, running or done) and still in the backend."""

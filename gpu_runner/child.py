@@ -30,14 +30,15 @@ MiB = 1 << 20
 MEMORY_RESERVE = 1 * MiB
 
 
-def _write(fd: int, data: Mapping[str, Any]) -> None:
+def write_line(fd: int, data: Mapping[str, Any]) -> None:
+    """One JSON line on the result pipe."""
     payload = dumps(data)
     view = memoryview(payload)
     while view:
         view = view[os.write(fd, view) :]
 
 
-def _host_memory_cap(nbytes: int) -> None:
+def cap_host_memory(nbytes: int) -> None:
     """Limit address space growth beyond what the preloaded libraries already map."""
     try:
         with open("/proc/self/statm") as f:
@@ -64,20 +65,25 @@ def _failure(exc: Exception, device: str, gpu_cap: int) -> dict[str, Any]:
     return {"kind": "result", "state": DemoState.FAILED.value, "device": device, "error": error}
 
 
-def run_child(
-    request: Mapping[str, Any], result_fd: int, registry: Registry, base_env: Mapping[str, str]
-) -> int:
-    """Run one request; returns the exit status for ``os._exit``."""
+def apply_environment(request: Mapping[str, Any], base_env: Mapping[str, str]) -> None:
+    """The allow-listed environment plus the request's own; no core dumps."""
     os.environ.clear()
     os.environ.update(base_env)
     os.environ.update(request.get("env") or {})
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run_child(
+    request: Mapping[str, Any], result_fd: int, registry: Registry, base_env: Mapping[str, str]
+) -> int:
+    """Run one request; returns the exit status for ``os._exit``."""
+    apply_environment(request, base_env)
     demo_id = str(request["demo"])
     try:
         demo = registry[demo_id]
         params = registry.check(demo_id, request.get("params") or {})
     except (KeyError, DemoRequestError) as exc:
-        _write(
+        write_line(
             result_fd,
             {"kind": "result", "state": DemoState.FAILED.value, "error": str(exc), "device": ""},
         )
@@ -102,7 +108,7 @@ def run_child(
             total = torch.cuda.get_device_properties(0).total_memory
             torch.cuda.set_per_process_memory_fraction(min(1.0, int(gpu_cap) / total))
     elif request.get("host_memory_cap"):
-        _host_memory_cap(int(request["host_memory_cap"]))
+        cap_host_memory(int(request["host_memory_cap"]))
     ctx = RunContext(
         demo_id,
         Locale(request.get("locale", "en")),
@@ -113,14 +119,14 @@ def run_child(
         int(gpu_cap) if gpu_cap else None,
     )
     device = SIMULATED_DEVICE if demo.kind is DemoKind.ALLOCATOR and not cuda else ctx.device_line()
-    _write(result_fd, {"kind": "started", "at": time.time(), "device": device})
+    write_line(result_fd, {"kind": "started", "at": time.time(), "device": device})
     host_cap = int(request.get("host_memory_cap") or 0) if not cuda else 0
     reserve = bytearray(MEMORY_RESERVE)
     out: DemoOutput | None = None  # None: the demo met its memory cap
     try:
         out = demo.run(ctx)
     except MissingExtraError as exc:
-        _write(
+        write_line(
             result_fd,
             {
                 "kind": "result",
@@ -135,18 +141,18 @@ def run_child(
     except Exception as exc:
         if not _host_allocation_failed(exc):
             traceback.print_exc()  # to the log pipe: the server keeps its tail
-            _write(result_fd, _failure(exc, device, int(gpu_cap) if gpu_cap else 0))
+            write_line(result_fd, _failure(exc, device, int(gpu_cap) if gpu_cap else 0))
             return 1
     if out is None:
         del reserve  # room to report
         cap = f" (cap {host_cap // MiB} MiB)" if host_cap else ""
         error = f"ran out of memory{cap}: the demo needed more host memory than it may use"
-        _write(
+        write_line(
             result_fd,
             {"kind": "result", "state": DemoState.FAILED.value, "device": device, "error": error},
         )
         return 1
-    _write(
+    write_line(
         result_fd,
         {
             "kind": "result",

@@ -121,7 +121,11 @@ def _worker(args: argparse.Namespace) -> int:
     from gpu_runner.celery_runner import DEFAULT_QUEUE, make_celery_app, run_worker
 
     settings = load_settings()
-    app = make_celery_app(settings.celery_broker_url, queue=args.queue or DEFAULT_QUEUE)
+    app = make_celery_app(
+        settings.celery_broker_url,
+        queue=args.queue or DEFAULT_QUEUE,
+        clinic_max_bytes=settings.clinic_max_bytes,
+    )
     return run_worker(app, args.concurrency, args.loglevel)
 
 

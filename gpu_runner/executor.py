@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -27,7 +28,7 @@ from bot.domain import DemoJob, DemoResult, DemoState
 from gpu_runner.demos import DEFAULT_REGISTRY, Registry, load_registry
 from gpu_runner.environment import demo_environment, per_demo_environment
 from gpu_runner.isolation import DEFAULT_DEMO_USER, demo_credentials, make_non_dumpable
-from gpu_runner.wire import dumps, result_from_payload
+from gpu_runner.wire import CLINIC, ClinicRequest, dumps, result_from_payload
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ GiB = 1 << 30
 class ExecutorConfig:
     registry: str = DEFAULT_REGISTRY  # "module:factory"; the fork server builds the same one
     timeout: float = 60.0  # seconds per demo (a demo's own limit applies when smaller)
+    # a 100 MiB snapshot (~1.8 M events) needs ~15 s of CPU: room for a loaded host
+    clinic_timeout: float = 120.0
     output_cap: int = 8 * MiB  # result JSON (PNG included) and log output, each
     gpu_memory_cap: int = 16 * GiB  # per demo, through set_per_process_memory_fraction
     host_memory_cap: int = 8 * GiB  # address space a CPU-only demo may add
@@ -77,10 +80,18 @@ class DeviceInfo:
 class Execution:
     """One submitted demo: `started` resolves to the device line, `done` to the result."""
 
-    def __init__(self, key: str, job: DemoJob, message: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        key: str,
+        job: DemoJob,
+        message: dict[str, Any],
+        on_progress: Callable[[Mapping[str, Any]], None] | None = None,
+    ) -> None:
         self.key = key
         self.job = job
         self.message = message
+        self.on_progress = on_progress  # called on the reader thread with each progress line
+        self.payload: Mapping[str, Any] = {}  # the child's result document, as received
         self.submitted_at = time.time()
         self.started: Future[str] = Future()
         self.done: Future[DemoResult] = Future()
@@ -215,25 +226,54 @@ class Executor:
         before anything runs."""
         params = self.registry.check(job.demo, job.params)
         demo = self.registry[job.demo]
-        info = self.start()
         limit = min(x for x in (timeout, demo.timeout, self.config.timeout) if x is not None)
+        message = {
+            "demo": job.demo,
+            "params": params,
+            "locale": str(job.locale),
+            "simulate": job.simulate,
+            "timeout": limit,
+            "output_cap": self.config.output_cap,
+            "gpu_memory_cap": self.config.gpu_memory_cap,
+            "host_memory_cap": self.config.host_memory_cap,
+            "alloc_conf": demo.alloc_conf,
+        }
+        return self._enqueue(job, message)
+
+    def submit_clinic(
+        self,
+        request: ClinicRequest,
+        on_progress: Callable[[Mapping[str, Any]], None] | None = None,
+    ) -> Execution:
+        """Queue a memory-clinic run on the snapshot at `request.path` (a file this host
+        can read; the caller deletes it afterwards). `on_progress` gets each progress
+        line of the child (on the executor's reader thread)."""
+        job = DemoJob(0, CLINIC, request.locale)
+        message = {
+            "task": "clinic",
+            "path": request.path,
+            "name": request.name,
+            "max_bytes": request.max_bytes,
+            "gpu_memory": request.gpu_memory,
+            "locale": str(request.locale),
+            "timeout": self.config.clinic_timeout,
+            "output_cap": self.config.output_cap,
+            "host_memory_cap": self.config.host_memory_cap,
+        }
+        return self._enqueue(job, message, on_progress)
+
+    def _enqueue(
+        self,
+        job: DemoJob,
+        message: dict[str, Any],
+        on_progress: Callable[[Mapping[str, Any]], None] | None = None,
+    ) -> Execution:
+        info = self.start()
         with self._lock:
             self._seq += 1
             key = f"{job.run_id}-{self._seq}"
-            message = {
-                "op": "run",
-                "id": key,
-                "demo": job.demo,
-                "params": params,
-                "locale": str(job.locale),
-                "simulate": job.simulate,
-                "timeout": limit,
-                "output_cap": self.config.output_cap,
-                "gpu_memory_cap": self.config.gpu_memory_cap,
-                "host_memory_cap": self.config.host_memory_cap,
-                "alloc_conf": demo.alloc_conf,
-            }
-            ex = Execution(key, job, message)
+            message = {"op": "run", "id": key, **message}
+            ex = Execution(key, job, message, on_progress)
             if not self._free_slots and not self._inflight and not self._waiting:
                 n = self.config.concurrency or info.gpus or 1
                 self._free_slots = [i if info.gpus else None for i in range(n)]
@@ -330,13 +370,17 @@ class Executor:
             ex = self._inflight.get(str(msg.get("id")))
         if ex is None:
             return
-        if op == "started":
+        if op == "progress":
+            if ex.on_progress is not None:
+                ex.on_progress(msg.get("progress") or {})
+        elif op == "started":
             ex.started_at = msg.get("at")
             if not ex.started.done():
                 ex.started.set_result(str(msg.get("device") or ""))
         elif op == "result":
             data = msg.get("result") or {}
             ex.started_at = data.get("started_at", ex.started_at)
+            ex.payload = data
             result = result_from_payload(ex.job.run_id, ex.job.demo, data)
             with self._lock:
                 self._inflight.pop(ex.key, None)
@@ -355,4 +399,10 @@ def _failure(job: DemoJob, error: str) -> DemoResult:
     return DemoResult(job.run_id, job.demo, DemoState.FAILED, device="", error=error)
 
 
-__all__ = ["DeviceInfo", "Execution", "Executor", "ExecutorClosed", "ExecutorConfig"]
+__all__ = [
+    "DeviceInfo",
+    "Execution",
+    "Executor",
+    "ExecutorClosed",
+    "ExecutorConfig",
+]

@@ -37,6 +37,7 @@ from gpu_runner.isolation import (
 from gpu_runner.wire import dumps
 
 LOG_TAIL = 16 * 1024
+SHORT_LINE = 4096  # started and progress lines are far shorter
 READ = 65536
 
 
@@ -56,7 +57,8 @@ class Child:
     status: int | None = None
     open_fds: int = 2
     started: dict[str, Any] | None = None
-    lines_seen: int = 0
+    scanned: int = 0  # bytes of `result` already searched for complete lines
+    line_start: int = 0  # where the first line not yet forwarded begins
 
 
 def preload(use_torch: bool) -> dict[str, Any]:
@@ -83,6 +85,7 @@ def preload(use_torch: bool) -> dict[str, Any]:
     fig = Figure(figsize=(1, 1))
     fig.subplots().set_title("x · ά")
     fig.savefig(io.BytesIO(), format="png")
+    import gpu_runner.clinic.analysis
     import gpu_runner.sim  # noqa: F401
 
     info["preload_s"] = round(time.perf_counter() - t0, 3)
@@ -209,9 +212,14 @@ class Server:
                     os.close(fd)
                 for fd in list(self.by_fd):
                     os.close(fd)
-                from gpu_runner.child import run_child
+                if msg.get("task") == "clinic":
+                    from gpu_runner.clinic.child import run_clinic_child
 
-                code = run_child(msg, result_w, self.registry, self.base_env)
+                    code = run_clinic_child(msg, result_w, self.base_env)
+                else:
+                    from gpu_runner.child import run_child
+
+                    code = run_child(msg, result_w, self.registry, self.base_env)
             except BaseException:
                 import traceback
 
@@ -254,20 +262,32 @@ class Server:
             child.result += chunk
             if len(child.result) > child.output_cap:
                 self._kill(child, "output")
-            self._scan_started(child)
+            self._forward_lines(child)
         else:
             child.log_total += len(chunk)
             child.log = (child.log + chunk)[-LOG_TAIL:]
             if child.log_total > child.output_cap:
                 self._kill(child, "output")
 
-    def _scan_started(self, child: Child) -> None:
-        if child.started is not None:
-            return
-        line, sep, _ = child.result.partition(b"\n")
-        if sep:
-            data = json.loads(line)
-            if data.get("kind") == "started":
+    def _forward_lines(self, child: Child) -> None:
+        """Pass on ``started`` and ``progress`` lines as they complete (the final result
+        line, PNG included, is sent once the child is done)."""
+        while True:
+            end = child.result.find(b"\n", max(child.scanned, child.line_start))
+            if end < 0:
+                child.scanned = len(child.result)  # search only new bytes next time
+                return
+            start, child.line_start = child.line_start, end + 1
+            child.scanned = end + 1
+            if end - start > SHORT_LINE:  # the result itself (a PNG inside): read at the end
+                continue
+            line = bytes(child.result[start:end])
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            kind = data.get("kind")
+            if kind == "started" and child.started is None:
                 child.started = data
                 self.send(
                     {
@@ -277,6 +297,8 @@ class Server:
                         "device": data.get("device", ""),
                     }
                 )
+            elif kind == "progress":
+                self.send({"op": "progress", "id": child.key, "progress": data})
 
     def _kill(self, child: Child, why: str) -> None:
         if child.killed or child.status is not None:

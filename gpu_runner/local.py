@@ -6,9 +6,21 @@ import asyncio
 from types import TracebackType
 from typing import Self
 
+from bot.clinic import (
+    DEFAULT_MAX_MB,
+    ClinicJob,
+    ClinicProgress,
+    ClinicResult,
+    ClinicStage,
+    ProgressCallback,
+    ProgressRelay,
+    clinic_failed_error,
+)
 from bot.domain import DemoJob, DemoResult
+from gpu_runner.clinic.submit import clinic_result, stage_snapshot, threadsafe_progress
 from gpu_runner.demos import Registry
 from gpu_runner.executor import Execution, Executor, ExecutorConfig
+from gpu_runner.wire import ClinicRequest
 
 
 class LocalRunner:
@@ -27,8 +39,10 @@ class LocalRunner:
         *,
         config: ExecutorConfig | None = None,
         registry: Registry | None = None,
+        clinic_max_bytes: int = DEFAULT_MAX_MB << 20,
     ) -> None:
         self.executor = executor or Executor(config, registry)
+        self.clinic_max_bytes = clinic_max_bytes
         self._runs: dict[int, Execution] = {}
 
     async def __aenter__(self) -> Self:
@@ -79,3 +93,33 @@ class LocalRunner:
 
     async def knows(self, run_id: int) -> bool:
         return run_id in self._runs
+
+    async def run_clinic(
+        self, job: ClinicJob, progress: ProgressCallback | None = None
+    ) -> ClinicResult:
+        """The memory clinic in a child of this host's fork server (`bot.ports.ClinicRunner`).
+
+        The child reads the file itself: the snapshot never enters this process, whose
+        memory does not grow with its size (bytes handed in are written to a private file).
+        """
+        relay = ProgressRelay(progress)
+        staged = await asyncio.to_thread(stage_snapshot, job, self.clinic_max_bytes)
+        try:
+            relay.push(ClinicProgress(ClinicStage.QUEUED))
+            request = ClinicRequest(
+                str(staged.path), job.name, job.locale, self.clinic_max_bytes, job.gpu_memory
+            )
+            try:
+                ex = await asyncio.to_thread(
+                    self.executor.submit_clinic, request, threadsafe_progress(relay)
+                )
+            except RuntimeError as exc:  # the fork server cannot start, or is closed
+                raise clinic_failed_error(job.locale, timed_out=False, error=str(exc)) from exc
+            outcome = await asyncio.wrap_future(ex.done)
+            payload = ex.payload or {"state": outcome.state.value, "error": outcome.error}
+            result = clinic_result(payload, job.locale)
+            relay.push(ClinicProgress(ClinicStage.DONE))
+            return result
+        finally:
+            await asyncio.to_thread(staged.remove)
+            await relay.drain()

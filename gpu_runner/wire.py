@@ -6,6 +6,7 @@ import base64
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from bot.domain import DemoJob, DemoResult, DemoState, Locale
@@ -74,6 +75,46 @@ def result_from_payload(run_id: int, demo: str, data: Mapping[str, Any]) -> Demo
         png=base64.b64decode(png) if png else None,
         error=str(data.get("error") or ""),
     )
+
+
+CLINIC = "clinic"  # the job label of memory-clinic runs
+
+
+@dataclass(frozen=True, slots=True)
+class ClinicRequest:
+    """A memory-clinic run for the executor: the snapshot is a file on this host."""
+
+    path: str
+    name: str
+    locale: Locale
+    max_bytes: int
+    gpu_memory: int | None = None
+
+
+class ClinicTaskPayload(TypedDict):
+    """A clinic run through Celery: the snapshot travels with the task (capped)."""
+
+    name: str
+    locale: str
+    gpu_memory: int | None
+    data_b64: str
+
+
+class ClinicResultPayload(TypedDict, total=False):
+    """The clinic child's result line (and the Celery task's return value)."""
+
+    state: str  # a DemoState value
+    device: str
+    error: str
+    reason: str  # a bot.clinic.Rejection when the file was refused
+    detail: dict[str, Any]
+    title: str
+    text: str
+    table: str
+    recommendation: str | None
+    png_b64: str
+    summary: dict[str, Any]
+    started_at: float | None
 
 
 def json_safe(value: Any) -> Any:
