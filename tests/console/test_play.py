@@ -18,7 +18,7 @@ from bot.domain import Locale, Platform
 from bot.quiz import QuizService
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = "/ask\n2\n/as bob\n4\n/close\n/leaderboard\n"
+SCRIPT = "/ask fragmentation\n2\n/as bob\n4\n/close\n/leaderboard\n"
 
 
 def run_play(tmp_path: Path, script: str, *args: str) -> subprocess.CompletedProcess[str]:
