@@ -20,6 +20,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from bot.bank import QuestionBank
+from bot.clinic_flow import Clinic, register_clinic_command
 from bot.clock import Clock, SystemClock
 from bot.commands import CommandSet, core_commands
 from bot.config import Settings
@@ -54,6 +55,7 @@ class Core:
     bank: QuestionBank
     store: SqlStore
     dispatcher: DemoDispatcher
+    clinic: Clinic
     scheduler: Scheduler
     metrics: QuizMetrics
     web: WebServer  # /healthz, /metrics (+ Slack's /slack/events); started by `serve`
@@ -121,6 +123,8 @@ async def build_core(
         install_generated(commands, interactions, service)
         stack.push_async_callback(service.drain_updates)
         runner = await stack.enter_async_context(open_runner(settings))
+        clinic = Clinic(runner, service)
+        register_clinic_command(commands)
 
         # Attaches itself to reveals and resumes runs left pending by a previous process.
         async def schedule_policy(schedule_id: int) -> DemoPolicy | None:
@@ -159,6 +163,7 @@ async def build_core(
             bank,
             store,
             dispatcher,
+            clinic,
             scheduler,
             metrics,
             web,

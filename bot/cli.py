@@ -121,6 +121,7 @@ def _play(args: argparse.Namespace) -> int:
                 user=args.user,
                 interactions=core.interactions,
             )
+            session.clinic = core.clinic
             session.extra["clock"] = clock_command(clock, core.scheduler)
             interactive = sys.stdin.isatty()
             if interactive:

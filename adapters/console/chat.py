@@ -84,11 +84,15 @@ class ConsoleChat:
         self._remember(message)
         self._print(f"  [{ref.message}] now:\n{render_text(message, '    │ ')}")
 
+    def save_image(self, image: Image) -> str:
+        """Write the image under the image directory; its path (or "(not saved)")."""
+        if self._image_dir is None:
+            return "(not saved)"
+        self._image_dir.mkdir(parents=True, exist_ok=True)
+        path = self._image_dir / Path(image.filename).name
+        path.write_bytes(image.data)
+        return str(path)
+
     async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
-        where = "(not saved)"
-        if self._image_dir is not None:
-            self._image_dir.mkdir(parents=True, exist_ok=True)
-            path = self._image_dir / image.filename
-            path.write_bytes(image.data)
-            where = str(path)
+        where = self.save_image(image)
         self._print(f"  ↳ thread of [{parent.message}]\n    │ image: {where} {comment}".rstrip())

@@ -12,9 +12,13 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import TextIO
 
 from adapters.console.chat import ConsoleChat, render_text
+from bot.clinic import ClinicJob, clinic_off_error, gpu_memory_from_gib
+from bot.clinic_flow import Clinic
 from bot.commands import CommandSet, Invocation, run_command
 from bot.domain import LETTERS, ChannelRef, Platform, PostState, UserRef
 from bot.errors import UserFacingError
@@ -23,6 +27,7 @@ from bot.i18n import translator
 from bot.interactions import Click, Interactions
 from bot.messages import ActionKind, Button, Message
 from bot.quiz import QuizService
+from bot.quoting import cut
 
 WORKSPACE = "local"
 
@@ -51,8 +56,10 @@ class ConsoleSession:
         self.done = False
         self.practice: dict[str, int] = {}  # user key -> their open practice post id
         # The console's own commands; features add theirs (e.g. /clock).
+        self.clinic: Clinic | None = None  # the memory clinic (`/clinic PATH`)
         self.extra: dict[str, ConsoleCommand] = {
             "as": _as,
+            "clinic": _clinic,
             "press": _press,
             "cancel": _cancel,
             "quit": _quit,
@@ -210,6 +217,40 @@ async def _press(session: ConsoleSession, args: list[str]) -> None:
         session.say("! no button to press" + (f" of kind {kind!r}" if kind else "") + " yet")
         return
     await session.click(buttons[-1])
+
+
+class _PrivateLines:
+    """The clinic's private answers in the terminal."""
+
+    def __init__(self, session: ConsoleSession) -> None:
+        self.session = session
+
+    async def status(self, message: Message) -> None:
+        self.session.say(f"  (only {self.session.user.display} sees this) {message.body}")
+
+    async def result(self, message: Message) -> None:
+        s = self.session
+        await s.chat.send_private(s.channel, s.user, replace(message, image=None))
+        if message.image is not None:
+            s.say(f"    plot: {s.chat.save_image(message.image)}")
+
+
+async def _clinic(session: ConsoleSession, args: list[str]) -> None:
+    locale = await session.service.locale_for(session.channel)
+    t = translator(locale)
+    if not args:
+        session.say("! " + t("usage: /clinic PATH [GPU memory in GiB]"))
+        return
+    if session.clinic is None:
+        session.say("! " + str(clinic_off_error(locale)))
+        return
+    path = await asyncio.to_thread(lambda: Path(args[0]).expanduser())
+    if not await asyncio.to_thread(path.is_file):
+        session.say("! " + t("{path}: no such file.", path=cut(args[0])))
+        return
+    gpu = gpu_memory_from_gib(args[1], locale) if len(args) > 1 else None
+    job = ClinicJob.local_file(path, locale, gpu_memory=gpu)
+    await session.clinic.examine(job, _PrivateLines(session))
 
 
 async def _cancel(session: ConsoleSession, args: list[str]) -> None:

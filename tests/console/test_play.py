@@ -21,17 +21,21 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = "/ask fragmentation\n2\n/as bob\n4\n/close\n/leaderboard\n"
 
 
-def run_play(tmp_path: Path, script: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run_play(
+    tmp_path: Path, script: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    extra = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("QUIZBOT_")}
     env["QUIZBOT_DATABASE_URL"] = f"sqlite:///{tmp_path / 'play.db'}"
+    env.update(extra)
     return subprocess.run(
         [sys.executable, "-m", "bot.cli", "play", *args],
         input=script,
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=tmp_path,  # plots are written under the working directory
         env=env,
-        timeout=60,
+        timeout=120,
     )
 
 
@@ -175,3 +179,22 @@ def test_a_generated_question_takes_a_typed_number_in_the_console(tmp_path: Path
     assert "== Type the number ==" in out and "is not a number" in out
     assert "Not quite. You typed 3" in out or "Correct: 3" in out
     assert "The number:" in out and "1 typed prediction:" in out
+
+
+def test_the_memory_clinic_answers_a_snapshot_privately_in_the_console(tmp_path: Path) -> None:
+    from tests.clinic.snapshots import growing_batch, write
+
+    snapshot = write(tmp_path / "snap.pickle", growing_batch())
+    garbage = tmp_path / "notes.txt"
+    garbage.write_text("not a snapshot")
+    script = f"/clinic {snapshot}\n/clinic {garbage}\n/clinic {tmp_path / 'missing'}\n"
+    done = run_play(tmp_path, script)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "🩺 Analysing `snap.pickle`" in out and "(only you sees this)" in out
+    assert "PYTORCH_CUDA_ALLOC_CONF=" in out  # the line to copy
+    assert "plot: quizbot-plots/" in out
+    assert "is not a pickle file" in out
+    assert "no such file" in out
+    off = run_play(tmp_path, f"/clinic {snapshot}\n", "--seed", "1", env={"QUIZBOT_RUNNER": "off"})
+    assert "QUIZBOT_RUNNER=off" in off.stdout

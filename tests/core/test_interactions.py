@@ -155,3 +155,24 @@ async def test_a_huge_command_is_refused_before_it_is_parsed(
     (reply,) = await run_command(core_commands(), service, inv, text)
     assert "at most 2000" in reply.message.body
     assert loop.time() - started < 0.5
+
+
+@pytest.mark.parametrize(
+    ("platform", "words"),
+    [
+        (Platform.SLACK, "direct message"),
+        (Platform.DISCORD, "snapshot attached"),
+        (Platform.CONSOLE, "/clinic PATH"),
+    ],
+)
+async def test_quiz_clinic_says_how_to_send_a_snapshot_on_each_platform(
+    service: QuizService, platform: Platform, words: str
+) -> None:
+    from bot.clinic_flow import register_clinic_command
+
+    commands = core_commands()
+    register_clinic_command(commands)
+    inv = Invocation(ChannelRef(platform, "W", "C"), user("ann"), Locale.EN)
+    (reply,) = await run_command(commands, service, inv, "clinic")
+    assert words in reply.message.body and "_record_memory_history" in reply.message.body
+    assert reply.private
