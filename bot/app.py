@@ -204,6 +204,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
                     deliveries=core.deliveries,
                 )
             )
+            adapter.enable_clinic(core.clinic, settings.clinic_max_bytes)
             if not adapter.socket_mode:
                 http_routes.append(adapter.mount)
             log.info("Slack adapter running (%s mode)", "Socket" if adapter.socket_mode else "HTTP")

@@ -11,10 +11,16 @@ crash replays it), acknowledged, then run.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import os
+import re
+import tempfile
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -25,6 +31,7 @@ from adapters.slack.chat import SlackChat
 from adapters.slack.config import SlackConfig
 from adapters.slack.dedupe import RecentKeys
 from adapters.slack.errors import CALL_ERRORS, describe
+from adapters.slack.files import FileRoute, SharedFile, shared_files
 from adapters.slack.inbound import Inbound, Malformed
 from adapters.slack.payloads import (
     BlockActionsPayload,
@@ -36,10 +43,12 @@ from adapters.slack.payloads import (
     form_metadata,
     submission_to_core,
 )
+from bot.clinic import ClinicJob, gpu_memory_from_gib
+from bot.clinic_flow import Clinic
 from bot.commands import AdminStatus, CommandSet, Invocation, Reply, run_command
 from bot.deliveries import Deliveries
-from bot.domain import Delivery, UserRef
-from bot.errors import ConfigError, NotInChannel, PlatformError
+from bot.domain import ChannelRef, Delivery, MessageRef, UserRef
+from bot.errors import ConfigError, NotInChannel, PlatformError, UserFacingError
 from bot.forms import Form
 from bot.i18n import N_, translator
 from bot.interactions import Interactions
@@ -53,6 +62,12 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 PLATFORM = "slack"
 FORM_EXPIRED = N_("The form could not be opened in time; please click again.")
+FILE_NOT_TAKEN = N_("I did not take {name}: in a direct message I take {kinds}.")
+FILE_TOO_LARGE = N_(
+    "{name} is {size} MiB, over the {limit} MiB this bot takes; record fewer events "
+    "(_record_memory_history(max_entries=...)) and send it again."
+)
+FILE_NOT_READ = N_("I could not download {name} from Slack ({why}); please send it again.")
 # A response_url takes replies for 30 minutes: replay only what can still be answered.
 REPLAY_MAX_AGE = timedelta(minutes=25)
 
@@ -87,6 +102,7 @@ class SlackAdapter:
         self._admins: dict[str, tuple[bool, datetime]] = {}
         self._ping_interval = ping_interval
         self._recent = RecentKeys(ttl=600.0)  # answer clicks this process took
+        self._file_routes: list[FileRoute] = []
         self._problems = ThrottledLog(log)
         self._inbound: Inbound | None = None
 
@@ -170,15 +186,96 @@ class SlackAdapter:
         return await self.inbound.handle_http(request)
 
     def _events_app(self) -> AsyncApp:
-        """Bolt, for the Events API only (`url_verification`, future event listeners):
-        requests reach it already verified."""
-        return AsyncApp(
+        """Bolt, for the Events API only (`url_verification`; ``message`` events in the
+        bot's DMs, for files): requests reach it already verified."""
+        app = AsyncApp(
             name="quizbot",
             client=self.chat.client,
             request_verification_enabled=False,
             process_before_response=True,
             logger=logging.getLogger("adapters.slack.bolt"),
         )
+
+        async def on_message(event: dict[str, Any], body: dict[str, Any]) -> None:
+            await self._on_message(event, body)
+
+        app.event("message")(on_message)
+        return app
+
+    # -- files in a direct message -----------------------------------------------------
+
+    def add_file_route(self, route: FileRoute) -> None:
+        """Files shared with the bot in a DM whose names `route` takes go to its handler."""
+        self._file_routes.append(route)
+
+    def enable_clinic(self, clinic: Clinic, max_bytes: int) -> None:
+        """The memory clinic: a `.pickle` snapshot in a DM is analysed, answered there."""
+
+        async def examine(shared: SharedFile, path: Path) -> None:
+            locale = await self.service.locale_for(shared.channel)
+            gpu = _gib_in(shared.text)
+            try:
+                gpu_memory = gpu_memory_from_gib(gpu, locale) if gpu is not None else None
+            except UserFacingError as exc:
+                await asyncio.to_thread(path.unlink, True)
+                await self.chat.post_message(shared.channel, Message(body=str(exc)))
+                return
+            job = ClinicJob.upload(path, locale, gpu_memory=gpu_memory, name=shared.name)
+            await clinic.examine(job, DirectMessage(self.chat, shared.channel))
+
+        self.add_file_route(
+            FileRoute((".pickle", ".pkl"), max_bytes, examine, "memory snapshots (.pickle)")
+        )
+
+    async def _on_message(self, event: Mapping[str, Any], body: Mapping[str, Any]) -> None:
+        team = str(body.get("team_id") or event.get("team") or "")
+        files = shared_files(event, team)
+        if not files:
+            return
+        key = f"slack:event:{body.get('event_id') or files[0].id}"
+        if not await self.deliveries.begin(key, PLATFORM, None):
+            return  # Slack's retry of an event already taken
+        for shared in files:
+            self.tasks.spawn(self._take_file(shared), name="slack-file")
+        await self.deliveries.finish(key)
+
+    async def _take_file(self, shared: SharedFile) -> None:
+        locale = await self.service.locale_for(shared.channel)
+        t = translator(locale)
+        route = next((r for r in self._file_routes if r.takes(shared.name)), None)
+        try:
+            if route is None:
+                kinds = ", ".join(r.what for r in self._file_routes) or "—"
+                await self.chat.post_message(
+                    shared.channel,
+                    Message(body=t(FILE_NOT_TAKEN, name=shared.name, kinds=kinds)),
+                )
+                return
+            if shared.size > route.max_bytes:
+                await self.chat.post_message(
+                    shared.channel,
+                    Message(
+                        body=t(
+                            FILE_TOO_LARGE,
+                            name=shared.name,
+                            size=shared.size // (1 << 20),
+                            limit=route.max_bytes // (1 << 20),
+                        )
+                    ),
+                )
+                return
+            path = await asyncio.to_thread(_private_temp_file, shared.name)
+            try:
+                await self.chat.download(shared.url, path, route.max_bytes)
+            except PlatformError as exc:
+                await asyncio.to_thread(path.unlink, True)
+                await self.chat.post_message(
+                    shared.channel, Message(body=t(FILE_NOT_READ, name=shared.name, why=exc.reason))
+                )
+                return
+            await route.handler(shared, path)
+        except PlatformError:
+            pass  # logged and counted by SlackChat
 
     # -- /quiz -------------------------------------------------------------------------
 
@@ -406,4 +503,44 @@ class SlackAdapter:
         return str(resp["url"])
 
 
-__all__ = ["EVENTS_PATH", "SlackAdapter"]
+class DirectMessage:
+    """The clinic's answers in the member's DM with the bot: the status line is posted, then
+    edited; the result replaces it, with the plot in its thread."""
+
+    def __init__(self, chat: SlackChat, channel: ChannelRef) -> None:
+        self.chat = chat
+        self.channel = channel
+        self._line: MessageRef | None = None
+
+    async def status(self, message: Message) -> None:
+        if self._line is None:
+            self._line = await self.chat.post_message(self.channel, message)
+        else:
+            await self.chat.update_message(self._line, message)
+
+    async def result(self, message: Message) -> None:
+        text = replace(message, image=None)
+        if self._line is None:
+            self._line = await self.chat.post_message(self.channel, text)
+        else:
+            await self.chat.update_message(self._line, text)
+        if message.image is not None:
+            await self.chat.upload_image(self._line, message.image)
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def _gib_in(text: str) -> str | None:
+    """The GPU size a member wrote beside the file ("80", "80 GiB", "gpu_memory=80")."""
+    found = _NUMBER.search(text or "")
+    return found.group(0).replace(",", ".") if found else None
+
+
+def _private_temp_file(name: str) -> Path:
+    fd, path = tempfile.mkstemp(prefix="quizbot-", suffix="-" + name)  # mode 0600
+    os.close(fd)
+    return Path(path)
+
+
+__all__ = ["EVENTS_PATH", "DirectMessage", "SlackAdapter"]

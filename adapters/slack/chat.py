@@ -12,6 +12,7 @@ import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -266,6 +267,27 @@ class SlackChat:
             "views.open",
             self.client.views_open(trigger_id=trigger_id, view=render_form(form, metadata)),
         )
+
+    async def download(self, url: str, dest: Path, max_bytes: int) -> int:
+        """Download a file Slack holds (``url_private``) with the bot token into `dest`;
+        its size. Refuses (PlatformError) a file over `max_bytes` while it streams."""
+        if self._session is None:
+            raise RuntimeError("SlackChat is not started: use `async with SlackChat(...)`")
+        headers = {"Authorization": f"Bearer {self._token}"}
+        size = 0
+        try:
+            async with self._session.get(url, headers=headers, allow_redirects=False) as resp:
+                if resp.status != 200:
+                    raise PlatformError("Slack", "files.download", resp.status, "not the file")
+                with dest.open("wb") as out:
+                    async for chunk in resp.content.iter_chunked(1 << 16):
+                        size += len(chunk)
+                        if size > max_bytes:
+                            raise PlatformError("Slack", "files.download", 413, "over the cap")
+                        out.write(chunk)
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise PlatformError("Slack", "files.download", None, type(exc).__name__) from exc
+        return size
 
     async def user_info(self, user_id: str) -> dict[str, Any]:
         resp = await self.call("users.info", self.client.users_info(user=user_id))

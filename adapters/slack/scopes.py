@@ -25,6 +25,10 @@ EXTRA_BOT_SCOPES: Final[dict[str, str]] = {
     "commands": "the /quiz slash command",
     # Post in public channels without being invited first (questions, boards, reveals).
     "chat:write.public": "chat.postMessage in public channels the bot has not joined",
+    # Files members send the bot in a DM (the memory clinic's snapshots): the message.im
+    # event, and downloading url_private with the bot token.
+    "im:history": "the message.im event (a file shared in the bot's DM)",
+    "files:read": "downloading a file shared with the bot (url_private)",
 }
 
 # Socket Mode: `apps.connections.open` takes the app-level token (xapp-...), whose scope is

@@ -85,6 +85,7 @@ class FakeSlack:
         self.uploads: dict[str, bytes] = {}
         self.acks: list[dict[str, Any]] = []
         self.views: list[dict[str, Any]] = []  # modals opened (views.open)
+        self.files: dict[str, bytes] = {}  # files members shared, served at url_private
         self.not_in: set[str] = set()  # channels where chat.postMessage says not_in_channel
         self._rate_limits: dict[str, list[int]] = {}
         self._failures: dict[str, list[str]] = {}
@@ -118,6 +119,7 @@ class FakeSlack:
         app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_post("/response/{name}", self._response_url)
         app.router.add_get("/socket", self._socket)
+        app.router.add_get("/files-pri/{file_id}/{name}", self._file)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -159,6 +161,30 @@ class FakeSlack:
 
     def restore(self, method: str) -> None:
         self.outages.pop(method, None)
+
+    def share_file(self, name: str, data: bytes, *, size: int | None = None) -> dict[str, Any]:
+        """A file a member shared: its object as an event carries it (`size` may lie)."""
+        file_id = f"F{next(self._ids):08d}"
+        self.files[file_id] = data
+        url = f"http://127.0.0.1:{self.port}/files-pri/{file_id}/{name}"
+        return {
+            "id": file_id,
+            "name": name,
+            "size": len(data) if size is None else size,
+            "url_private": url,
+            "url_private_download": url + "?download=1",
+        }
+
+    async def _file(self, request: web.Request) -> web.Response:
+        self.calls.append(Call("files.download", {"file_id": request.match_info["file_id"]}))
+        await self._notify()
+        if request.headers.get("Authorization") != f"Bearer {self.bot_token}":
+            # Slack answers a request without the token with its sign-in page.
+            return web.Response(status=302, headers={"Location": "https://slack.com/signin"})
+        data = self.files.get(request.match_info["file_id"])
+        if data is None:
+            return web.Response(status=404, text="not found")
+        return web.Response(body=data, content_type="application/octet-stream")
 
     def add_user(self, user_id: str, *, admin: bool = False, owner: bool = False) -> None:
         self.users[user_id] = {

@@ -1,0 +1,120 @@
+"""The memory clinic on Slack: a member shares a snapshot in the bot's DM (an Events API
+``message.im`` with a file), the bot downloads it from ``url_private`` with its token,
+analyses it on the runner (a real fork-server child) and answers in the DM — a status line
+edited as it goes, then the table, the line to copy and the plot."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.clinic_flow import Clinic
+from gpu_runner.executor import Executor, ExecutorConfig
+from gpu_runner.local import LocalRunner
+from tests.adapters.slack import slack_requests as rq
+from tests.adapters.slack.conftest import SlackHttp
+from tests.adapters.slack.fake_slack import FakeSlack
+from tests.clinic import snapshots
+
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def executor() -> Iterator[Executor]:
+    with Executor(ExecutorConfig(torch=False, clinic_timeout=60.0)) as ex:
+        yield ex
+
+
+def enable(http: SlackHttp, executor: Executor, cap: int = 10 * MiB) -> None:
+    runner = LocalRunner(executor=executor, clinic_max_bytes=cap)
+    http.adapter.enable_clinic(Clinic(runner, http.service), cap)
+
+
+async def share(http: SlackHttp, files: list[dict[str, object]], **kw: str) -> int:
+    body = json.dumps(rq.dm_file_event(files, **kw))  # type: ignore[arg-type]
+    status, _ = await http.send(body, rq.json_headers(body))
+    return status
+
+
+def dm_texts(fake: FakeSlack) -> list[str]:
+    return [
+        c.text
+        for c in fake.calls_to("chat.postMessage", "chat.update")
+        if c.args.get("channel") == "D0BOT"
+    ]
+
+
+@pytest.mark.timeout(120)
+async def test_a_snapshot_in_a_dm_gets_the_clinics_answer_there(
+    http_slack: SlackHttp, fake_slack: FakeSlack, executor: Executor
+) -> None:
+    enable(http_slack, executor)
+    data = pickle.dumps(snapshots.growing_batch())
+    shared = fake_slack.share_file("train.pickle", data)
+    assert await share(http_slack, [shared]) == 200
+    # Slack retries an event it thinks was missed: taken once.
+    assert await share(http_slack, [shared]) == 200
+    await http_slack.adapter.idle()
+
+    texts = dm_texts(fake_slack)
+    assert "Analysing `train.pickle`" in texts[0]
+    assert any("replaying under" in t for t in texts)  # progress, edited in place
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in texts[-1]
+    assert len(fake_slack.calls_to("chat.postMessage")) == 1  # one line, edited
+    (complete,) = fake_slack.calls_to("files.completeUploadExternal")
+    assert complete.args["channel_id"] == "D0BOT"  # the plot stays in the DM
+    assert len(fake_slack.calls_to("files.download")) == 1
+
+
+async def test_bad_files_in_a_dm_get_one_clear_line_each(
+    http_slack: SlackHttp, fake_slack: FakeSlack, executor: Executor
+) -> None:
+    enable(http_slack, executor, cap=1 * MiB)
+    too_big = fake_slack.share_file("huge.pickle", b"x", size=50 * MiB)
+    not_pickle = fake_slack.share_file("notes.pickle", b"hello, not a pickle")
+    a_csv = fake_slack.share_file("questions.csv", b"prompt,a,b")
+    odd_size = fake_slack.share_file("ok.pickle", b"\x80\x04N.")
+    await share(http_slack, [too_big], event_id="E1")
+    await share(http_slack, [not_pickle], event_id="E2")
+    await share(http_slack, [a_csv], event_id="E3")
+    await share(http_slack, [odd_size], event_id="E4", text="0.75")
+    await http_slack.adapter.idle()
+    texts = "\n".join(dm_texts(fake_slack))
+    assert "huge.pickle is 50 MiB, over the 1 MiB" in texts
+    assert "notes.pickle is not a pickle file" in texts
+    assert "I did not take questions.csv" in texts and "memory snapshots" in texts
+    assert "'0.75' is not a size in GiB" in texts
+    # The oversized file was never downloaded; the others were read by the runner only.
+    downloaded = {c.args["file_id"] for c in fake_slack.calls_to("files.download")}
+    assert too_big["id"] not in downloaded
+
+
+async def test_files_not_from_a_human_in_a_dm_are_ignored(
+    http_slack: SlackHttp, fake_slack: FakeSlack, executor: Executor
+) -> None:
+    enable(http_slack, executor)
+    shared = fake_slack.share_file("train.pickle", pickle.dumps(snapshots.growing_batch()))
+    event = rq.dm_file_event([shared])
+    event["event"]["bot_id"] = "B0OTHER"  # another bot's file
+    body = json.dumps(event)
+    assert (await http_slack.send(body, rq.json_headers(body)))[0] == 200
+    channel_event = rq.dm_file_event([shared], event_id="E9")
+    channel_event["event"]["channel_type"] = "channel"  # a file in a channel
+    body = json.dumps(channel_event)
+    assert (await http_slack.send(body, rq.json_headers(body)))[0] == 200
+    await http_slack.adapter.idle()
+    assert dm_texts(fake_slack) == [] and fake_slack.calls_to("files.download") == []
+
+
+def test_the_temp_file_is_private(tmp_path: Path) -> None:
+    from adapters.slack.app import _private_temp_file
+
+    path = _private_temp_file("x.pickle")
+    try:
+        assert path.stat().st_mode & 0o077 == 0
+    finally:
+        path.unlink()
