@@ -28,6 +28,7 @@ from typing import Any
 
 from aiohttp import BodyPartReader, WSMsgType, web
 
+from tests.adapters.discord.fake_http import HttpInteractions
 from tests.adapters.discord.fake_payloads import (
     BOT_PERMISSIONS,
     EPHEMERAL,
@@ -100,6 +101,8 @@ class FakeDiscord(DiscordPayloads):
         self._changed = asyncio.Condition()
         self._identified = asyncio.Event()
         self._runner: web.AppRunner | None = None
+        # HTTP mode: interactions are POSTed, signed, to the bot's endpoint (`fake_http`).
+        self.http = HttpInteractions(self)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -121,6 +124,7 @@ class FakeDiscord(DiscordPayloads):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await self.http.close()
         for ws, _, _ in list(self._sockets):
             await ws.close()
         if self._runner is not None:
@@ -140,13 +144,25 @@ class FakeDiscord(DiscordPayloads):
         await asyncio.wait_for(self._identified.wait(), timeout)
 
     async def dispatch(self, event: str, data: Json) -> float:
-        """Send a gateway dispatch to the shard that owns the guild; returns the send time."""
-        ws = self.socket_for(data.get("guild_id"))
-        frame = json.dumps({"op": 0, "t": event, "s": next(self._seq), "d": data})
+        """Send a gateway dispatch to the shard that owns the guild (in HTTP mode, an
+        interaction is POSTed to the bot instead, in the background); returns the send
+        time."""
         if event == "INTERACTION_CREATE":
-            self.interactions[data["id"]] = Interaction(
-                data["id"], data["token"], data["type"], data["channel_id"], time.monotonic()
-            )
+            self.interactions[data["id"]] = self.interaction_record(data)
+            if self.http.endpoint is not None:
+                return self.http.deliver(data)
+        return await self.send_frame(event, data)
+
+    def interaction_record(self, data: Json) -> Interaction:
+        """What the fake keeps of an interaction it sends (to take its answers)."""
+        return Interaction(
+            data["id"], data["token"], data["type"], data["channel_id"], time.monotonic()
+        )
+
+    async def send_frame(self, event: str, data: Any) -> float:
+        """Any dispatch, even one Discord would never send (malformed payloads)."""
+        ws = self.socket_for(data.get("guild_id") if isinstance(data, dict) else None)
+        frame = json.dumps({"op": 0, "t": event, "s": next(self._seq), "d": data})
         at = time.monotonic()
         await ws.send_str(frame)
         return at
@@ -201,6 +217,21 @@ class FakeDiscord(DiscordPayloads):
     def fail(self, method: str, path: str, status: int, code: int, *, times: int = 1) -> None:
         body = {"message": f"fake error {code}", "code": code}
         self._inject(method, path, times, lambda: json_response(body, status))
+
+    def fail_text(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        text: str,
+        *,
+        headers: dict[str, str] | None = None,
+        times: int = 1,
+    ) -> None:
+        """An answer that is not Discord's JSON (a proxy, Cloudflare, an outage page)."""
+        self._inject(
+            method, path, times, lambda: web.Response(text=text, status=status, headers=headers)
+        )
 
     def _inject(
         self, method: str, path: str, times: int, respond: Callable[[], web.Response]
@@ -328,15 +359,23 @@ class FakeDiscord(DiscordPayloads):
         call = Call(request.method, path, dict(request.query), body, files, time.monotonic())
         response = self._injected_response(request.method, path)
         if response is None:
-            try:
-                response = self._route(request.method, path, body or {}, files, call)
-            except _Error as err:
-                response = json_response({"message": err.message, "code": err.code}, err.status)
-        call.status = response.status
+            response = self.routed(request.method, path, body, files, call)
+        await self.record(call, response.status)
+        return response
+
+    def routed(
+        self, method: str, path: str, body: Any, files: list[tuple[str, int]], call: Call
+    ) -> web.Response:
+        try:
+            return self._route(method, path, body or {}, files, call)
+        except _Error as err:
+            return json_response({"message": err.message, "code": err.code}, err.status)
+
+    async def record(self, call: Call, status: int) -> None:
+        call.status = status
         self.calls.append(call)
         async with self._changed:
             self._changed.notify_all()
-        return response
 
     def _injected_response(self, method: str, path: str) -> web.Response | None:
         for inj in self._injected:
@@ -383,6 +422,8 @@ class FakeDiscord(DiscordPayloads):
         }
 
     def _callback(self, iid: str, token: str, body: Json, with_response: bool) -> web.Response:
+        """An initial response (POSTed in gateway mode; in HTTP mode, the answer to the
+        request, recorded the same way by `fake_http`)."""
         inter = self.interactions.get(iid)
         if inter is None or inter.token != token:
             raise _Error(404, 10062, "Unknown interaction")

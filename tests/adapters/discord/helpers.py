@@ -44,8 +44,8 @@ async def said(fake: FakeDiscord, interaction: Json, count: int = 1) -> list[Jso
 
 
 def text_of(said_entry: Json) -> str:
-    """Content plus embed title and description."""
+    """Content plus embed title, description and footer."""
     parts = [said_entry.get("content") or ""]
     for e in said_entry.get("embeds") or []:
-        parts += [e.get("title", ""), e.get("description", "")]
+        parts += [e.get("title", ""), e.get("description", ""), e.get("footer", {}).get("text", "")]
     return "\n".join(p for p in parts if p)
