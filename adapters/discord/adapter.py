@@ -85,7 +85,7 @@ class DiscordAdapter:
         interactions: Interactions | None = None,
         deliveries: Deliveries | None = None,
         ack_deadline: float = 1.0,
-        store_deadline: float = 2.0,
+        store_deadline: float = 2.3,
         guild_ready_timeout: float = 2.0,
         sync_commands: bool = True,
         http_connections: int = 100,
@@ -236,8 +236,10 @@ class DiscordAdapter:
         self.tasks.spawn(self._gateway_interaction(data), name="discord-interaction")
 
     async def _gateway_interaction(self, data: Any) -> None:
+        handling = self.path.handle(data)
+        del data  # the decoded frame is freed once read (see `read_interaction`)
         try:
-            handled = await self.path.handle(data)
+            handled = await handling
         except Malformed as exc:
             self.path.dropped(exc)
             return

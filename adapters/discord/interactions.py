@@ -81,7 +81,7 @@ DONE = N_("Done.")
 # An interaction token answers for 15 minutes: replay only what can still be answered.
 REPLAY_MAX_AGE = timedelta(minutes=13)
 # Storing an answer click the database was slow to record: what is left of Discord's 3 s.
-LATE_STORE_DEADLINE = 0.4
+LATE_STORE_DEADLINE = 0.3
 
 Later = Callable[[bool], Coroutine[Any, Any, None]]
 """Run once the initial response went out (True) or could not (False)."""
@@ -107,7 +107,7 @@ class DiscordInteractions:
         admin_role: int | None = None,
         admin_ids: Iterable[str] = (),
         ack_deadline: float = 1.0,
-        store_deadline: float = 2.0,
+        store_deadline: float = 2.3,
     ) -> None:
         self.service = service
         self.commands = commands
@@ -125,6 +125,7 @@ class DiscordInteractions:
     async def handle(self, raw: object) -> Handled:
         """The initial response to one interaction, and what follows it."""
         interaction = read_interaction(raw)
+        del raw  # only the fields read live on (see `read_interaction`)
         if interaction.type == PING:
             return Handled(None, PONG)
         if interaction.type == AUTOCOMPLETE:

@@ -11,6 +11,7 @@ import discord
 
 from bot.commands import Invocation, Reply, core_commands
 from bot.domain import Locale, PostState
+from bot.errors import StorageUnavailable
 from bot.messages import Message
 from bot.quiz import QuizService
 from tests.adapters.discord.conftest import Runner, both_modes
@@ -321,3 +322,20 @@ async def test_a_command_dispatched_twice_runs_once(fake: FakeDiscord, run_adapt
         await said(fake, later)
         assert len(fake.callbacks(inter)) == 1
         assert len(fake.of("POST", rf"/channels/{fake.channel_id}/messages")) == 1
+
+
+@both_modes
+async def test_a_click_while_the_database_is_down_is_told_to_click_again(
+    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+) -> None:
+    async with run_adapter():
+        message, _ = await ask(fake)
+
+        async def down(*args: object, **kwargs: object) -> None:
+            raise StorageUnavailable("the database did not answer")
+
+        discord_service.record_answer = down  # type: ignore[method-assign]
+        click = await fake.click(message["id"], custom_ids(message)[0], user_id="7016")
+        (reply,) = await said(fake, click)
+        assert reply["flags"] == EPHEMERAL
+        assert "could not be recorded" in text_of(reply) and "click again" in text_of(reply)

@@ -90,7 +90,7 @@ CASES: dict[str, tuple[dict[str, str], str]] = {
     "ask": ({"topic": "fragmentation"}, "Done."),
     "practice": ({"topic": "fragmentation"}, "Practice · fragmentation"),
     "leaderboard": ({"window": "week", "scope": "workspace"}, "Workspace leaderboard · this week"),
-    "stats": ({}, ""),
+    "stats": ({}, "You have no answers in this channel yet."),
     "help": ({}, "/quiz schedule"),
     "demo": ({"id": "fragmentation", "parameters": ""}, "Done."),
     "demos": ({"policy": "button"}, "now **button**"),

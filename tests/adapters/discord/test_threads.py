@@ -186,3 +186,25 @@ async def test_an_interaction_that_cannot_be_answered_is_logged_not_raised(
         (reply,) = await said(fake, again)
         assert "Quiz commands" in text_of(reply)
         assert inter["id"] != again["id"]
+
+
+async def test_a_message_in_a_thread_is_edited_there_even_after_a_restart(
+    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+) -> None:
+    async with run_adapter() as adapter:
+        message, post_id = await ask(fake)
+        await discord_service.close(post_id)
+        status = await adapter.chat.reply_in_thread(
+            ref(fake, message["id"]), Message(body="⏳ queued…")
+        )
+    # What the core keeps of it: the question's channel and the opaque message id.
+    thread, sent = status.message.split("/")
+    assert thread == message["id"] and status.channel == channel_of(fake)
+    async with run_adapter() as restarted:
+        await restarted.chat.update_message(status, Message(body="the report"))
+        (edit,) = fake.of("PATCH", rf"/channels/{thread}/messages/{sent}")
+        assert edit.status == 200 and "the report" in text_of(edit.json)
+        # A reply to it goes in the same thread (threads do not nest).
+        await restarted.chat.reply_in_thread(status, Message(body="more"))
+        assert fake.of("POST", rf"/channels/{thread}/messages")[-1].status == 200
+        assert len(fake.of("POST", r"/channels/\d+/messages/\d+/threads")) == 1
