@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -58,6 +59,7 @@ from bot.quiz import QuizService
 from questions.loader import load_bank
 from storage.engine import create_engine, upgrade
 from storage.store import SqlStore
+from tests.adapters.discord.helpers import endpoint_served
 
 GUILD = "811111111111111111"
 FIRST_CHANNEL = 822222222222220000
@@ -99,18 +101,6 @@ async def floor(request: web.Request) -> web.Response:
     return web.json_response(FLOOR_ANSWER)
 
 
-async def serve_endpoint(adapter: DiscordAdapter) -> tuple[web.AppRunner, int]:
-    app = web.Application()
-    adapter.mount(app)
-    app.router.add_post("/floor", floor)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
-    await runner.setup()
-    # 1,000 connections at once overflow the default accept backlog (128).
-    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
-    await site.start()
-    return runner, runner.addresses[0][1]
-
-
 async def bursts(url: str, mode: str, users: int, repeats: int) -> list[dict[str, Any]]:
     """`repeats` bursts in one adapter (a fresh fake Discord for the run)."""
     fake_port = free_port()
@@ -136,10 +126,13 @@ async def bursts(url: str, mode: str, users: int, repeats: int) -> list[dict[str
                 **options,
             )
             chats[Platform.DISCORD] = adapter.chat
-            async with adapter:
-                runner, port = (None, 0)
-                if mode == "http":
-                    runner, port = await serve_endpoint(adapter)
+            # 1,000 connections at once overflow the default accept backlog (128).
+            serving: Any = (
+                endpoint_served(adapter, routes={"/floor": floor}, backlog=4096)
+                if mode == "http"
+                else contextlib.nullcontext(0)
+            )
+            async with adapter, serving as port:
                 await adapter.wait_until_ready(timeout=10)
                 # What `quizbot serve` does once started: the start-up's objects (question
                 # bank, ORM, discord.py) leave the collector's generations.
@@ -159,8 +152,6 @@ async def bursts(url: str, mode: str, users: int, repeats: int) -> list[dict[str
                     result["stored"] = len(await store.answers.for_post(post.id))
                     results.append(result)
                 await service.drain_updates()
-                if runner is not None:
-                    await runner.cleanup()
     finally:
         gc.unfreeze()
         fake.terminate()

@@ -10,7 +10,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from adapters.discord.adapter import DiscordAdapter
 from bot.bank import QuestionBank
@@ -23,6 +22,7 @@ from bot.ports import Chat
 from bot.quiz import QuizService
 from storage.demo_runs import SqlDemoRunRepository
 from tests.adapters.discord.fake_discord import FakeDiscord
+from tests.adapters.discord.helpers import endpoint_served
 
 # Every test here talks to a real client over sockets: bound each one.
 pytestmark = pytest.mark.timeout(30)
@@ -90,29 +90,14 @@ def run_adapter(
         chats[Platform.DISCORD] = adapter.chat
         async with adapter:
             if adapter.http_mode:
-                async with _serve(adapter) as url:
-                    fake.http.endpoint = url
+                async with endpoint_served(adapter) as port:
+                    fake.http.endpoint = f"http://127.0.0.1:{port}/discord/interactions"
                     yield adapter
             else:
                 await adapter.wait_until_ready(timeout=10)
                 yield adapter
 
     return run
-
-
-@asynccontextmanager
-async def _serve(adapter: DiscordAdapter) -> AsyncIterator[str]:
-    app = web.Application()
-    adapter.mount(app)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}/discord/interactions"
-    finally:
-        await runner.cleanup()
 
 
 # -- demos --------------------------------------------------------------------------------

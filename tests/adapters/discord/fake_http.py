@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from nacl.signing import SigningKey
 
+from tests.adapters.discord.fake_rest import Call
+
 if TYPE_CHECKING:
     from tests.adapters.discord.fake_discord import FakeDiscord
 
@@ -82,8 +84,6 @@ class HttpInteractions:
         self.statuses[payload["id"]] = status
         if status != 200 or not isinstance(answer, dict):
             return
-        from tests.adapters.discord.fake_discord import Call
-
         path = f"/interactions/{payload['id']}/{payload['token']}/callback"
         call = Call("POST", path, {}, answer, at=time.monotonic())
         response = self.fake.routed("POST", path, answer, [], call)
