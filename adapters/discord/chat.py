@@ -105,6 +105,8 @@ class DiscordChat:
             return
         try:
             dm = await self.rest.call("POST", "/users/@me/channels", {"recipient_id": user.user})
+            if not isinstance(dm, dict) or "id" not in dm:
+                raise DiscordError("POST /users/@me/channels", None, None, "no channel id")
             await self._send(str(dm["id"]), message_json(message), message.image)
         except PlatformError as exc:
             # 50007: the user does not accept DMs from this server's members.

@@ -88,10 +88,15 @@ class InteractionsEndpoint:
         if handled.response is None:
             return _error(409, "already handled")
         response = web.json_response(handled.response)
-        await response.prepare(request)
-        await response.write_eof()  # the initial response is out before any follow-up
+        sent = True
+        try:
+            await response.prepare(request)
+            await response.write_eof()  # the initial response is out before any follow-up
+        except (ConnectionError, RuntimeError) as exc:  # Discord hung up (its 3 s passed)
+            sent = False
+            log.warning("Discord: the answer to an interaction could not be sent: %s", exc)
         if handled.later is not None:
-            self._tasks.spawn(handled.later(True), name="discord-later")
+            self._tasks.spawn(handled.later(sent), name="discord-later")
         return response
 
     def _signed(self, request: web.Request, body: bytes) -> bool:

@@ -180,7 +180,7 @@ class DiscordInteractions:
             message = await recording
             if responded:
                 await webhook.edit_original(message)
-            await self.deliveries.finish(interaction.key)
+            await self._finish(interaction, begin)
 
         return Handled(interaction.target, DEFERRED_PRIVATE, later)
 
@@ -206,7 +206,7 @@ class DiscordInteractions:
                 replies = await running
                 if responded:
                     await webhook.say_after_deferral(replies)
-                await self.deliveries.finish(interaction.key)
+                await self._finish(interaction, begin)
 
             return Handled(interaction.target, DEFERRED_PRIVATE, deferred)
         replies = running.result()
@@ -215,7 +215,7 @@ class DiscordInteractions:
         async def inline(responded: bool) -> None:
             if responded:
                 await webhook.follow_ups(replies[1:])
-            await self.deliveries.finish(interaction.key)
+            await self._finish(interaction, begin)
 
         return Handled(
             interaction.target, reply_response(first.message, private=first.private), inline
@@ -260,6 +260,12 @@ class DiscordInteractions:
     async def _begin(self, interaction: Interaction) -> bool:
         record = {"interaction": stored(interaction.payload)}
         return await self.deliveries.begin(interaction.key, PLATFORM, record)
+
+    async def _finish(self, interaction: Interaction, begin: asyncio.Task[Any]) -> None:
+        # A store that outlived the deadline must land before it is marked done, or a late
+        # row would be replayed as if the work had died.
+        await asyncio.wait({begin})
+        await self.deliveries.finish(interaction.key)
 
     # -- autocomplete --------------------------------------------------------------------
 
