@@ -175,6 +175,11 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     from adapters.slack import SlackAdapter, SlackChat, SlackConfig
 
     slack = SlackConfig.from_settings(settings)
+    if settings.discord_public_key is not None and settings.discord_token is None:
+        raise ConfigError(
+            "DISCORD_PUBLIC_KEY needs DISCORD_TOKEN too: questions are posted with the bot "
+            "token (Developer Portal > your application > Bot > Reset Token)"
+        )
     if slack is None and settings.discord_token is None:
         raise ConfigError(
             "no platform credentials: set SLACK_BOT_TOKEN (+ SLACK_APP_TOKEN for Socket Mode "
@@ -211,12 +216,23 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         if settings.discord_token is not None:
             from adapters.discord import DiscordAdapter
 
-            discord = DiscordAdapter.from_settings(settings, core.service, core.commands)
+            discord = DiscordAdapter.from_settings(
+                settings,
+                core.service,
+                core.commands,
+                interactions=core.interactions,
+                deliveries=core.deliveries,
+            )
             chats[Platform.DISCORD] = discord.chat
             await stack.enter_async_context(discord)
             core.web.add_check("discord", discord.healthy)
-            ended.append(asyncio.ensure_future(discord.wait_closed()))
-            log.info("Discord adapter running")
+            if discord.http_mode:
+                http_routes.append(discord.mount)
+            else:
+                ended.append(asyncio.ensure_future(discord.wait_closed()))
+            log.info(
+                "Discord adapter running (%s mode)", "HTTP" if discord.http_mode else "gateway"
+            )
         for mount in http_routes:
             mount(core.web.app)  # before the server starts: aiohttp freezes its routes
         if slack is not None:
@@ -226,9 +242,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         # generations: full collections under a burst of clicks cost a third of the CPU.
         gc.freeze()
         log.info(
-            "HTTP on port %d: /healthz, /metrics%s",
+            "HTTP on port %d: %s",
             core.web.port,
-            ", /slack/events" if http_routes else "",
+            ", ".join(sorted({r.canonical for r in core.web.app.router.resources()})),
         )
         waiter: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
         await asyncio.wait([waiter, *ended], return_when=asyncio.FIRST_COMPLETED)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -84,6 +84,19 @@ class Reply:
 
 
 Handler = Callable[[QuizService, Invocation, list[str]], Awaitable[list[Reply]]]
+Suggest = Callable[[QuizService], Sequence[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOption:
+    """One argument of a subcommand, for platforms that show commands as forms (Discord's
+    options). The command's text is still what runs: the values, in this order."""
+
+    name: str
+    description: str  # English, marked with N_; platforms translate it
+    required: bool = False
+    choices: tuple[str, ...] = ()  # the only values allowed
+    suggest: Suggest | None = None  # values offered as the user types (autocomplete)
 
 
 @dataclass(slots=True)
@@ -96,6 +109,9 @@ class CommandSet:
     # it changes it (`/quiz demos` vs `/quiz demos off`).
     admin_to_change: set[str] = field(default_factory=set)
     usage: dict[str, str] = field(default_factory=dict)
+    # The arguments of each subcommand that declares them (`CommandOption`); a subcommand
+    # without an entry takes free text.
+    options: dict[str, tuple[CommandOption, ...]] = field(default_factory=dict)
 
     def add(
         self,
@@ -105,9 +121,12 @@ class CommandSet:
         *,
         admin: bool = False,
         admin_args_only: bool = False,
+        options: Sequence[CommandOption] | None = None,
     ) -> None:
         self.handlers[name] = handler
         self.usage[name] = usage
+        if options is not None:
+            self.options[name] = tuple(options)
         if admin and admin_args_only:
             self.admin_to_change.add(name)
         elif admin:
@@ -115,6 +134,11 @@ class CommandSet:
 
     def needs_admin(self, name: str, args: list[str]) -> bool:
         return name in self.admin_only or (name in self.admin_to_change and bool(args))
+
+    @staticmethod
+    def description(name: str) -> str:
+        """What a subcommand does, in English (marked for translation); "" when unknown."""
+        return _DESCRIPTIONS.get(name, "")
 
 
 MAX_COMMAND = 2000  # longer than any real `/quiz …` (Slack's own limit is 4,000)
@@ -234,30 +258,54 @@ async def _lang(service: QuizService, inv: Invocation, args: list[str]) -> list[
     return [Reply(Message(body=t("This channel's quiz language is now English.")), private=False)]
 
 
+def bank_topics(service: QuizService) -> list[str]:
+    return service.bank.topics()
+
+
+TOPIC_OPTION = CommandOption(
+    "topic", N_("a topic from the question bank (optional)"), suggest=bank_topics
+)
+SCOPE_OPTION = CommandOption(
+    "scope", N_("this channel, or the whole server/workspace"), choices=("channel", "workspace")
+)
+
+
 def core_commands() -> CommandSet:
     """The commands of the core quiz (the foundation)."""
     cs = CommandSet()
-    cs.add("ask", _ask, "ask [topic]")
-    cs.add("close", _close, "close", admin=True)
+    cs.add("ask", _ask, "ask [topic]", options=[TOPIC_OPTION])
+    cs.add("close", _close, "close", admin=True, options=[])
     # Boards and stats live in their own modules (imported here: they import this one).
     from bot.boards import USAGE as BOARD_USAGE
     from bot.boards import leaderboard_command
     from bot.stats import stats_command
 
-    cs.add("leaderboard", leaderboard_command, BOARD_USAGE)
-    cs.add("stats", stats_command, "stats")
-    cs.add("lang", _lang, "lang en|el", admin=True)
+    window = CommandOption(
+        "window",
+        N_("day, week, month or all (default: all)"),
+        choices=("day", "week", "month", "all"),
+    )
+    cs.add("leaderboard", leaderboard_command, BOARD_USAGE, options=[window, SCOPE_OPTION])
+    cs.add("stats", stats_command, "stats", options=[])
+    language = CommandOption(
+        "language",
+        N_("the language of new questions in this channel"),
+        required=True,
+        choices=tuple(loc.value for loc in Locale),
+    )
+    cs.add("lang", _lang, "lang en|el", admin=True, options=[language])
 
     async def help_(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         return [Reply(help_message(cs, translator(inv.locale)))]
 
-    cs.add("help", help_, "help")
+    cs.add("help", help_, "help", options=[])
     return cs
 
 
 __all__ = [
     "AdminCheck",
     "AdminStatus",
+    "CommandOption",
     "CommandSet",
     "Invocation",
     "Reply",

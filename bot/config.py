@@ -76,12 +76,14 @@ class Settings(BaseSettings):
         None,
         validation_alias=AliasChoices("DISCORD_PUBLIC_KEY"),
         description="the application's public key (hex, Developer Portal > General "
-        "Information): serves Discord's HTTP interactions at /discord/interactions",
+        "Information): set, Discord's interactions come over HTTP at /discord/interactions "
+        "(no gateway connection)",
     )
     http_port: int = Field(
         8080,
         validation_alias=AliasChoices("QUIZBOT_HTTP_PORT"),
-        description="port of /healthz, /metrics and Slack's /slack/events (HTTP mode)",
+        description="port of /healthz, /metrics, Slack's /slack/events and Discord's "
+        "/discord/interactions (their HTTP modes)",
     )
     runner: RunnerKind = Field(
         RunnerKind.LOCAL,
@@ -153,7 +155,8 @@ class Settings(BaseSettings):
     discord_admin_role: int | None = Field(
         None,
         validation_alias=AliasChoices("QUIZBOT_DISCORD_ADMIN_ROLE"),
-        description="Discord role id whose members may use /quiz schedule and /quiz close",
+        description="Discord role id whose members may use the admin commands (close, lang, "
+        "schedule, report, demos)",
     )
     log_level: str = Field(
         "INFO",

@@ -23,7 +23,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from bot.bank import QuestionBank
-from bot.commands import CommandSet, Invocation, Reply
+from bot.commands import TOPIC_OPTION, CommandSet, Invocation, Reply
 from bot.domain import (
     AnswerOutcome,
     AnswerStatus,
@@ -197,6 +197,6 @@ def install_practice(
 ) -> Practice:
     """Add `/quiz practice` and the wording of practice outcomes (composition root)."""
     practice = Practice(service, cards)
-    commands.add("practice", practice.command, "practice [topic]")
+    commands.add("practice", practice.command, "practice [topic]", options=[TOPIC_OPTION])
     service.outcome_renderers.append(practice_outcome)
     return practice

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.commands import CommandSet, Invocation, Reply
+from bot.commands import SCOPE_OPTION, CommandSet, Invocation, Reply
 from bot.domain import BoardScope, ChannelRef, Locale, choice_letter
 from bot.errors import UserFacingError
 from bot.i18n import translator
@@ -166,4 +166,4 @@ def add_report_command(commands: CommandSet, reports: ReportRepository) -> None:
         rows = await reports.questions(inv.channel, scope, inv.locale)
         return [Reply(report_message(rows, scope, inv.locale))]
 
-    commands.add("report", report, "report [workspace]", admin=True)
+    commands.add("report", report, "report [workspace]", admin=True, options=[SCOPE_OPTION])

@@ -1,28 +1,34 @@
-"""`DiscordChat`: the core's `Chat` port on Discord.
+"""`DiscordChat`: the core's `Chat` port on Discord, over the adapter's REST client.
 
-- post_message: an embed with a persistent view (one button per choice).
+- post_message: an embed with one button per choice (a ``custom_id`` the core wrote:
+  any process, after any restart, can take its clicks).
 - reply_in_thread / upload_image: in a thread started from the question message (its id is
   the message's id); without the permission to create one, a reply to the message.
-- send_private: ephemeral in the interaction being handled for that user, else a DM.
-- update_message: an edit (``view=None`` removes the buttons of a closed question).
+- send_private: while an interaction of that user is handled, one of its private replies
+  (ephemeral); otherwise a DM.
+- update_message: an edit (no buttons left: a closed question loses them).
+
+A message in a thread is edited through the thread's id, which the core does not keep
+(it stores a message id with the question's channel): its `MessageRef.message` is
+``"<thread>/<message>"``, opaque to the core and enough to find it after a restart.
 
 A lost race — the message deleted, the thread archived or locked, the bot removed from the
 channel — is logged and does not raise: the quiz state is in the database either way.
+Other failures raise `PlatformError` (logged and counted by the client).
 """
 
 from __future__ import annotations
 
-import io
 import logging
 from collections import OrderedDict
 from typing import Any
 
-import discord
-
 from adapters.discord.payloads import DM_WORKSPACE
-from adapters.discord.render import content, truncate
-from adapters.discord.respond import current_responder, message_kwargs
+from adapters.discord.render import content, message_json, truncate
+from adapters.discord.replies import current_private_line
+from adapters.discord.rest import DiscordError, DiscordRest
 from bot.domain import ChannelRef, MessageRef, UserRef
+from bot.errors import PlatformError
 from bot.messages import Image, Message
 
 log = logging.getLogger(__name__)
@@ -30,143 +36,155 @@ log = logging.getLogger(__name__)
 THREAD_NAME_LIMIT = 100
 THREAD_ARCHIVE_MINUTES = 1440
 THREAD_ALREADY_EXISTS = 160004
+MISSING_PERMISSIONS = 50013
 # Unknown channel / message, missing access, archived thread, locked thread.
 LOST_RACE_CODES = frozenset({10003, 10008, 50001, 50083, 160005})
-_REMEMBERED_THREADS = 10_000
+_REMEMBERED = 10_000
 
 
-def _lost_race(exc: discord.HTTPException) -> bool:
-    return isinstance(exc, discord.NotFound) or exc.code in LOST_RACE_CODES
+def _located(ref: MessageRef) -> tuple[str, str]:
+    """(channel or thread id, message id) of a message the chat sent."""
+    where, _, message = ref.message.rpartition("/")
+    return where or ref.channel.channel, message
+
+
+def _lost_race(exc: PlatformError) -> bool:
+    code = exc.code if isinstance(exc, DiscordError) else None
+    return exc.status == 404 or code in LOST_RACE_CODES
 
 
 class DiscordChat:
-    def __init__(self, client: discord.Client) -> None:
-        self._client = client
+    def __init__(self, rest: DiscordRest) -> None:
+        self.rest = rest
         # (channel, message) -> thread id, or None where replies stand in for a thread.
         self._threads: OrderedDict[tuple[str, str], str | None] = OrderedDict()
         self._titles: OrderedDict[tuple[str, str], str] = OrderedDict()
-
-    def _channel(self, channel: ChannelRef, channel_id: str | None = None) -> Any:
-        guild = None if channel.workspace == DM_WORKSPACE else int(channel.workspace)
-        return self._client.get_partial_messageable(
-            int(channel_id or channel.channel), guild_id=guild
-        )
 
     @staticmethod
     def _remember(cache: OrderedDict[tuple[str, str], Any], key: tuple[str, str], v: Any) -> None:
         cache[key] = v
         cache.move_to_end(key)
-        while len(cache) > _REMEMBERED_THREADS:
+        while len(cache) > _REMEMBERED:
             cache.popitem(last=False)
+
+    async def _send(self, channel_id: str, body: dict[str, Any], image: Image | None = None) -> str:
+        """POST a message; its id."""
+        files: list[tuple[str, bytes]] = []
+        if image is not None:
+            files.append((image.filename, image.data))
+            attachment: dict[str, Any] = {"id": 0, "filename": image.filename}
+            if image.title:
+                attachment["description"] = truncate(image.title, 1024)
+            body = {**body, "attachments": [attachment]}
+        sent = await self.rest.call("POST", f"/channels/{channel_id}/messages", body, files=files)
+        return str(sent["id"]) if isinstance(sent, dict) and "id" in sent else ""
 
     # -- Chat ----------------------------------------------------------------------------
 
     async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
-        sent = await self._channel(channel).send(**message_kwargs(message))
-        ref = MessageRef(channel, str(sent.id))
+        ref = MessageRef(
+            channel, await self._send(channel.channel, message_json(message), message.image)
+        )
         if message.title:
             self._remember(self._titles, (channel.channel, ref.message), message.title)
         return ref
 
     async def reply_in_thread(self, parent: MessageRef, message: Message) -> MessageRef:
-        kwargs = message_kwargs(message)
-        thread = await self._thread(parent, message.title)
-        try:
-            if thread is not None:
-                try:
-                    sent = await self._channel(parent.channel, thread).send(**kwargs)
-                    return MessageRef(parent.channel, str(sent.id))
-                except discord.HTTPException as exc:
-                    if not _lost_race(exc):
-                        raise
-                    log.warning("thread %s of message %s: %s; replying", thread, parent, exc)
-                    self._remember(self._threads, (parent.channel.channel, parent.message), None)
-                    kwargs = message_kwargs(message)  # files are consumed by a failed send
-            sent = await self._channel(parent.channel).send(
-                reference=self._reference(parent), **kwargs
-            )
-            return MessageRef(parent.channel, str(sent.id))
-        except discord.HTTPException as exc:
-            if not _lost_race(exc):
-                raise
-            log.warning("could not reply to message %s: %s", parent, exc)
+        where, sent = await self._in_thread(
+            parent, message.title, message_json(message), message.image
+        )
+        if not sent:
             return parent
+        in_thread = where != parent.channel.channel
+        return MessageRef(parent.channel, f"{where}/{sent}" if in_thread else sent)
 
     async def send_private(self, channel: ChannelRef, user: UserRef, message: Message) -> None:
-        responder = current_responder.get()
-        if responder is not None and str(responder.user_id) == user.user:
-            await responder.send(message, private=True)
+        line = current_private_line.get()
+        if line is not None and line.user_id == user.user:
+            await line.say(message)
             return
         try:
-            dm = await self._client.create_dm(discord.Object(int(user.user)))
-            await dm.send(**message_kwargs(message))
-        except discord.HTTPException as exc:
+            dm = await self.rest.call("POST", "/users/@me/channels", {"recipient_id": user.user})
+            if not isinstance(dm, dict) or "id" not in dm:
+                raise DiscordError("POST /users/@me/channels", None, None, "no channel id")
+            await self._send(str(dm["id"]), message_json(message), message.image)
+        except PlatformError as exc:
             # 50007: the user does not accept DMs from this server's members.
-            log.warning("could not DM user %s: %s", user.user, exc)
+            log.warning("could not DM user %s: %s", user.user, exc.reason)
 
     async def update_message(self, ref: MessageRef, message: Message) -> None:
-        kwargs = message_kwargs(message)
-        kwargs.pop("files", None)
-        kwargs.setdefault("view", None)
-        target = self._channel(ref.channel).get_partial_message(int(ref.message))
+        where, message_id = _located(ref)
+        path = f"/channels/{where}/messages/{message_id}"
         try:
-            await target.edit(**kwargs)
-        except discord.HTTPException as exc:
+            await self.rest.call("PATCH", path, message_json(message))
+        except PlatformError as exc:
             if not _lost_race(exc):
                 raise
-            log.warning("could not edit message %s: %s", ref, exc)
+            log.warning("could not edit message %s: %s", ref, exc.reason)
 
     async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
-        def file() -> discord.File:
-            return discord.File(io.BytesIO(image.data), image.filename, description=image.title)
+        body: dict[str, Any] = {"content": content(comment)} if comment else {}
+        await self._in_thread(parent, image.title, body, image)
 
-        thread = await self._thread(parent, image.title)
+    # -- threads -------------------------------------------------------------------------
+
+    async def _in_thread(
+        self, parent: MessageRef, title: str, body: dict[str, Any], image: Image | None
+    ) -> tuple[str, str]:
+        """Send in the thread of `parent`, or as a reply to it: (where, message id); the
+        id is "" when neither could be."""
+        thread = await self._thread(parent, title)
+        where, parent_id = _located(parent)
         try:
             if thread is not None:
                 try:
-                    await self._channel(parent.channel, thread).send(
-                        content(comment) or None, file=file()
-                    )
-                    return
-                except discord.HTTPException as exc:
+                    return thread, await self._send(thread, body, image)
+                except PlatformError as exc:
                     if not _lost_race(exc):
                         raise
-                    log.warning("thread %s of message %s: %s; replying", thread, parent, exc)
-            await self._channel(parent.channel).send(
-                content(comment) or None, file=file(), reference=self._reference(parent)
-            )
-        except discord.HTTPException as exc:
+                    log.warning("thread %s of message %s: %s; replying", thread, parent, exc.reason)
+                    self._remember(self._threads, (where, parent_id), None)
+            reply = {**body, "message_reference": self._reference(parent)}
+            return where, await self._send(where, reply, image)
+        except PlatformError as exc:
             if not _lost_race(exc):
                 raise
-            log.warning("could not upload %s for message %s: %s", image.filename, parent, exc)
-
-    # -- threads -------------------------------------------------------------------------
+            log.warning("could not reply to message %s: %s", parent, exc.reason)
+            return where, ""
 
     async def _thread(self, parent: MessageRef, fallback_name: str) -> str | None:
         """The thread under `parent`, created on first use. A thread started from a message
         has the message's id, so one made before a restart is found again by its id."""
-        key = (parent.channel.channel, parent.message)
+        where, parent_id = _located(parent)
+        if where != parent.channel.channel:
+            return where  # a message in a thread: its thread (threads do not nest)
+        key = (where, parent_id)
         if key in self._threads:
             return self._threads[key]
         if parent.channel.workspace == DM_WORKSPACE:
             self._remember(self._threads, key, None)
             return None
         name = self._titles.get(key) or fallback_name or "quiz"
-        message = self._channel(parent.channel).get_partial_message(int(parent.message))
+        body = {
+            "name": truncate(name, THREAD_NAME_LIMIT),
+            "auto_archive_duration": THREAD_ARCHIVE_MINUTES,
+        }
+        path = f"/channels/{where}/messages/{parent_id}/threads"
         thread: str | None
         try:
-            created = await message.create_thread(
-                name=truncate(name, THREAD_NAME_LIMIT), auto_archive_duration=THREAD_ARCHIVE_MINUTES
-            )
-            thread = str(created.id)
-        except discord.Forbidden as exc:
-            log.info("no thread permission in channel %s (%s): replying", parent.channel, exc)
-            thread = None
-        except discord.HTTPException as exc:
-            if exc.code == THREAD_ALREADY_EXISTS:
-                thread = parent.message
+            created = await self.rest.call("POST", path, body)
+            thread = str(created["id"])
+        except PlatformError as exc:
+            code = exc.code if isinstance(exc, DiscordError) else None
+            if code == THREAD_ALREADY_EXISTS:
+                thread = parent_id
+            elif exc.status == 403 or code == MISSING_PERMISSIONS:
+                log.info(
+                    "no thread permission in channel %s (%s): replying", parent.channel, exc.reason
+                )
+                thread = None
             elif _lost_race(exc):
-                log.warning("could not start a thread on message %s: %s", parent, exc)
+                log.warning("could not start a thread on message %s: %s", parent, exc.reason)
                 thread = None
             else:
                 raise
@@ -174,14 +192,16 @@ class DiscordChat:
         return thread
 
     @staticmethod
-    def _reference(parent: MessageRef) -> discord.MessageReference:
-        guild = None if parent.channel.workspace == DM_WORKSPACE else int(parent.channel.workspace)
-        return discord.MessageReference(
-            message_id=int(parent.message),
-            channel_id=int(parent.channel.channel),
-            guild_id=guild,
-            fail_if_not_exists=False,
-        )
+    def _reference(parent: MessageRef) -> dict[str, Any]:
+        where, parent_id = _located(parent)
+        ref: dict[str, Any] = {
+            "message_id": parent_id,
+            "channel_id": where,
+            "fail_if_not_exists": False,
+        }
+        if parent.channel.workspace != DM_WORKSPACE:
+            ref["guild_id"] = parent.channel.workspace
+        return ref
 
 
 __all__ = ["DiscordChat"]

@@ -3,20 +3,44 @@ functions that turn it into core values (`ChannelRef`, `UserRef`, `Locale`, comm
 
 Field names are Discord's (``guild_id``, ``member.user.global_name``, ``data.options``);
 snowflakes arrive as strings. Only the fields the adapter uses are declared.
+`read_interaction` checks them once, at the door: anything else is `Malformed` (logged,
+counted and dropped by the caller), never an exception deeper in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import NotRequired, TypedDict
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NotRequired, TypedDict, cast
 
 from bot.domain import ChannelRef, Locale, Platform, UserRef
-from bot.messages import ActionKind, Button
 
 DM_WORKSPACE = "@me"  # Discord's own name for "no guild"
 
 ADMINISTRATOR = 1 << 3
 MANAGE_GUILD = 1 << 5
+
+# Interaction types.
+PING = 1
+APPLICATION_COMMAND = 2
+MESSAGE_COMPONENT = 3
+AUTOCOMPLETE = 4
+HANDLED_TYPES = frozenset({PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE})
+# Option types that nest: a subcommand, a subcommand group.
+_NESTED = (1, 2)
+
+_SNOWFLAKE = re.compile(r"[0-9]{1,20}")
+MAX_TOKEN = 500  # interaction tokens are ~200 characters
+MAX_CUSTOM_ID = 100  # Discord's own limit
+
+
+class Malformed(ValueError):
+    """A payload that is not what Discord sends; `kind` labels it in the metrics."""
+
+    def __init__(self, kind: str, detail: str = "") -> None:
+        super().__init__(f"{kind}{f': {detail}' if detail else ''}")
+        self.kind = kind
 
 
 class UserPayload(TypedDict):
@@ -55,13 +79,107 @@ class ComponentDataPayload(TypedDict):
 
 class InteractionPayload(TypedDict):
     id: str
-    type: int  # 2 application command, 3 component, 4 autocomplete
+    application_id: str
+    type: int  # 1 ping, 2 application command, 3 component, 4 autocomplete
+    token: str
     channel_id: str
     guild_id: NotRequired[str]
     member: NotRequired[MemberPayload]  # in a guild
     user: NotRequired[UserPayload]  # in a DM
-    locale: NotRequired[str]  # the clicking user's client language
+    locale: NotRequired[str]  # the acting user's client language
     guild_locale: NotRequired[str]
+    data: NotRequired[CommandDataPayload | ComponentDataPayload]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where everything said about one interaction goes (the token is a credential for
+    15 minutes: never logged)."""
+
+    id: str
+    token: str
+    application_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Interaction:
+    """An interaction whose fields were checked (`read_interaction`)."""
+
+    type: int
+    payload: InteractionPayload
+    target: Target | None = None  # None only for PING
+
+    @property
+    def key(self) -> str:
+        """Its id in the delivery log."""
+        return f"discord:{self.payload['id']}"
+
+    @property
+    def custom_id(self) -> str:
+        return cast(ComponentDataPayload, self.payload["data"])["custom_id"]
+
+    @property
+    def command(self) -> CommandDataPayload:
+        return cast(CommandDataPayload, self.payload["data"])
+
+
+def read_interaction(raw: object) -> Interaction:
+    """Check what the adapter will read from an interaction; `Malformed` otherwise."""
+    if not isinstance(raw, Mapping):
+        raise Malformed("not an object")
+    kind = raw.get("type")
+    if not isinstance(kind, int) or isinstance(kind, bool):
+        raise Malformed("no type")
+    if kind not in HANDLED_TYPES:
+        raise Malformed("unknown type", str(kind)[:10])
+    if kind == PING:
+        return Interaction(kind, cast(InteractionPayload, raw))
+    for key in ("id", "application_id", "channel_id"):
+        _snowflake(raw, key)
+    if "guild_id" in raw:
+        _snowflake(raw, "guild_id")
+    token = raw.get("token")
+    if not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN:
+        raise Malformed("no token")
+    _check_user(raw)
+    data = raw.get("data")
+    if not isinstance(data, Mapping):
+        raise Malformed("no data")
+    if kind == MESSAGE_COMPONENT:
+        custom_id = data.get("custom_id")
+        if not isinstance(custom_id, str) or len(custom_id) > MAX_CUSTOM_ID:
+            raise Malformed("no custom_id")
+    elif not isinstance(data.get("name"), str) or not isinstance(data.get("options", []), list):
+        raise Malformed("no command name")
+    # Only the fields read are kept: the message, guild and channel objects Discord sends
+    # along (most of a click's 4 KB) are freed now, not scanned by the garbage collector
+    # while the answer is recorded.
+    payload = cast(InteractionPayload, stored(raw))
+    return Interaction(kind, payload, Target(raw["id"], token, raw["application_id"]))
+
+
+def _snowflake(raw: Mapping[str, Any], key: str) -> None:
+    value = raw.get(key)
+    if not isinstance(value, str) or not _SNOWFLAKE.fullmatch(value):
+        raise Malformed(f"no {key}")
+
+
+def _check_user(raw: Mapping[str, Any]) -> None:
+    member = raw.get("member")
+    if member is not None:
+        if not isinstance(member, Mapping) or not isinstance(member.get("roles", []), list):
+            raise Malformed("bad member")
+        account = member.get("user")
+    else:
+        account = raw.get("user")
+    if not isinstance(account, Mapping):
+        raise Malformed("no member or user")
+    _snowflake(account, "id")
+    if not isinstance(account.get("username"), str):
+        raise Malformed("no username")
+
+
+# -- to core ------------------------------------------------------------------------------
 
 
 def channel_ref(payload: InteractionPayload) -> ChannelRef:
@@ -80,81 +198,119 @@ def user_ref(payload: InteractionPayload) -> UserRef:
     else:
         user = payload["user"]
         name = user.get("global_name") or user["username"]
-    return UserRef(Platform.DISCORD, workspace, user["id"], name)
+    return UserRef(Platform.DISCORD, workspace, user["id"], str(name))
 
 
 def user_locale(payload: InteractionPayload) -> Locale | None:
     """The user's own language when the quiz speaks it (``el``, ``en-US``); else None, and
     the channel's language applies."""
     tag = payload.get("locale")
-    return Locale.parse(tag) if tag else None
+    return Locale.parse(tag) if isinstance(tag, str) and tag else None
 
 
 def is_admin(
     payload: InteractionPayload, admin_role: str | None = None, admin_ids: Iterable[str] = ()
 ) -> bool:
-    """Manage Server (or Administrator), the configured admin role, or a listed user id."""
+    """Manage Server (or Administrator), the configured admin role, or a listed user id —
+    all in the payload, so Discord's answer is never "unknown"."""
     member = payload.get("member")
     if member is None:
         return False
     if member["user"]["id"] in set(admin_ids):
         return True
-    if admin_role is not None and admin_role in member["roles"]:
+    if admin_role is not None and admin_role in member.get("roles", []):
         return True
-    perms = int(member.get("permissions") or 0)
+    try:
+        perms = int(member.get("permissions") or 0)
+    except (TypeError, ValueError):
+        return False
     return bool(perms & (ADMINISTRATOR | MANAGE_GUILD))
 
 
-def command_text(data: CommandDataPayload) -> str:
-    """``/quiz ask topic:gpu`` -> ``"ask gpu"``: the subcommand then its option values, in
-    the order Discord sends them. Free text stays as typed (``schedule 09:30 mon-fri``): the
-    core splits it into words, as it does Slack's text."""
+def subcommand(data: CommandDataPayload) -> tuple[str, list[CommandOptionPayload]]:
+    """``/quiz ask topic:gpu`` -> ``("ask", [the topic option])``: the subcommand's name
+    (group and subcommand joined by a space) and its own options."""
     words: list[str] = []
-    options = data.get("options", [])
+    options = _options(data.get("options"))
     while options:
-        nested = next((o for o in options if o["type"] in (1, 2)), None)
+        nested = next((o for o in options if o.get("type") in _NESTED), None)
         if nested is None:
             break
-        words.append(nested["name"])
-        options = nested.get("options", [])
-    for option in options:
-        if "value" in option and option["value"] != "":
-            words.append(str(option["value"]))
-    return " ".join(words)
+        words.append(str(nested.get("name", "")))
+        options = _options(nested.get("options"))
+    return " ".join(words), options
 
 
-def focused_value(data: CommandDataPayload) -> str:
-    """The text typed so far in the focused option of an autocomplete interaction."""
-    options = data.get("options", [])
-    while options:
-        for option in options:
-            if option.get("focused"):
-                return str(option.get("value", ""))
-        nested = next((o for o in options if o["type"] in (1, 2)), None)
-        options = nested.get("options", []) if nested is not None else []
-    return ""
+def command_text(data: CommandDataPayload, order: Sequence[str] = ()) -> str:
+    """``/quiz ask topic:gpu`` -> ``"ask gpu"``: the subcommand then its option values,
+    in `order` (the names the command declares) and then as Discord sent them. Free text
+    stays as typed (``schedule 09:30 mon-fri``): the core splits it into words, as it does
+    Slack's text."""
+    name, options = subcommand(data)
+    rank = {n: i for i, n in enumerate(order)}
+    options = sorted(options, key=lambda o: rank.get(str(o.get("name")), len(rank)))
+    values = [str(o["value"]) for o in options if "value" in o and o["value"] != ""]
+    return " ".join(w for w in (name, *values) if w)
 
 
-def answer_click(data: ComponentDataPayload) -> tuple[int, int] | None:
-    """``quiz:answer:<post>:<choice>`` -> ``(post, choice)``; None for any other button."""
-    decoded = Button.decode(data["custom_id"])
-    if decoded is None or decoded[0] is not ActionKind.ANSWER or not decoded[2].isdigit():
-        return None
-    return decoded[1], int(decoded[2])
+def focused_option(data: CommandDataPayload) -> tuple[str, str]:
+    """The option being autocompleted and what was typed in it so far (``("", "")``
+    when none is focused)."""
+    for option in subcommand(data)[1]:
+        if option.get("focused"):
+            return str(option.get("name", "")), str(option.get("value", ""))
+    return "", ""
+
+
+def _options(value: object) -> list[CommandOptionPayload]:
+    if not isinstance(value, list):
+        return []
+    return [cast(CommandOptionPayload, o) for o in value if isinstance(o, Mapping)]
+
+
+_STORED = (
+    "id",
+    "application_id",
+    "type",
+    "token",
+    "guild_id",
+    "channel_id",
+    "member",
+    "user",
+    "locale",
+    "guild_locale",
+    "data",
+)
+
+
+def stored(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields the adapter reads (what the delivery log keeps to replay an interaction):
+    without the message, guild and channel objects Discord sends along."""
+    return {k: payload[k] for k in _STORED if k in payload}
 
 
 __all__ = [
+    "APPLICATION_COMMAND",
+    "AUTOCOMPLETE",
+    "DM_WORKSPACE",
+    "MESSAGE_COMPONENT",
+    "PING",
     "CommandDataPayload",
     "CommandOptionPayload",
     "ComponentDataPayload",
+    "Interaction",
     "InteractionPayload",
+    "Malformed",
     "MemberPayload",
+    "Target",
     "UserPayload",
-    "answer_click",
     "channel_ref",
     "command_text",
-    "focused_value",
+    "focused_option",
     "is_admin",
+    "read_interaction",
+    "stored",
+    "subcommand",
     "user_locale",
     "user_ref",
 ]

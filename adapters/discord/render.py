@@ -1,7 +1,7 @@
 """Core `Message` -> Discord embed and button rows, within every Discord limit.
 
 Pure functions: no client, no network. The output is the wire shape (`EmbedPayload`,
-`RenderedButton` rows); `client`/`chat` turn it into `discord.Embed` and a view.
+`RenderedButton` rows) and the JSON body of a message (`message_json`).
 
 Limits (Discord API): embed title 256, description 4,096, 25 fields (name 256, value
 1,024), footer 2,048, 6,000 characters in all; message content 2,000; 5 rows of 5 buttons;
@@ -11,11 +11,12 @@ never inside a code block or a bold run, and ends with "…".
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.messages import Button, ButtonStyle, Message
@@ -256,3 +257,17 @@ def render_buttons(buttons: tuple[Button, ...]) -> tuple[RenderedButton, ...]:
 def content(text: str) -> str:
     """Plain message content (captions, fallbacks) within 2,000 characters."""
     return truncate(to_markdown(text), CONTENT_LIMIT)
+
+
+@functools.lru_cache(maxsize=512)
+def _rendered(message: Message) -> Rendered:
+    # A burst of clicks on one question gets a handful of distinct replies (per choice and
+    # locale): each is rendered once. `Rendered` is only read from here on.
+    return render(message)
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    """The JSON of a message (create, edit, interaction reply): its embed and button rows;
+    ``components`` is empty when there are no buttons, so an edit removes them."""
+    rendered = _rendered(message)
+    return {"embeds": [rendered.embed], "components": rendered.components()}

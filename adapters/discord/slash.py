@@ -1,136 +1,118 @@
-"""The `/quiz` application command group, its autocomplete, and the Greek descriptions.
+"""The `/quiz` application command, generated from the core's `CommandSet`: one subcommand
+per command the core knows, its options from the command's `CommandOption`s (a command
+that declares none takes one optional free-text option), descriptions in English with
+Greek ``description_localizations`` from the gettext catalogs. Command and option names
+stay English: they are what people type.
 
-Each subcommand only declares its options for Discord (types, choices, autocomplete); the
-callback hands the raw interaction to `InteractionHandler.command`, which rebuilds the text
-(``ask gpu``) and runs the core's command set — one path for every subcommand.
+Discord cannot restrict single subcommands of a group by permission, so the group is
+visible to everyone and the core decides who may run what (`CommandSet.needs_admin`);
+the descriptions say which commands need Manage Server.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-import discord
-from discord import app_commands
-from discord.app_commands import Choice, locale_str
-
+from bot.commands import CommandOption, CommandSet
 from bot.domain import Locale
 from bot.i18n import N_, translator
 
-Interaction = discord.Interaction[Any]
-Runner = Callable[[Interaction], Awaitable[None]]
-Names = Callable[[], Iterable[str]]
+NAME = "quiz"
+DESCRIPTION = N_("Quiz questions, scores and GPU demos")
+FREE_TEXT = CommandOption("arguments", N_("what follows the command, as /quiz help shows it"))
+ADMIN_ONLY = N_("{description} (Manage Server)")
+ADMIN_TO_CHANGE = N_("{description} (changing it: Manage Server)")
 
+SUBCOMMAND = 1
+STRING = 3
+GUILD_CONTEXT = 0
 DESCRIPTION_LIMIT = 100
 CHOICE_LIMIT = 25
-WINDOWS = ("day", "week", "month", "all")
-LANGUAGES = (("English", "en"), ("Ελληνικά", "el"))
+OPTION_LIMIT = 25
+# Discord's locale names for the quiz's languages other than English.
+DISCORD_LOCALES = {Locale.EL: "el"}
 
 
-def _d(text: str) -> locale_str:
-    return locale_str(text)
+def localized(text: str, suffix: str = "") -> dict[str, Any]:
+    """``description`` and, where a catalog translates it, ``description_localizations``;
+    `suffix` (e.g. `ADMIN_ONLY`) wraps the translated text."""
+
+    def describe(locale: Locale) -> str:
+        t = translator(locale)
+        return _fit(t(suffix, description=t(text)) if suffix else t(text))
+
+    out: dict[str, Any] = {"description": describe(Locale.EN)}
+    names = {}
+    for locale, discord_name in DISCORD_LOCALES.items():
+        if (translated := describe(locale)) != out["description"]:
+            names[discord_name] = translated
+    if names:
+        out["description_localizations"] = names
+    return out
 
 
-def matching(names: Iterable[str], typed: str) -> list[Choice[str]]:
+def _fit(text: str) -> str:
+    return text if len(text) <= DESCRIPTION_LIMIT else text[: DESCRIPTION_LIMIT - 1] + "…"
+
+
+def options_of(commands: CommandSet, name: str) -> tuple[CommandOption, ...]:
+    """The options a subcommand shows on Discord."""
+    return commands.options.get(name, (FREE_TEXT,))
+
+
+def quiz_command(commands: CommandSet) -> dict[str, Any]:
+    """The JSON of the `/quiz` command (``PUT …/commands`` takes a list of these)."""
+    subcommands = [_subcommand(commands, name) for name in commands.handlers]
+    if len(subcommands) > OPTION_LIMIT:
+        raise ValueError(f"Discord allows {OPTION_LIMIT} subcommands; /quiz has {len(subcommands)}")
+    return {
+        "name": NAME,
+        "type": 1,
+        **localized(DESCRIPTION),
+        "contexts": [GUILD_CONTEXT],
+        "options": subcommands,
+    }
+
+
+def _subcommand(commands: CommandSet, name: str) -> dict[str, Any]:
+    text = commands.description(name) or commands.usage.get(name, name)
+    if name in commands.admin_only:
+        description = localized(text, ADMIN_ONLY)
+    elif name in commands.admin_to_change:
+        description = localized(text, ADMIN_TO_CHANGE)
+    else:
+        description = localized(text)
+    # Discord wants the required options first.
+    options = sorted(options_of(commands, name), key=lambda o: not o.required)
+    return {
+        "name": name,
+        "type": SUBCOMMAND,
+        **description,
+        "options": [_option(o) for o in options],
+    }
+
+
+def _option(option: CommandOption) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": option.name,
+        "type": STRING,
+        **localized(option.description),
+        "required": option.required,
+    }
+    if option.choices:
+        out["choices"] = [{"name": c, "value": c} for c in option.choices[:CHOICE_LIMIT]]
+    elif option.suggest is not None:
+        out["autocomplete"] = True
+    return out
+
+
+def matching(names: Iterable[str], typed: str) -> list[dict[str, str]]:
     """Autocomplete choices: names containing what was typed, prefix matches first."""
     typed = typed.strip().lower()
     found = [n for n in names if typed in n.lower()]
     found.sort(key=lambda n: (not n.lower().startswith(typed), n))
-    return [Choice(name=n[:100], value=n[:100]) for n in found[:CHOICE_LIMIT]]
+    return [{"name": n[:100], "value": n[:100]} for n in found[:CHOICE_LIMIT]]
 
 
-def quiz_group(run: Runner, topics: Names, demos: Names) -> app_commands.Group:
-    group = app_commands.Group(
-        name="quiz", description=_d(N_("Quiz questions, scores and GPU demos")), guild_only=True
-    )
-
-    async def topic_choices(
-        interaction: discord.Interaction[Any], current: str
-    ) -> list[Choice[str]]:
-        return matching(topics(), current)
-
-    async def demo_choices(
-        interaction: discord.Interaction[Any], current: str
-    ) -> list[Choice[str]]:
-        return matching(demos(), current)
-
-    @group.command(name="ask", description=_d(N_("post a question in this channel")))
-    @app_commands.describe(topic=_d(N_("a topic from the question bank (optional)")))
-    @app_commands.autocomplete(topic=topic_choices)
-    async def ask(interaction: discord.Interaction[Any], topic: str | None = None) -> None:
-        await run(interaction)
-
-    @group.command(
-        name="practice", description=_d(N_("a private question just for you (not scored)"))
-    )
-    async def practice(interaction: discord.Interaction[Any]) -> None:
-        await run(interaction)
-
-    @group.command(name="leaderboard", description=_d(N_("show the channel's leaderboard")))
-    @app_commands.describe(window=_d(N_("day, week, month or all (default: all)")))
-    @app_commands.choices(window=[Choice(name=w, value=w) for w in WINDOWS])
-    async def leaderboard(
-        interaction: discord.Interaction[Any], window: Choice[str] | None = None
-    ) -> None:
-        await run(interaction)
-
-    @group.command(name="stats", description=_d(N_("your own results")))
-    async def stats(interaction: discord.Interaction[Any]) -> None:
-        await run(interaction)
-
-    @group.command(name="lang", description=_d(N_("set this channel's language")))
-    @app_commands.describe(language=_d(N_("the language of new questions in this channel")))
-    @app_commands.choices(language=[Choice(name=n, value=v) for n, v in LANGUAGES])
-    async def lang(interaction: discord.Interaction[Any], language: Choice[str]) -> None:
-        await run(interaction)
-
-    @group.command(name="demo", description=_d(N_("run a GPU memory demonstration")))
-    @app_commands.describe(id=_d(N_("the demonstration to run")))
-    @app_commands.autocomplete(id=demo_choices)
-    async def demo(interaction: discord.Interaction[Any], id: str) -> None:
-        await run(interaction)
-
-    @group.command(name="help", description=_d(N_("this list")))
-    async def help_(interaction: discord.Interaction[Any]) -> None:
-        await run(interaction)
-
-    @group.command(
-        name="schedule", description=_d(N_("daily questions for this channel (Manage Server)"))
-    )
-    @app_commands.describe(settings=_d(N_("options as /quiz help lists them, e.g. 09:30 mon-fri")))
-    async def schedule(interaction: discord.Interaction[Any], settings: str | None = None) -> None:
-        await run(interaction)
-
-    @group.command(name="close", description=_d(N_("reveal the open question now (Manage Server)")))
-    async def close(interaction: discord.Interaction[Any]) -> None:
-        await run(interaction)
-
-    return group
-
-
-class DescriptionTranslator(app_commands.Translator):
-    """Greek descriptions from the gettext catalogs (sent as ``description_localizations``).
-    Command and option names stay English: they are what people type."""
-
-    _TRANSLATED = frozenset(
-        {
-            app_commands.TranslationContextLocation.command_description,
-            app_commands.TranslationContextLocation.group_description,
-            app_commands.TranslationContextLocation.parameter_description,
-        }
-    )
-
-    async def translate(
-        self,
-        string: locale_str,
-        locale: discord.Locale,
-        context: app_commands.TranslationContextTypes,
-    ) -> str | None:
-        ours = Locale.parse(locale.value)
-        if ours is None or ours is Locale.EN or context.location not in self._TRANSLATED:
-            return None
-        text = translator(ours)(string.message)
-        return text[:DESCRIPTION_LIMIT] if text != string.message else None
-
-
-__all__ = ["DescriptionTranslator", "matching", "quiz_group"]
+__all__ = ["NAME", "localized", "matching", "options_of", "quiz_command"]

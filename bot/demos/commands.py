@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from bot.commands import CommandSet, Invocation, Reply
+from bot.commands import CommandOption, CommandSet, Invocation, Reply
 from bot.demos.dispatcher import DemoDispatcher
 from bot.domain import DemoPolicy, Locale
 from bot.errors import UserFacingError
@@ -117,8 +117,27 @@ def register_demo_commands(cs: CommandSet, dispatcher: DemoDispatcher) -> None:
             )
         ]
 
-    cs.add("demo", demo, "demo <id>")
-    cs.add("demos", demos, "demos [auto|button|off]", admin=True, admin_args_only=True)
+    def demo_ids(service: QuizService) -> list[str]:
+        return dispatcher.catalog.ids()
+
+    options = [
+        CommandOption("id", N_("the demonstration to run"), required=True, suggest=demo_ids),
+        CommandOption("parameters", N_("name=value pairs, e.g. blocks=8 (optional)")),
+    ]
+    cs.add("demo", demo, "demo <id>", options=options)
+    policy = CommandOption(
+        "policy",
+        N_("auto, button or off (empty: show the current one)"),
+        choices=tuple(p.value for p in DemoPolicy),
+    )
+    cs.add(
+        "demos",
+        demos,
+        "demos [auto|button|off]",
+        admin=True,
+        admin_args_only=True,
+        options=[policy],
+    )
 
 
 async def run_for_click(dispatcher: DemoDispatcher, click: Click, locale: Locale) -> Message:

@@ -1,35 +1,41 @@
-"""Fixtures: a fake Discord, and the real adapter (real discord.py client) wired to a quiz
-service on the test database (SQLite and PostgreSQL)."""
+"""Fixtures: a fake Discord, and the real adapter wired to a quiz service on the test
+database (SQLite and PostgreSQL), in gateway mode (a real discord.py connection) or HTTP
+mode (the bot's real aiohttp endpoint, signed requests)."""
 
 from __future__ import annotations
 
 import random
-import warnings
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
 
-# discord.py imports the stdlib `audioop` (voice), deprecated since 3.11; the suite turns
-# warnings into errors. The lead's pyproject filter makes this redundant once added.
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import discord  # noqa: F401
-
-from adapters.discord.client import DiscordAdapter
+from adapters.discord.adapter import DiscordAdapter
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
-from bot.commands import core_commands
-from bot.domain import Platform
+from bot.commands import CommandSet, core_commands
+from bot.demos import DemoDispatcher, install_demos
+from bot.domain import DemoJob, DemoResult, DemoState, Platform
+from bot.interactions import Interactions
 from bot.ports import Chat
 from bot.quiz import QuizService
+from storage.demo_runs import SqlDemoRunRepository
 from tests.adapters.discord.fake_discord import FakeDiscord
+from tests.adapters.discord.helpers import endpoint_served
 
 # Every test here talks to a real client over sockets: bound each one.
 pytestmark = pytest.mark.timeout(30)
 
 Runner = Callable[..., AbstractAsyncContextManager[DiscordAdapter]]
+MODES = ("gateway", "http")
+both_modes = pytest.mark.parametrize("mode", MODES)
+
+
+@pytest.fixture
+def mode() -> str:
+    """How interactions reach the bot; `both_modes` runs a test in each."""
+    return "gateway"
 
 
 @pytest.fixture
@@ -59,10 +65,13 @@ def discord_service(
 
 
 @pytest.fixture
-def run_adapter(fake: FakeDiscord, discord_service: QuizService, chats: dict[str, Chat]) -> Runner:
-    """``async with run_adapter(**options) as adapter``: a started adapter, READY, whose
-    chat is the service's Discord chat (``commands=`` replaces the core's command set).
-    A second one on the same database is a restart."""
+def run_adapter(
+    fake: FakeDiscord, discord_service: QuizService, chats: dict[str, Chat], mode: str
+) -> Runner:
+    """``async with run_adapter(**options) as adapter``: a started adapter (READY in gateway
+    mode; its endpoint served in HTTP mode) whose chat is the service's Discord chat
+    (``commands=`` replaces the core's command set). A second one on the same database is
+    a restart."""
 
     @asynccontextmanager
     async def run(**options: Any) -> AsyncIterator[DiscordAdapter]:
@@ -73,12 +82,74 @@ def run_adapter(fake: FakeDiscord, discord_service: QuizService, chats: dict[str
             "dev_guild": int(fake.guild_id),
             "guild_ready_timeout": 0.05,
         }
+        if mode == "http":
+            settings["public_key"] = fake.http.public_key
         commands = options.pop("commands", None) or core_commands()
         settings.update(options)
         adapter = DiscordAdapter(discord_service, commands, **settings)
         chats[Platform.DISCORD] = adapter.chat
         async with adapter:
-            await adapter.wait_until_ready(timeout=10)
-            yield adapter
+            if adapter.http_mode:
+                async with endpoint_served(adapter) as port:
+                    fake.http.endpoint = f"http://127.0.0.1:{port}/discord/interactions"
+                    yield adapter
+            else:
+                await adapter.wait_until_ready(timeout=10)
+                yield adapter
 
     return run
+
+
+# -- demos --------------------------------------------------------------------------------
+
+
+class BankCatalog:
+    """The demos the bank's questions name (the real registry lives in the runner)."""
+
+    def __init__(self, bank: QuestionBank) -> None:
+        self._ids = bank.demos()
+
+    def ids(self) -> list[str]:
+        return self._ids
+
+    def check(self, demo: str, params: Mapping[str, object]) -> Mapping[str, Any]:
+        return dict(params)
+
+
+class InstantRunner:
+    """A runner at the edge: every demo succeeds at once with a short report."""
+
+    enabled = True
+
+    def __init__(self) -> None:
+        self.jobs: list[DemoJob] = []
+
+    async def submit(self, job: DemoJob) -> None:
+        self.jobs.append(job)
+
+    async def result(self, run_id: int, timeout: float) -> DemoResult | None:
+        job = next(j for j in self.jobs if j.run_id == run_id)
+        return DemoResult(
+            run_id, job.demo, DemoState.SUCCEEDED, "simulated", report=f"report of {job.demo}"
+        )
+
+
+class DemoKit:
+    def __init__(self, service: QuizService) -> None:
+        self.runner = InstantRunner()
+        runs = SqlDemoRunRepository(service.store.sessions)  # type: ignore[attr-defined]
+        self.dispatcher = DemoDispatcher(service, runs, self.runner, BankCatalog(service.bank))
+        self.dispatcher.attach()
+        self.commands: CommandSet = core_commands()
+        self.interactions = Interactions(service)
+        install_demos(self.commands, self.interactions, self.dispatcher)
+
+    def options(self) -> dict[str, Any]:
+        return {"commands": self.commands, "interactions": self.interactions}
+
+
+@pytest.fixture
+async def demos(discord_service: QuizService) -> AsyncIterator[DemoKit]:
+    kit = DemoKit(discord_service)
+    yield kit
+    await kit.dispatcher.aclose()

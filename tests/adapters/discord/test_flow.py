@@ -1,5 +1,6 @@
-"""The real discord.py client against the fake Discord: start, command sync, `/quiz ask`,
-answer clicks (private, localized, once), restarts, deferral, admin-only commands."""
+"""The adapter end to end against the fake Discord: start, `/quiz ask`, answer clicks
+(recorded, then answered inline, private, localized, once), restarts, deferral of slow
+commands, admin-only commands — over the gateway and, where marked, the HTTP endpoint."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import discord
 
 from bot.commands import Invocation, Reply, core_commands
 from bot.domain import Locale, PostState
+from bot.errors import StorageUnavailable
 from bot.messages import Message
 from bot.quiz import QuizService
-from tests.adapters.discord.conftest import Runner
+from tests.adapters.discord.conftest import Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import (
     ADMIN,
@@ -23,62 +25,20 @@ from tests.adapters.discord.helpers import (
     text_of,
 )
 
-SUBCOMMANDS = {
-    "ask",
-    "practice",
-    "leaderboard",
-    "stats",
-    "lang",
-    "demo",
-    "help",
-    "schedule",
-    "close",
-}
 
-
-async def test_ready_and_guild_create_reach_the_client(
+async def test_the_gateway_connects_with_no_privileged_intent(
     fake: FakeDiscord, run_adapter: Runner
 ) -> None:
     async with run_adapter() as adapter:
-        guild = adapter.client.get_guild(int(fake.guild_id))
-        assert guild is not None
-        assert guild.get_channel(int(fake.channel_id)) is not None
+        assert adapter.gateway is not None
         (identify,) = fake.identifies
         assert identify["token"] == "fake-token"
-        assert identify["intents"] == discord.Intents(guilds=True).value  # nothing privileged
+        assert identify["intents"] == discord.Intents(guilds=True).value
         assert await adapter.healthy()  # what /healthz reports for Discord
     assert not await adapter.healthy()  # after the adapter closed
 
 
-async def test_commands_sync_to_the_dev_guild_with_greek_descriptions(
-    fake: FakeDiscord, run_adapter: Runner
-) -> None:
-    async with run_adapter():
-        (put,) = fake.of("PUT", rf"/applications/{fake.app_id}/guilds/{fake.guild_id}/commands")
-        assert not fake.of("PUT", rf"/applications/{fake.app_id}/commands")
-        (quiz,) = put.json
-        assert quiz["name"] == "quiz" and quiz["dm_permission"] is False
-        subs = {o["name"]: o for o in quiz["options"]}
-        assert set(subs) == SUBCOMMANDS
-        assert all(o["type"] == 1 for o in subs.values())
-        (topic,) = subs["ask"]["options"]
-        assert topic["name"] == "topic" and topic["autocomplete"] and not topic["required"]
-        (demo,) = subs["demo"]["options"]
-        assert demo["autocomplete"] and demo["required"]
-        assert {c["value"] for c in subs["lang"]["options"][0]["choices"]} == {"en", "el"}
-        ask_el = subs["ask"]["description_localizations"]["el"]
-        assert ask_el == "δημοσιεύει μια ερώτηση σε αυτό το κανάλι"
-        assert "Διαχείριση διακομιστή" in subs["close"]["description_localizations"]["el"]
-
-
-async def test_without_a_dev_guild_commands_sync_globally(
-    fake: FakeDiscord, run_adapter: Runner
-) -> None:
-    async with run_adapter(dev_guild=None):
-        (put,) = fake.of("PUT", rf"/applications/{fake.app_id}/commands")
-        assert [c["name"] for c in put.json] == ["quiz"]
-
-
+@both_modes
 async def test_quiz_ask_posts_an_embed_with_one_button_per_choice(
     fake: FakeDiscord, run_adapter: Runner, store: object
 ) -> None:
@@ -92,12 +52,13 @@ async def test_quiz_ask_posts_an_embed_with_one_button_per_choice(
         assert ids == [f"quiz:answer:{post_id}:{i}" for i in range(len(ids))]
         post = await store.posts.get(post_id)  # type: ignore[attr-defined]
         assert post.state is PostState.OPEN and post.message.message == message["id"]
-        # The invoker's command is acknowledged privately.
+        # The invoker's command is acknowledged privately, in the initial response.
         (callback,) = [c for c in fake.calls if c.path.endswith("/callback")]
         assert callback.json["type"] == 4 and callback.json["data"]["flags"] == EPHEMERAL
 
 
-async def test_answer_click_is_answered_privately_in_the_users_language(
+@both_modes
+async def test_answer_is_recorded_then_answered_inline_in_the_users_language(
     fake: FakeDiscord, run_adapter: Runner, store: object, discord_service: QuizService
 ) -> None:
     async with run_adapter():
@@ -108,11 +69,10 @@ async def test_answer_click_is_answered_privately_in_the_users_language(
         right = f"quiz:answer:{post_id}:{question.answer}"
         click = await fake.click(message["id"], right, user_id="7001", locale="el")
         (reply,) = await said(fake, click)
-        # Acknowledged at once (deferred, private), then the outcome replaces "thinking…".
+        # One initial response carrying the outcome: no deferral, no follow-up.
         (callback,) = fake.callbacks(click)
-        assert callback.json == {"type": 5, "data": {"flags": EPHEMERAL}}
-        assert callback.status == 204 and not fake.of("POST", rf"/webhooks/.*/{click['token']}")
-        assert reply["flags"] == EPHEMERAL
+        assert callback.json["type"] == 4 and callback.json["data"]["flags"] == EPHEMERAL
+        assert not fake.of("PATCH", rf"/webhooks/.*/{click['token']}/.*")
         assert "✅ Σωστό" in text_of(reply)
         assert question.text(Locale.EL).explanation[:40] in text_of(reply)
         answers = await store.answers.for_post(post_id)  # type: ignore[attr-defined]
@@ -128,6 +88,28 @@ async def test_unsupported_user_language_falls_back_to_the_channels(
         click = await fake.click(message["id"], custom_ids(message)[0], user_id="7002", locale="de")
         (reply,) = await said(fake, click)
         assert "Σωστό" in text_of(reply) or "Όχι ακριβώς" in text_of(reply)
+
+
+async def test_a_burst_of_clicks_gets_one_answer_each_and_all_are_stored(
+    fake: FakeDiscord, run_adapter: Runner, store: object
+) -> None:
+    async with run_adapter():
+        message, post_id = await ask(fake)
+        ids = custom_ids(message)
+        clicks = [
+            fake.click_payload(message["id"], ids[i % len(ids)], user_id=str(50_000 + i))
+            for i in range(40)
+        ]
+        for click in clicks:  # back to back: the bot reads them from one buffer
+            await fake.dispatch("INTERACTION_CREATE", click)
+        for click in clicks:
+            (reply,) = await said(fake, click)
+            assert reply["flags"] == EPHEMERAL
+            assert "✅ Correct" in text_of(reply) or "❌ Not quite" in text_of(reply)
+            assert len(fake.callbacks(click)) == 1
+        assert [c for c in fake.calls if c.status >= 300] == []
+        answers = await store.answers.for_post(post_id)  # type: ignore[attr-defined]
+        assert len(answers) == 40
 
 
 async def test_second_click_is_told_it_was_already_answered_and_not_counted(
@@ -152,9 +134,9 @@ async def test_click_on_a_question_posted_before_a_restart_is_still_answered(
         message, post_id = await ask(fake)
         first = custom_ids(message)[0]
         await said(fake, await fake.click(message["id"], first, user_id="7004"))
-    # A new client instance on the same database: nothing about the message is in memory.
+    # A new adapter on the same database: nothing about the message is in memory.
     async with run_adapter() as restarted:
-        assert len(fake.identifies) == 2 and restarted.client.is_ready()
+        assert len(fake.identifies) == 2 and await restarted.healthy()
         new = await fake.click(message["id"], first, user_id="7005")
         (reply,) = await said(fake, new)
         assert "already answered" not in text_of(reply)
@@ -165,6 +147,7 @@ async def test_click_on_a_question_posted_before_a_restart_is_still_answered(
     assert sorted(a.user.user for a in answers) == ["7004", "7005"]
 
 
+@both_modes
 async def test_slow_command_defers_at_once_then_replaces_the_thinking_line(
     fake: FakeDiscord, run_adapter: Runner
 ) -> None:
@@ -173,18 +156,21 @@ async def test_slow_command_defers_at_once_then_replaces_the_thinking_line(
 
     async def slow(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         await release.wait()  # the core is slow: the deadline passes first
-        return [Reply(Message(body="slow answer"))]
+        return [Reply(Message(body="slow answer")), Reply(Message(body="and more"))]
 
     commands.add("stats", slow, "stats")
-    async with run_adapter(ack_deadline=0.0, commands=commands):
+    async with run_adapter(ack_deadline=0.0, commands=commands) as adapter:
         inter = await fake.command("stats", user_id="7006")
         await fake.until(lambda: bool(fake.callbacks(inter)))
         (callback,) = fake.callbacks(inter)
         assert callback.json == {"type": 5, "data": {"flags": EPHEMERAL}}
         release.set()
-        (reply,) = await said(fake, inter)
+        first, second = await said(fake, inter, 2)
         (edit,) = fake.of("PATCH", rf"/webhooks/{fake.app_id}/{inter['token']}/messages/@original")
-        assert "slow answer" in text_of(edit.json) and reply["flags"] == EPHEMERAL
+        assert "slow answer" in text_of(edit.json) and first["flags"] == EPHEMERAL
+        assert "and more" in text_of(second) and second["flags"] == EPHEMERAL
+        await adapter.idle()
+        assert await adapter.path.deliveries.replay_due() == 0  # marked done
 
 
 async def test_click_on_a_closed_question_gets_a_clear_line(
@@ -229,30 +215,33 @@ async def test_answered_count_is_edited_into_the_question(
         assert custom_ids(edit.json) == custom_ids(message)  # buttons stay while open
 
 
-async def test_close_is_refused_without_manage_server(
+@both_modes
+async def test_close_is_refused_without_manage_server_in_discords_words(
     fake: FakeDiscord, run_adapter: Runner, store: object
 ) -> None:
     async with run_adapter():
         _, post_id = await ask(fake)
         inter = await fake.command("close", user_id="7010")
         (reply,) = await said(fake, inter)
-        assert reply["flags"] == EPHEMERAL and "Manage Server" in text_of(reply)
+        assert reply["flags"] == EPHEMERAL
+        assert "Only members with the Manage Server permission" in text_of(reply)
         post = await store.posts.get(post_id)  # type: ignore[attr-defined]
         assert post.state is PostState.OPEN
 
 
-async def test_the_configured_admin_role_may_close(
+async def test_the_configured_admin_role_and_listed_users_may_close(
     fake: FakeDiscord, run_adapter: Runner, store: object
 ) -> None:
     role = 866666666666666666
-    fake.add_role(str(role), "quiz admins")  # no Manage Server in it
-    async with run_adapter(admin_role=role):
+    async with run_adapter(admin_role=role, admin_ids=["7099"]):
         _, post_id = await ask(fake)
         inter = await fake.command("close", user_id="7011", roles=(str(role),))
-        await fake.wait_for("POST", r"/channels/\d+/messages/\d+/threads")
         await said(fake, inter)
         post = await store.posts.get(post_id)  # type: ignore[attr-defined]
         assert post.state is PostState.CLOSED
+        _, second = await ask(fake, user_id="7012")
+        await said(fake, await fake.command("close", user_id="7099"))
+        assert (await store.posts.get(second)).state is PostState.CLOSED  # type: ignore[attr-defined]
 
 
 async def test_leaderboard_is_shown_to_the_channel(fake: FakeDiscord, run_adapter: Runner) -> None:
@@ -274,6 +263,7 @@ async def test_lang_by_an_admin_switches_the_channel_to_greek(
         assert settings.locale is Locale.EL
 
 
+@both_modes
 async def test_topic_autocomplete_offers_matching_bank_topics(
     fake: FakeDiscord, run_adapter: Runner
 ) -> None:
@@ -292,10 +282,60 @@ async def test_sharded_client_identifies_with_the_configured_shard(
 ) -> None:
     shard = (int(fake.guild_id) >> 22) % 2
     async with run_adapter(shard_count=2, shard_ids=[shard]) as adapter:
-        assert isinstance(adapter.client, discord.AutoShardedClient)
+        assert adapter.gateway is not None
+        assert isinstance(adapter.gateway.client, discord.AutoShardedClient)
         (identify,) = fake.identifies
         assert identify["shard"] == [shard, 2]
-        assert adapter.client.get_guild(int(fake.guild_id)) is not None
         message, _ = await ask(fake)
-        click = await fake.click(message["id"], custom_ids(message)[0], user_id="7012")
+        click = await fake.click(message["id"], custom_ids(message)[0], user_id="7013")
         assert (await said(fake, click))[0]["flags"] == EPHEMERAL
+
+
+async def test_an_answer_the_database_is_slow_to_record_is_deferred_then_shown(
+    fake: FakeDiscord, run_adapter: Runner, store: object
+) -> None:
+    async with run_adapter(store_deadline=0.0) as adapter:  # every write is "too slow"
+        message, post_id = await ask(fake)
+        click = await fake.click(message["id"], custom_ids(message)[0], user_id="7014")
+        (reply,) = await said(fake, click)
+        (callback,) = fake.callbacks(click)
+        assert callback.json == {"type": 5, "data": {"flags": EPHEMERAL}}  # stored, then deferred
+        assert reply["flags"] == EPHEMERAL
+        assert "Correct" in text_of(reply) or "Not quite" in text_of(reply)
+        answers = await store.answers.for_post(post_id)  # type: ignore[attr-defined]
+        assert [a.user.user for a in answers] == ["7014"]
+        await adapter.idle()
+        assert await adapter.path.deliveries.replay_due() == 0  # shown, so marked done
+
+
+async def test_a_command_dispatched_twice_runs_once(fake: FakeDiscord, run_adapter: Runner) -> None:
+    async with run_adapter():
+        inter = fake.interaction(
+            2,
+            {"id": "1", "name": "quiz", "options": [{"name": "ask", "type": 1, "options": []}]},
+            user_id="7015",
+        )
+        await fake.dispatch("INTERACTION_CREATE", inter)
+        await fake.until(lambda: bool(fake.callbacks(inter)))
+        await fake.dispatch("INTERACTION_CREATE", inter)  # a resumed session sends it again
+        later = await fake.command("help", user_id="7015")  # read after the repeat
+        await said(fake, later)
+        assert len(fake.callbacks(inter)) == 1
+        assert len(fake.of("POST", rf"/channels/{fake.channel_id}/messages")) == 1
+
+
+@both_modes
+async def test_a_click_while_the_database_is_down_is_told_to_click_again(
+    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+) -> None:
+    async with run_adapter():
+        message, _ = await ask(fake)
+
+        async def down(*args: object, **kwargs: object) -> None:
+            raise StorageUnavailable("the database did not answer")
+
+        discord_service.record_answer = down  # type: ignore[method-assign]
+        click = await fake.click(message["id"], custom_ids(message)[0], user_id="7016")
+        (reply,) = await said(fake, click)
+        assert reply["flags"] == EPHEMERAL
+        assert "could not be recorded" in text_of(reply) and "click again" in text_of(reply)

@@ -6,12 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from adapters.discord.payloads import (
-    answer_click,
+    Malformed,
     channel_ref,
     command_text,
-    focused_value,
+    focused_option,
     is_admin,
+    read_interaction,
+    stored,
     user_locale,
     user_ref,
 )
@@ -75,13 +79,72 @@ def test_admin_is_manage_server_or_the_admin_role_or_a_listed_user() -> None:
     assert is_admin(member_with_role, admin_role="844444444444444444")
 
 
-def test_answer_click_decodes_post_and_choice() -> None:
-    assert answer_click(load("click_answer.json")["data"]) == (42, 2)
-    assert answer_click({"custom_id": "quiz:demo:42:frag", "component_type": 2}) is None
-    assert answer_click({"custom_id": "something:else", "component_type": 2}) is None
-    assert answer_click({"custom_id": "quiz:answer:42:x", "component_type": 2}) is None
+def test_command_text_follows_the_declared_option_order() -> None:
+    data = {
+        "id": "1",
+        "name": "quiz",
+        "options": [
+            {
+                "name": "leaderboard",
+                "type": 1,
+                "options": [
+                    {"name": "scope", "type": 3, "value": "workspace"},
+                    {"name": "window", "type": 3, "value": "week"},
+                ],
+            }
+        ],
+    }
+    assert command_text(data, ["window", "scope"]) == "leaderboard week workspace"  # type: ignore[arg-type]
+    assert command_text(data) == "leaderboard workspace week"  # type: ignore[arg-type]
 
 
-def test_focused_value_is_what_was_typed_in_the_autocompleted_option() -> None:
-    assert focused_value(load("autocomplete_demo.json")["data"]) == "frag"
-    assert focused_value(load("command_ask.json")["data"]) == ""
+def test_focused_option_is_the_option_and_what_was_typed_in_it() -> None:
+    assert focused_option(load("autocomplete_demo.json")["data"]) == ("id", "frag")
+    assert focused_option(load("command_ask.json")["data"]) == ("", "")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PAYLOADS.glob("*.json")))
+def test_recorded_payloads_are_read_with_their_target(name: str) -> None:
+    raw = load(name)
+    interaction = read_interaction(raw)
+    assert interaction.target is not None and interaction.target.token == raw["token"]
+    assert interaction.key == f"discord:{raw['id']}"
+    kept = stored(interaction.payload)
+    assert read_interaction(kept).payload == kept  # what the delivery log keeps replays
+
+
+def without(raw: dict[str, Any], *path: str) -> dict[str, Any]:
+    out = json.loads(json.dumps(raw))
+    target = out
+    for key in path[:-1]:
+        target = target[key]
+    del target[path[-1]]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("change", "kind"),
+    [
+        (lambda r: without(r, "data"), "no data"),
+        (lambda r: without(r, "member"), "no member or user"),
+        (lambda r: without(r, "member", "user", "id"), "no id"),
+        (lambda r: without(r, "token"), "no token"),
+        (lambda r: without(r, "id"), "no id"),
+        (lambda r: {**r, "channel_id": "12; DROP"}, "no channel_id"),
+        (lambda r: {**r, "type": 5}, "unknown type"),
+        (lambda r: {**r, "type": "3"}, "no type"),
+        (lambda r: {**r, "data": {"custom_id": "x" * 101}}, "no custom_id"),
+        (lambda r: {**r, "data": {"component_type": 2}}, "no custom_id"),
+        (lambda r: [r], "not an object"),
+        (lambda r: None, "not an object"),
+    ],
+)
+def test_malformed_interactions_are_refused_with_a_kind(change: Any, kind: str) -> None:
+    with pytest.raises(Malformed) as caught:
+        read_interaction(change(load("click_answer.json")))
+    assert caught.value.kind == kind
+
+
+def test_a_ping_needs_nothing_else() -> None:
+    ping = read_interaction({"type": 1, "id": "1", "application_id": "2"})
+    assert ping.type == 1 and ping.target is None

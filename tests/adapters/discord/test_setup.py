@@ -10,7 +10,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from adapters.discord.__main__ import main as discord_cli
-from adapters.discord.client import DiscordAdapter, parse_shard_ids
+from adapters.discord.adapter import DiscordAdapter, parse_shard_ids
 from adapters.discord.invite import client_id_from_token, invite_url
 from bot.commands import core_commands
 from bot.config import Settings
@@ -72,8 +72,9 @@ def test_from_settings_reads_the_discord_variables(
         QUIZBOT_ADMINS="111,222",
     )
     adapter = DiscordAdapter.from_settings(settings, discord_service, core_commands())
-    assert adapter.handler.admin_ids == {"111", "222"}
-    assert adapter.dev_guild is None
+    assert adapter.path.admin_ids == {"111", "222"}
+    assert adapter.dev_guild is None and not adapter.http_mode
+    assert adapter.rest.api_base == "http://proxy:8080/api/v10"
     with pytest.raises(ConfigError, match="DISCORD_TOKEN"):
         DiscordAdapter.from_settings(Settings(), discord_service, core_commands())
 

@@ -3,8 +3,6 @@ private messages, rate limits and lost races — real client, fake Discord."""
 
 from __future__ import annotations
 
-import discord
-
 from bot.commands import CommandSet, Invocation, Reply, core_commands
 from bot.domain import MessageRef, PostState, UserRef
 from bot.messages import ActionKind, Button, Image, Message
@@ -173,25 +171,6 @@ async def test_private_message_during_a_command_is_ephemeral_in_the_interaction(
         assert not fake.of("POST", "/users/@me/channels")
 
 
-async def test_demo_button_runs_the_demo_command(fake: FakeDiscord, run_adapter: Runner) -> None:
-    commands: CommandSet = core_commands()
-    ran: list[list[str]] = []
-
-    async def demo(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
-        ran.append(args)
-        return [Reply(Message(body="demo queued"))]
-
-    commands.add("demo", demo, "demo <id>")
-    async with run_adapter(commands=commands) as adapter:
-        reveal = Message(
-            title="Answer: B", buttons=(Button("Run", ActionKind.DEMO, 3, "fragmentation"),)
-        )
-        sent = await adapter.chat.post_message(channel_of(fake), reveal)
-        click = await fake.click(sent.message, "quiz:demo:3:fragmentation", user_id="8004")
-        (reply,) = await said(fake, click)
-        assert ran == [["fragmentation"]] and "demo queued" in text_of(reply)
-
-
 async def test_an_interaction_that_cannot_be_answered_is_logged_not_raised(
     fake: FakeDiscord, run_adapter: Runner
 ) -> None:
@@ -201,10 +180,31 @@ async def test_an_interaction_that_cannot_be_answered_is_logged_not_raised(
         await fake.until(lambda: bool(fake.of("POST", r"/interactions/.*/callback")))
         (call,) = fake.of("POST", r"/interactions/.*/callback")
         assert call.status == 404
-        assert not adapter.client.is_closed()
+        assert await adapter.healthy()
         # The next interaction is served as usual.
         again = await fake.command("help", user_id="8005")
         (reply,) = await said(fake, again)
         assert "Quiz commands" in text_of(reply)
         assert inter["id"] != again["id"]
-        assert isinstance(adapter.client, discord.Client)
+
+
+async def test_a_message_in_a_thread_is_edited_there_even_after_a_restart(
+    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+) -> None:
+    async with run_adapter() as adapter:
+        message, post_id = await ask(fake)
+        await discord_service.close(post_id)
+        status = await adapter.chat.reply_in_thread(
+            ref(fake, message["id"]), Message(body="⏳ queued…")
+        )
+    # What the core keeps of it: the question's channel and the opaque message id.
+    thread, sent = status.message.split("/")
+    assert thread == message["id"] and status.channel == channel_of(fake)
+    async with run_adapter() as restarted:
+        await restarted.chat.update_message(status, Message(body="the report"))
+        (edit,) = fake.of("PATCH", rf"/channels/{thread}/messages/{sent}")
+        assert edit.status == 200 and "the report" in text_of(edit.json)
+        # A reply to it goes in the same thread (threads do not nest).
+        await restarted.chat.reply_in_thread(status, Message(body="more"))
+        assert fake.of("POST", rf"/channels/{thread}/messages")[-1].status == 200
+        assert len(fake.of("POST", r"/channels/\d+/messages/\d+/threads")) == 1

@@ -1,0 +1,140 @@
+"""Command parity: `/quiz` on Discord is generated from the core's `CommandSet` — every
+subcommand the bot registers (as `quizbot serve` wires them) is in the synced command,
+with its options, and each one works end to end on the fake Discord."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from bot.clinic_flow import register_clinic_command
+from bot.commands import CommandSet
+from bot.generated import install_generated
+from bot.interactions import Interactions
+from bot.practice import install_practice
+from bot.quiz import QuizService
+from bot.report import add_report_command
+from bot.scheduling import Scheduler, register_schedule_commands
+from tests.adapters.discord.conftest import DemoKit, Runner, both_modes
+from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
+from tests.adapters.discord.helpers import ADMIN, ask, said, text_of
+
+
+@pytest.fixture
+async def full(discord_service: QuizService, demos: DemoKit) -> AsyncIterator[DemoKit]:
+    """Every command `build_core` registers: the core's, demos, practice, report, schedule."""
+    store: Any = discord_service.store
+    install_practice(discord_service, demos.commands, store.practice)
+    add_report_command(demos.commands, store.reports)
+    install_generated(demos.commands, Interactions(discord_service), discord_service)
+    register_clinic_command(demos.commands)
+    async with Scheduler(discord_service, store.schedules, use_apscheduler=False) as scheduler:
+        register_schedule_commands(demos.commands, scheduler)
+        yield demos
+
+
+def subcommands(fake: FakeDiscord) -> dict[str, Json]:
+    (put,) = fake.of("PUT", rf"/applications/{fake.app_id}/guilds/{fake.guild_id}/commands")
+    (quiz,) = put.json
+    assert quiz["name"] == "quiz" and quiz["contexts"] == [0]  # servers only
+    return {o["name"]: o for o in quiz["options"]}
+
+
+def options(sub: Json) -> dict[str, Json]:
+    return {o["name"]: o for o in sub["options"]}
+
+
+async def test_every_subcommand_is_synced_with_its_options(
+    fake: FakeDiscord, run_adapter: Runner, full: DemoKit
+) -> None:
+    commands: CommandSet = full.commands
+    async with run_adapter(**full.options()):
+        subs = subcommands(fake)
+    assert set(subs) == set(commands.handlers)
+    assert {"report", "practice", "leaderboard", "demos", "schedule"} <= set(subs)
+    assert all(s["type"] == 1 for s in subs.values())
+    topic = options(subs["ask"])["topic"]
+    assert topic["autocomplete"] and not topic["required"] and topic["type"] == 3
+    assert options(subs["practice"])["topic"]["autocomplete"]
+    board = options(subs["leaderboard"])
+    assert [c["value"] for c in board["window"]["choices"]] == ["day", "week", "month", "all"]
+    assert [c["value"] for c in board["scope"]["choices"]] == ["channel", "workspace"]
+    assert [c["value"] for c in options(subs["report"])["scope"]["choices"]][-1] == "workspace"
+    assert [c["value"] for c in options(subs["demos"])["policy"]["choices"]] == [
+        "auto",
+        "button",
+        "off",
+    ]
+    demo = subs["demo"]["options"]
+    assert [o["name"] for o in demo] == ["id", "parameters"] and demo[0]["required"]
+    assert demo[0]["autocomplete"]
+    assert {c["value"] for c in options(subs["lang"])["language"]["choices"]} == {"en", "el"}
+    assert list(options(subs["schedule"])) == ["arguments"]  # free text, as /quiz help shows
+    assert options(subs["close"]) == {} and options(subs["stats"]) == {}
+    # Descriptions in English and Greek; admin-only ones say so.
+    ask_el = subs["ask"]["description_localizations"]["el"]
+    assert ask_el == "δημοσιεύει μια ερώτηση σε αυτό το κανάλι"
+    assert subs["close"]["description"].endswith("(Manage Server)")
+    assert "Διαχείριση διακομιστή" in subs["close"]["description_localizations"]["el"]
+    assert "changing it: Manage Server" in subs["demos"]["description"]
+    assert all(len(s["description"]) <= 100 for s in subs.values())
+
+
+async def test_without_a_dev_guild_commands_sync_globally(
+    fake: FakeDiscord, run_adapter: Runner
+) -> None:
+    async with run_adapter(dev_guild=None):
+        (put,) = fake.of("PUT", rf"/applications/{fake.app_id}/commands")
+        assert [c["name"] for c in put.json] == ["quiz"]
+
+
+# Each subcommand as a user runs it: (options, what the first reply says).
+CASES: dict[str, tuple[dict[str, str], str]] = {
+    "ask": ({"topic": "fragmentation"}, "Done."),
+    "practice": ({"topic": "fragmentation"}, "Practice · fragmentation"),
+    "leaderboard": ({"window": "week", "scope": "workspace"}, "Workspace leaderboard · this week"),
+    "stats": ({}, "You have no answers in this channel yet."),
+    "help": ({}, "/quiz schedule"),
+    "demo": ({"id": "fragmentation", "parameters": ""}, "Done."),
+    "demos": ({"policy": "button"}, "now **button**"),
+    "schedule": ({"arguments": "set 09:30 UTC mon-fri"}, "Schedule #"),
+    "report": ({"scope": "workspace"}, "Question report · this workspace"),
+    "close": ({}, "Done."),
+    "lang": ({"language": "el"}, "Ελληνικά"),
+    "generated": ({}, "of this channel's questions are generated"),
+    "clinic": ({}, "snapshot attached"),
+}
+
+
+@both_modes
+async def test_every_subcommand_works_end_to_end(
+    fake: FakeDiscord, run_adapter: Runner, full: DemoKit
+) -> None:
+    assert set(CASES) == set(full.commands.handlers), "add the new subcommand to CASES"
+    async with run_adapter(**full.options()):
+        await ask(fake, "fragmentation", permissions=ADMIN)
+        for name, (opts, expected) in CASES.items():
+            inter = await fake.command(name, opts, permissions=ADMIN, user_id="7501")
+            first = (await said(fake, inter))[0]
+            text = text_of(first) + str(first.get("components"))
+            assert "Something went wrong" not in text and "Unknown command" not in text, name
+            assert expected in text, (name, text)
+        await full.dispatcher.drain()
+    # `/quiz demo fragmentation` ran the demo (and the reveal, under policy button, did not).
+    assert [j.demo for j in full.runner.jobs] == ["fragmentation"]
+
+
+async def test_practice_is_private_with_its_own_answer_buttons(
+    fake: FakeDiscord, run_adapter: Runner, full: DemoKit, store: object
+) -> None:
+    async with run_adapter(**full.options()):
+        inter = await fake.command("practice", {"topic": "fragmentation"}, user_id="7502")
+        (question,) = await said(fake, inter)
+        assert question["flags"] == EPHEMERAL
+        ids = [b["custom_id"] for row in question["components"] for b in row["components"]]
+        assert ids and all(i.startswith("quiz:answer:") for i in ids)
+        click = await fake.click(question.get("id", "0"), ids[0], user_id="7502")
+        (outcome,) = await said(fake, click)
+        assert outcome["flags"] == EPHEMERAL and "never scored" in text_of(outcome)
