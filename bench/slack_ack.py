@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import multiprocessing as mp
 import os
 import random
@@ -116,6 +117,7 @@ async def _bot_main(db_url: str, api_url: str, conn: Connection) -> None:
                     post = await service.ask(ChannelRef(Platform.SLACK, TEAM, channel))
                     assert post is not None
                     posts[f"{kind}-{rep}"] = post.id
+            gc.freeze()  # as `quizbot serve` does once started
             conn.send((runner.addresses[0][1], posts))
             while (await loop.run_in_executor(None, conn.recv)) == "count":
                 await adapter.idle()
@@ -131,8 +133,11 @@ async def _bot_main(db_url: str, api_url: str, conn: Connection) -> None:
 # -- the client (this process) ---------------------------------------------------------
 
 
-def prepare(port: int, fake_port: int, path: str, post_id: int, users: range) -> list[bytes]:
-    """The raw HTTP requests, signed (as Slack sends them)."""
+def prepare(
+    port: int, fake_port: int, path: str, post_id: int, users: range, channel: str = "C0QUIZ"
+) -> list[bytes]:
+    """The raw HTTP requests, signed (as Slack sends them), clicked in `channel` (the
+    post's: a click from another channel is refused)."""
     from tests.adapters.slack import slack_requests as rq
 
     out = []
@@ -142,6 +147,7 @@ def prepare(port: int, fake_port: int, path: str, post_id: int, users: range) ->
             post_id,
             i % 4,
             user=user,
+            channel=channel,
             response_url=f"http://127.0.0.1:{fake_port}/response/click-{user}",
         )
         body = rq.interaction_body(payload).encode()
@@ -212,9 +218,10 @@ def run_once(db_url: str, users: int) -> dict[str, dict[str, Any]]:
         for n, (name, post_id) in enumerate(posts.items()):
             keepalive = name.startswith("keepalive")
             who = range(n * users, (n + 1) * users)
-            floor = prepare(port, fake_port, "/floor", post_id, who)
+            channel = CHANNELS[name.rsplit("-", 1)[0]]
+            floor = prepare(port, fake_port, "/floor", post_id, who, channel)
             results[f"{name}-floor"] = asyncio.run(burst(port, floor, keepalive))
-            clicks = prepare(port, fake_port, "/slack/events", post_id, who)
+            clicks = prepare(port, fake_port, "/slack/events", post_id, who, channel)
             results[name] = asyncio.run(burst(port, clicks, keepalive))
             bot_end.send("count")  # waits until the burst is processed, then counts
             stored, distinct = bot_end.recv()[name]

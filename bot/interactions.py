@@ -89,7 +89,7 @@ class Interactions:
 
     def __init__(self, service: QuizService) -> None:
         self.service = service
-        self._handlers: dict[ActionKind, ClickHandler] = {ActionKind.ANSWER: self._answer}
+        self._handlers: dict[ActionKind, ClickHandler] = {}
         self._openers: dict[ActionKind, FormOpener] = {}
         self._submits: dict[str, SubmitHandler] = {}
 
@@ -152,6 +152,10 @@ class Interactions:
             return failure_message(locale, exc)
 
     async def click(self, click: Click) -> Message:
+        if click.kind is ActionKind.ANSWER:
+            # The hot path: the outcome speaks the user's or the post's language; the
+            # channel's (a database read) is looked up only when something fails.
+            return await self._answer(click)
         locale = await self.service.locale_for(click.channel, click.user_locale)
         handler = self._handlers.get(click.kind)
         if handler is None:
@@ -170,7 +174,7 @@ class Interactions:
             )
             return failure_message(locale, exc)
 
-    async def _answer(self, click: Click, locale: Locale) -> Message:
+    async def _answer(self, click: Click) -> Message:
         started = time.monotonic()
         try:
             reply = await self.service.record_answer(
@@ -186,7 +190,17 @@ class Interactions:
             self.service.problems.problem(
                 problem_key("answer", exc), "an answer was not recorded: %s", exc
             )
+            locale = await self.service.locale_for(click.channel, click.user_locale)
             return Message(body=translator(locale)(ANSWER_NOT_RECORDED))
+        except Exception as exc:
+            locale = await self.service.locale_for(click.channel, click.user_locale)
+            self.service.problems.problem(
+                problem_key("click answer", exc),
+                "a click on post %s failed",
+                click.post_id,
+                exc=exc,
+            )
+            return failure_message(locale, exc)
         self.service.metrics.click_seconds.observe(time.monotonic() - started)
         return reply.message
 

@@ -9,6 +9,7 @@ recorded still gets its answer — before cancelling the rest.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Coroutine
 from typing import Any
@@ -61,4 +62,33 @@ class TaskSupervisor:
         await self.cancel()
 
 
-__all__ = ["TaskSupervisor"]
+class AckFirst:
+    """Acknowledgements before replies: a reply that follows an acknowledgement waits while
+    other requests are still being acknowledged (at most `hold` seconds). On one event loop
+    under a burst of clicks, the acknowledgements are what has a deadline (Slack's and
+    Discord's 3 s); the private outcomes can come a moment later."""
+
+    def __init__(self, hold: float = 2.0) -> None:
+        self.hold = hold
+        self._busy = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def enter(self) -> None:
+        self._busy += 1
+        self._idle.clear()
+
+    def leave(self) -> None:
+        self._busy -= 1
+        if self._busy <= 0:
+            self._busy = 0
+            self._idle.set()
+
+    async def wait(self) -> None:
+        """Until no acknowledgement is pending (or `hold` seconds passed)."""
+        if self._busy:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), self.hold)
+
+
+__all__ = ["AckFirst", "TaskSupervisor"]

@@ -55,7 +55,7 @@ from bot.interactions import Interactions
 from bot.logs import ThrottledLog
 from bot.messages import ActionKind, Message
 from bot.quiz import QuizService
-from bot.tasks import TaskSupervisor
+from bot.tasks import AckFirst, TaskSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,7 @@ class SlackAdapter:
         self._ping_interval = ping_interval
         self._recent = RecentKeys(ttl=600.0)  # answer clicks this process took
         self._file_routes: list[FileRoute] = []
+        self._acks = AckFirst()  # outcomes wait for the burst's acknowledgements
         self._problems = ThrottledLog(log)
         self._inbound: Inbound | None = None
 
@@ -340,6 +341,14 @@ class SlackAdapter:
         form, or closes it)."""
         if payload.get("type") == "view_submission":
             return await self._submitted(payload)
+        self._acks.enter()
+        try:
+            await self._clicked(payload, retry)
+        finally:
+            self._acks.leave()
+        return None
+
+    async def _clicked(self, payload: Mapping[str, Any], retry: bool) -> None:
         if payload.get("type") != "block_actions":
             raise Malformed(f"an interaction of type {str(payload.get('type'))[:30]!r}")
         try:
@@ -410,6 +419,7 @@ class SlackAdapter:
             await self.chat.send_private(channel, user, message)
 
     async def _show(self, click: ButtonClick, message: Message) -> None:
+        await self._acks.wait()
         with contextlib.suppress(PlatformError):  # logged and counted by SlackChat
             await self._private(click.click.channel, click.click.user, click.response_url, message)
 

@@ -8,6 +8,7 @@ escaping, so an escaped ``&lt;`` counts as four.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterator, Sequence
@@ -58,9 +59,14 @@ class SlackMessage:
         return list(self.blocks)
 
 
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+
+
 def slack_len(text: str) -> int:
     """Length in UTF-16 code units (an emoji outside the BMP counts two)."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    if text.isascii():
+        return len(text)
+    return len(text) + len(_ASTRAL.findall(text))
 
 
 def escape(text: str) -> str:
@@ -105,6 +111,7 @@ def to_mrkdwn(body: str) -> str:
     return _LIST_ITEM.sub(r"\1• ", escape(body))
 
 
+@functools.lru_cache(maxsize=512)
 def render(message: Message) -> SlackMessage:
     """Blocks: header (title), sections (body), fields, actions (buttons), context (footer)."""
     buttons = _buttons(message.buttons)
