@@ -59,7 +59,7 @@ class SlackMessage:
         return list(self.blocks)
 
 
-_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def slack_len(text: str) -> int:
