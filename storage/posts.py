@@ -34,7 +34,7 @@ from bot.domain import (
 )
 from storage.models import ChannelRow, MemberRow, PostRow, UtcDateTime
 from storage.refs import RefResolver
-from storage.scores import fold_post
+from storage.score_fold import fold_post
 
 _Practice = aliased(MemberRow)
 

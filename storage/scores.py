@@ -19,13 +19,11 @@ of players. Per-topic counts for personal stats are in `score_topics`.
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from sqlalchemy import Select, and_, case, func, literal, select, union_all, update
+from sqlalchemy import Select, case, func, literal, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.domain import (
@@ -37,247 +35,19 @@ from bot.domain import (
     LeaderboardRow,
     Platform,
     PlayerStats,
-    PostKind,
     TopicStats,
     UserRef,
 )
-from bot.scoring import local_day, period_start, score_answer
-from storage._sql import insert
 from storage.models import (
-    AnswerRow,
     ChannelRow,
     MemberRow,
-    PostRow,
-    QuestionVersionRow,
     ScoreDayRow,
     ScoreHistogramRow,
     ScorePeriodRow,
     ScoreRow,
     ScoreTopicRow,
 )
-
-ALL_TIME = date(1970, 1, 1)  # `starts` of the all-time rows in `score_periods`
-
-Board = type[ScoreRow] | type[ScoreDayRow] | type[ScorePeriodRow]
-
-
-def channel_board(channel_id: int, window: BoardWindow) -> str:
-    return f"channel:{channel_id}:{window}"
-
-
-def workspace_board(platform: str, workspace: str, window: BoardWindow) -> str:
-    return f"workspace:{platform}:{workspace}:{window}"
-
-
-# -- folding a closed post -------------------------------------------------------------
-
-
-async def fold_post(s: AsyncSession, post: PostRow, channel: ChannelRow, dialect: str) -> None:
-    """Add a just-closed post's answers to every aggregate (call inside the close).
-
-    Streaks are read, then written: folds of one channel are serialized by a lock on the
-    channel row (SQLite serializes every writer anyway). Rows are upserted in key order so
-    concurrent folds of one workspace take row locks in the same order (no deadlock).
-    """
-    kind = PostKind(post.kind)
-    if kind is PostKind.PRACTICE:
-        return
-    await s.execute(
-        select(ChannelRow.id).where(ChannelRow.id == channel.id).with_for_update(key_share=True)
-    )
-    answers = (
-        await s.execute(
-            select(AnswerRow.member_id, AnswerRow.correct, AnswerRow.answered_at)
-            .where(AnswerRow.post_id == post.id)
-            .order_by(AnswerRow.member_id)
-        )
-    ).all()
-    streaks: dict[int, int] = {}
-    if answers:
-        found = await s.execute(
-            select(ScoreRow.member_id, ScoreRow.current_streak).where(
-                ScoreRow.channel_id == channel.id,
-                ScoreRow.member_id.in_([mid for mid, _, _ in answers]),
-            )
-        )
-        streaks = {mid: streak for mid, streak in found}
-    if kind is PostKind.SCHEDULED:
-        # A scheduled question breaks every streak it does not extend; the answerers'
-        # streaks are written back (absolute values) just below.
-        await s.execute(
-            update(ScoreRow)
-            .where(ScoreRow.channel_id == channel.id, ScoreRow.current_streak > 0)
-            .values(current_streak=0)
-        )
-    if not answers:
-        return
-    topic = await _topic(s, post.question_hash)
-    ws = (channel.platform, channel.workspace)
-    scores: list[dict[str, Any]] = []
-    days: list[dict[str, Any]] = []
-    periods: list[dict[str, Any]] = []
-    topics: list[dict[str, Any]] = []
-    for mid, correct, at in answers:
-        scored = score_answer(kind, correct, streaks.get(mid, 0))
-        tally = {"points": scored.points, "correct": int(correct), "answered": 1}
-        scores.append(
-            {
-                "channel_id": channel.id,
-                "member_id": mid,
-                **tally,
-                "current_streak": scored.streak,
-                "best_streak": scored.streak,
-                "reached_at": at,
-            }
-        )
-        day = local_day(at, channel.timezone)
-        days.append(
-            {"channel_id": channel.id, "member_id": mid, "day": day, **tally, "reached_at": at}
-        )
-        for board, starts in _period_keys(channel.id, ws, day):
-            periods.append(
-                {"board": board, "starts": starts, "member_id": mid, **tally, "reached_at": at}
-            )
-        topics.append(
-            {
-                "channel_id": channel.id,
-                "member_id": mid,
-                "topic": topic,
-                "answered": 1,
-                "correct": int(correct),
-            }
-        )
-    gained = {row["member_id"]: row["points"] for row in scores}
-    hist: dict[tuple[str, date, int], int] = defaultdict(int)
-    ins = insert(dialect, ScoreRow)
-    greatest = func.max if dialect == "sqlite" else func.greatest
-    done = await s.execute(
-        ins.on_conflict_do_update(
-            index_elements=["channel_id", "member_id"],
-            set_={
-                **_added(ScoreRow, ins),
-                "current_streak": ins.excluded.current_streak,
-                "best_streak": greatest(ScoreRow.best_streak, ins.excluded.best_streak),
-            },
-        ).returning(ScoreRow.member_id, ScoreRow.points, ScoreRow.answered),
-        scores,
-    )
-    everyone = channel_board(channel.id, BoardWindow.ALL)
-    for mid, points, answered in done:
-        _moved(hist, (everyone, ALL_TIME), points, gained[mid], answered)
-    ins = insert(dialect, ScoreDayRow)
-    done = await s.execute(
-        ins.on_conflict_do_update(
-            index_elements=["channel_id", "member_id", "day"], set_=_added(ScoreDayRow, ins)
-        ).returning(
-            ScoreDayRow.member_id, ScoreDayRow.day, ScoreDayRow.points, ScoreDayRow.answered
-        ),
-        days,
-    )
-    daily = channel_board(channel.id, BoardWindow.DAY)
-    for mid, day, points, answered in done:
-        _moved(hist, (daily, day), points, gained[mid], answered)
-    ins = insert(dialect, ScorePeriodRow)
-    periods.sort(key=lambda r: (r["board"], r["starts"], r["member_id"]))
-    done = await s.execute(
-        ins.on_conflict_do_update(
-            index_elements=["board", "starts", "member_id"], set_=_added(ScorePeriodRow, ins)
-        ).returning(
-            ScorePeriodRow.board,
-            ScorePeriodRow.starts,
-            ScorePeriodRow.member_id,
-            ScorePeriodRow.points,
-            ScorePeriodRow.answered,
-        ),
-        periods,
-    )
-    for board, starts, mid, points, answered in done:
-        _moved(hist, (board, starts), points, gained[mid], answered)
-    changes = [
-        {"board": b, "starts": st, "points": p, "players": n}
-        for (b, st, p), n in sorted(hist.items())
-        if n
-    ]
-    if changes:
-        ins = insert(dialect, ScoreHistogramRow)
-        await s.execute(
-            ins.on_conflict_do_update(
-                index_elements=["board", "starts", "points"],
-                set_={"players": ScoreHistogramRow.players + ins.excluded.players},
-            ),
-            changes,
-        )
-    ins = insert(dialect, ScoreTopicRow)
-    await s.execute(
-        ins.on_conflict_do_update(
-            index_elements=["channel_id", "member_id", "topic"],
-            set_={
-                "answered": ScoreTopicRow.answered + ins.excluded.answered,
-                "correct": ScoreTopicRow.correct + ins.excluded.correct,
-            },
-        ),
-        topics,
-    )
-
-
-def _moved(
-    hist: dict[tuple[str, date, int], int],
-    board: tuple[str, date],
-    points: int,
-    gained: int,
-    answered: int,
-) -> None:
-    """A player's move in a board's histogram, from the row an upsert returned: a new row
-    (its first answer) adds a player at `points`; a score that grew moves one."""
-    if answered == 1:
-        hist[(*board, points)] += 1
-    elif gained:
-        hist[(*board, points)] += 1
-        hist[(*board, points - gained)] -= 1
-
-
-def _period_keys(channel_id: int, ws: tuple[str, str], day: date) -> list[tuple[str, date]]:
-    week = period_start(BoardWindow.WEEK, day)
-    month = period_start(BoardWindow.MONTH, day)
-    return [
-        (channel_board(channel_id, BoardWindow.WEEK), week),
-        (channel_board(channel_id, BoardWindow.MONTH), month),
-        (workspace_board(*ws, BoardWindow.DAY), day),
-        (workspace_board(*ws, BoardWindow.WEEK), week),
-        (workspace_board(*ws, BoardWindow.MONTH), month),
-        (workspace_board(*ws, BoardWindow.ALL), ALL_TIME),
-    ]
-
-
-def _added(model: Board, ins: Any) -> dict[str, Any]:
-    """Upsert assignments that add one answer's tally to a total.
-
-    `reached_at` is when the total reached its points: the latest scoring answer, or the
-    earliest answer while the total is 0. Folds may arrive out of answer order (posts
-    close in any order), hence the comparisons.
-    """
-    new, old = ins.excluded.reached_at, model.reached_at
-    return {
-        "points": model.points + ins.excluded.points,
-        "correct": model.correct + ins.excluded.correct,
-        "answered": model.answered + ins.excluded.answered,
-        "reached_at": case(
-            (ins.excluded.points > 0, case((and_(model.points > 0, old > new), old), else_=new)),
-            (model.points > 0, old),
-            (new < old, new),
-            else_=old,
-        ),
-    }
-
-
-async def _topic(s: AsyncSession, content_hash: str) -> str:
-    data = (
-        await s.execute(
-            select(QuestionVersionRow.data).where(QuestionVersionRow.hash == content_hash)
-        )
-    ).scalar_one()
-    return str(json.loads(data)["topic"])
-
+from storage.score_fold import ALL_TIME, Board, channel_board, workspace_board
 
 # -- reading boards --------------------------------------------------------------------
 

@@ -1,0 +1,325 @@
+"""Folding a closed post into the score aggregates, one step per aggregate (see
+`storage.scores` for the tables and how boards read them). Called inside the close's
+transaction by `storage.posts`."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy import and_, case, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.domain import BoardWindow, PostKind
+from bot.scoring import Scored, local_day, period_start, score_answer
+from storage._sql import insert
+from storage.models import (
+    AnswerRow,
+    ChannelRow,
+    PostRow,
+    QuestionVersionRow,
+    ScoreDayRow,
+    ScoreHistogramRow,
+    ScorePeriodRow,
+    ScoreRow,
+    ScoreTopicRow,
+)
+
+ALL_TIME = date(1970, 1, 1)  # `starts` of the all-time rows in `score_periods`
+
+Board = type[ScoreRow] | type[ScoreDayRow] | type[ScorePeriodRow]
+
+
+def channel_board(channel_id: int, window: BoardWindow) -> str:
+    return f"channel:{channel_id}:{window}"
+
+
+def workspace_board(platform: str, workspace: str, window: BoardWindow) -> str:
+    return f"workspace:{platform}:{workspace}:{window}"
+
+
+# -- folding a closed post -------------------------------------------------------------
+
+
+async def fold_post(s: AsyncSession, post: PostRow, channel: ChannelRow, dialect: str) -> None:
+    """Add a just-closed post's answers to every aggregate (call inside the close).
+
+    Streaks are read, then written: folds of one channel are serialized by a lock on the
+    channel row (SQLite serializes every writer anyway). Rows are upserted in key order so
+    concurrent folds of one workspace take row locks in the same order (no deadlock). One
+    step per aggregate: all-time scores, days, periods (weeks, months, the workspace), the
+    histograms that rank them, topics.
+    """
+    kind = PostKind(post.kind)
+    if kind is PostKind.PRACTICE:
+        return
+    await s.execute(
+        select(ChannelRow.id).where(ChannelRow.id == channel.id).with_for_update(key_share=True)
+    )
+    answers = (
+        await s.execute(
+            select(AnswerRow.member_id, AnswerRow.correct, AnswerRow.answered_at)
+            .where(AnswerRow.post_id == post.id)
+            .order_by(AnswerRow.member_id)
+        )
+    ).all()
+    streaks = await _streaks(s, channel, [mid for mid, _, _ in answers])
+    if kind is PostKind.SCHEDULED:
+        # A scheduled question breaks every streak it does not extend; the answerers'
+        # streaks are written back (absolute values) just below.
+        await s.execute(
+            update(ScoreRow)
+            .where(ScoreRow.channel_id == channel.id, ScoreRow.current_streak > 0)
+            .values(current_streak=0)
+        )
+    if not answers:
+        return
+    scored = [
+        _Scored(mid, at, bool(correct), score_answer(kind, correct, streaks.get(mid, 0)))
+        for mid, correct, at in answers
+    ]
+    hist: dict[tuple[str, date, int], int] = defaultdict(int)
+    await _fold_all_time(s, channel, scored, dialect, hist)
+    await _fold_days(s, channel, scored, dialect, hist)
+    await _fold_periods(s, channel, scored, dialect, hist)
+    await _fold_histograms(s, hist, dialect)
+    await _fold_topics(s, channel, scored, await _topic(s, post.question_hash), dialect)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    """One answer of the closed post, scored."""
+
+    member_id: int
+    at: datetime
+    correct: bool
+    score: Scored  # points, and the streak after this answer
+
+    @property
+    def tally(self) -> dict[str, int]:
+        return {"points": self.score.points, "correct": int(self.correct), "answered": 1}
+
+
+async def _streaks(s: AsyncSession, channel: ChannelRow, members: list[int]) -> dict[int, int]:
+    if not members:
+        return {}
+    found = await s.execute(
+        select(ScoreRow.member_id, ScoreRow.current_streak).where(
+            ScoreRow.channel_id == channel.id, ScoreRow.member_id.in_(members)
+        )
+    )
+    return {mid: streak for mid, streak in found}
+
+
+async def _fold_all_time(
+    s: AsyncSession,
+    channel: ChannelRow,
+    scored: list[_Scored],
+    dialect: str,
+    hist: dict[tuple[str, date, int], int],
+) -> None:
+    ins = insert(dialect, ScoreRow)
+    greatest = func.max if dialect == "sqlite" else func.greatest
+    rows = [
+        {
+            "channel_id": channel.id,
+            "member_id": a.member_id,
+            **a.tally,
+            "current_streak": a.score.streak,
+            "best_streak": a.score.streak,
+            "reached_at": a.at,
+        }
+        for a in scored
+    ]
+    done = await s.execute(
+        ins.on_conflict_do_update(
+            index_elements=["channel_id", "member_id"],
+            set_={
+                **_added(ScoreRow, ins),
+                "current_streak": ins.excluded.current_streak,
+                "best_streak": greatest(ScoreRow.best_streak, ins.excluded.best_streak),
+            },
+        ).returning(ScoreRow.member_id, ScoreRow.points, ScoreRow.answered),
+        rows,
+    )
+    gained = _gained(scored)
+    everyone = channel_board(channel.id, BoardWindow.ALL)
+    for mid, points, answered in done:
+        _moved(hist, (everyone, ALL_TIME), points, gained[mid], answered)
+
+
+async def _fold_days(
+    s: AsyncSession,
+    channel: ChannelRow,
+    scored: list[_Scored],
+    dialect: str,
+    hist: dict[tuple[str, date, int], int],
+) -> None:
+    ins = insert(dialect, ScoreDayRow)
+    rows = [
+        {
+            "channel_id": channel.id,
+            "member_id": a.member_id,
+            "day": local_day(a.at, channel.timezone),
+            **a.tally,
+            "reached_at": a.at,
+        }
+        for a in scored
+    ]
+    done = await s.execute(
+        ins.on_conflict_do_update(
+            index_elements=["channel_id", "member_id", "day"], set_=_added(ScoreDayRow, ins)
+        ).returning(
+            ScoreDayRow.member_id, ScoreDayRow.day, ScoreDayRow.points, ScoreDayRow.answered
+        ),
+        rows,
+    )
+    gained = _gained(scored)
+    daily = channel_board(channel.id, BoardWindow.DAY)
+    for mid, day, points, answered in done:
+        _moved(hist, (daily, day), points, gained[mid], answered)
+
+
+async def _fold_periods(
+    s: AsyncSession,
+    channel: ChannelRow,
+    scored: list[_Scored],
+    dialect: str,
+    hist: dict[tuple[str, date, int], int],
+) -> None:
+    ws = (channel.platform, channel.workspace)
+    rows = [
+        {"board": board, "starts": starts, "member_id": a.member_id, **a.tally, "reached_at": a.at}
+        for a in scored
+        for board, starts in _period_keys(channel.id, ws, local_day(a.at, channel.timezone))
+    ]
+    rows.sort(key=lambda r: (r["board"], r["starts"], r["member_id"]))
+    ins = insert(dialect, ScorePeriodRow)
+    done = await s.execute(
+        ins.on_conflict_do_update(
+            index_elements=["board", "starts", "member_id"], set_=_added(ScorePeriodRow, ins)
+        ).returning(
+            ScorePeriodRow.board,
+            ScorePeriodRow.starts,
+            ScorePeriodRow.member_id,
+            ScorePeriodRow.points,
+            ScorePeriodRow.answered,
+        ),
+        rows,
+    )
+    gained = _gained(scored)
+    for board, starts, mid, points, answered in done:
+        _moved(hist, (board, starts), points, gained[mid], answered)
+
+
+async def _fold_histograms(
+    s: AsyncSession, hist: dict[tuple[str, date, int], int], dialect: str
+) -> None:
+    """Players per (board, period, points): what ranks a member without a scan."""
+    changes = [
+        {"board": b, "starts": st, "points": p, "players": n}
+        for (b, st, p), n in sorted(hist.items())
+        if n
+    ]
+    if not changes:
+        return
+    ins = insert(dialect, ScoreHistogramRow)
+    await s.execute(
+        ins.on_conflict_do_update(
+            index_elements=["board", "starts", "points"],
+            set_={"players": ScoreHistogramRow.players + ins.excluded.players},
+        ),
+        changes,
+    )
+
+
+async def _fold_topics(
+    s: AsyncSession, channel: ChannelRow, scored: list[_Scored], topic: str, dialect: str
+) -> None:
+    ins = insert(dialect, ScoreTopicRow)
+    rows = [
+        {
+            "channel_id": channel.id,
+            "member_id": a.member_id,
+            "topic": topic,
+            "answered": 1,
+            "correct": int(a.correct),
+        }
+        for a in scored
+    ]
+    await s.execute(
+        ins.on_conflict_do_update(
+            index_elements=["channel_id", "member_id", "topic"],
+            set_={
+                "answered": ScoreTopicRow.answered + ins.excluded.answered,
+                "correct": ScoreTopicRow.correct + ins.excluded.correct,
+            },
+        ),
+        rows,
+    )
+
+
+def _gained(scored: list[_Scored]) -> dict[int, int]:
+    return {a.member_id: a.score.points for a in scored}
+
+
+def _moved(
+    hist: dict[tuple[str, date, int], int],
+    board: tuple[str, date],
+    points: int,
+    gained: int,
+    answered: int,
+) -> None:
+    """A player's move in a board's histogram, from the row an upsert returned: a new row
+    (its first answer) adds a player at `points`; a score that grew moves one."""
+    if answered == 1:
+        hist[(*board, points)] += 1
+    elif gained:
+        hist[(*board, points)] += 1
+        hist[(*board, points - gained)] -= 1
+
+
+def _period_keys(channel_id: int, ws: tuple[str, str], day: date) -> list[tuple[str, date]]:
+    week = period_start(BoardWindow.WEEK, day)
+    month = period_start(BoardWindow.MONTH, day)
+    return [
+        (channel_board(channel_id, BoardWindow.WEEK), week),
+        (channel_board(channel_id, BoardWindow.MONTH), month),
+        (workspace_board(*ws, BoardWindow.DAY), day),
+        (workspace_board(*ws, BoardWindow.WEEK), week),
+        (workspace_board(*ws, BoardWindow.MONTH), month),
+        (workspace_board(*ws, BoardWindow.ALL), ALL_TIME),
+    ]
+
+
+def _added(model: Board, ins: Any) -> dict[str, Any]:
+    """Upsert assignments that add one answer's tally to a total.
+
+    `reached_at` is when the total reached its points: the latest scoring answer, or the
+    earliest answer while the total is 0. Folds may arrive out of answer order (posts
+    close in any order), hence the comparisons.
+    """
+    new, old = ins.excluded.reached_at, model.reached_at
+    return {
+        "points": model.points + ins.excluded.points,
+        "correct": model.correct + ins.excluded.correct,
+        "answered": model.answered + ins.excluded.answered,
+        "reached_at": case(
+            (ins.excluded.points > 0, case((and_(model.points > 0, old > new), old), else_=new)),
+            (model.points > 0, old),
+            (new < old, new),
+            else_=old,
+        ),
+    }
+
+
+async def _topic(s: AsyncSession, content_hash: str) -> str:
+    data = (
+        await s.execute(
+            select(QuestionVersionRow.data).where(QuestionVersionRow.hash == content_hash)
+        )
+    ).scalar_one()
+    return str(json.loads(data)["topic"])
