@@ -25,7 +25,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -38,12 +37,13 @@ from tests.faults.harness import (
     Burst,
     Session,
     ask,
+    burst_until_killed,
     click,
+    proxied_bot,
     stored_answers,
     told,
     wait_open,
 )
-from tests.faults.proxy import TcpProxy
 
 WENT_WRONG = "went wrong"
 
@@ -78,18 +78,7 @@ async def kill9(db_url: str, db: str, work: Path, n: int) -> Row:
         await bot.start()
         post_id = await ask(http, bot, fake, rq.CHANNEL)
         await wait_open(db_url, post_id)
-        burst = Burst()
-        enough = asyncio.Event()
-
-        async def one(i: int, u: str) -> None:
-            burst.status[u] = await click(http, bot.url, fake, post_id, u, i % 4)
-            if len(burst.acknowledged) >= n // 3:
-                enough.set()
-
-        tasks = [asyncio.create_task(one(i, u)) for i, u in enumerate(users)]
-        await enough.wait()
-        await bot.kill()
-        await asyncio.gather(*tasks)
+        burst = await burst_until_killed(http, bot, fake, post_id, users)
         stored = await stored_answers(db_url, post_id)
         acked = burst.acknowledged
         lost = len(acked - set(stored))
@@ -158,18 +147,9 @@ async def replicas(db_url: str, db: str, work: Path, users_per_replica: int) -> 
 
 
 async def db_outage(db_url: str, work: Path, rate: int, seconds: float, down: float) -> Row:
-    parts = urlsplit(db_url)
     log = work / "outage-postgresql.log"
-    async with (
-        TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as proxy,
-        FakeSlack(team=rq.TEAM) as fake,
-        Session() as http,
-    ):
-        proxied = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}"))
-        bot = BotProcess(proxied, fake.api_url, log)
-        await bot.start()
-        post_id = await ask(http, bot, fake, rq.CHANNEL)
-        await wait_open(db_url, post_id)
+    async with proxied_bot(db_url, log) as pb:
+        proxy, fake, http, bot, post_id = pb.proxy, pb.fake, pb.http, pb.bot, pb.post_id
         lines_before = len(log.read_text().splitlines())
         n = int(rate * seconds)
         users = [f"U{i:05d}" for i in range(n)]

@@ -10,15 +10,18 @@ retry), and the answers in the database (stored, duplicated).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
 import socket
 import sys
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 from sqlalchemy import text
@@ -26,6 +29,7 @@ from sqlalchemy import text
 from storage.engine import create_engine
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.fake_slack import BOT_TOKEN, FakeSlack
+from tests.faults.proxy import TcpProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 RETRY_TEXT = "could not be recorded"
@@ -215,6 +219,53 @@ async def stored_answers(db_url: str, post_id: int) -> Counter[str]:
         await engine.dispose()
 
 
+@dataclass
+class ProxiedBot:
+    """A bot whose database connections go through a proxy that can be cut."""
+
+    proxy: TcpProxy
+    fake: FakeSlack
+    http: aiohttp.ClientSession
+    bot: BotProcess
+    post_id: int
+
+
+@contextlib.asynccontextmanager
+async def proxied_bot(db_url: str, log: Path) -> AsyncIterator[ProxiedBot]:
+    """`quizbot serve` on PostgreSQL through a `TcpProxy`, with one open question."""
+    parts = urlsplit(db_url)
+    async with (
+        TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as proxy,
+        FakeSlack(team=rq.TEAM) as fake,
+        Session() as http,
+    ):
+        proxied = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}"))
+        bot = BotProcess(proxied, fake.api_url, log)
+        await bot.start()
+        post_id = await ask(http, bot, fake, rq.CHANNEL)
+        await wait_open(db_url, post_id)
+        yield ProxiedBot(proxy, fake, http, bot, post_id)
+
+
+async def burst_until_killed(
+    http: aiohttp.ClientSession, bot: BotProcess, fake: FakeSlack, post_id: int, users: list[str]
+) -> Burst:
+    """Every user clicks at once; SIGKILL the bot once a third are acknowledged."""
+    burst = Burst()
+    enough = asyncio.Event()
+
+    async def one(i: int, user: str) -> None:
+        burst.status[user] = await click(http, bot.url, fake, post_id, user, i % 4)
+        if len(burst.acknowledged) >= len(users) // 3:
+            enough.set()
+
+    tasks = [asyncio.create_task(one(i, u)) for i, u in enumerate(users)]
+    await enough.wait()
+    await bot.kill()
+    await asyncio.gather(*tasks)
+    return burst
+
+
 class Session:
     """An aiohttp client without a connection limit (a burst is concurrent)."""
 
@@ -243,10 +294,13 @@ __all__ = [
     "RETRY_TEXT",
     "BotProcess",
     "Burst",
+    "ProxiedBot",
     "Session",
     "ask",
+    "burst_until_killed",
     "click",
     "free_port",
+    "proxied_bot",
     "stored_answers",
     "told",
     "wait_open",

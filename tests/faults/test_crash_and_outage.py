@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -16,37 +15,18 @@ from tests.adapters.slack.fake_slack import FakeSlack
 from tests.faults.harness import (
     RETRY_TEXT,
     BotProcess,
-    Burst,
     Session,
     ask,
+    burst_until_killed,
     click,
+    proxied_bot,
     stored_answers,
     told,
-    wait_open,
 )
-from tests.faults.proxy import TcpProxy
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 CLICKS = 600
-
-
-async def burst_until_killed(
-    http: object, bot: BotProcess, fake: FakeSlack, post_id: int, users: list[str]
-) -> Burst:
-    burst = Burst()
-    enough = asyncio.Event()
-
-    async def one(i: int, user: str) -> None:
-        burst.status[user] = await click(http, bot.url, fake, post_id, user, i % 4)  # type: ignore[arg-type]
-        if len(burst.acknowledged) >= len(users) // 3:
-            enough.set()
-
-    tasks = [asyncio.create_task(one(i, u)) for i, u in enumerate(users)]
-    await enough.wait()
-    await bot.kill()
-    await asyncio.gather(*tasks)
-    return burst
 
 
 async def test_sigkill_mid_burst_loses_no_acknowledged_click(db_url: str, tmp_path: Path) -> None:
@@ -89,19 +69,9 @@ async def test_connections_refused_lose_no_click_and_nobody_stays_locked_out(
 ) -> None:
     if not db_url.startswith("postgresql"):
         pytest.skip("a PostgreSQL server that goes away")
-    parts = urlsplit(db_url)
     log = tmp_path / "bot.log"
-    async with (
-        TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as proxy,
-        FakeSlack(team=rq.TEAM) as fake,
-        Session() as http,
-    ):
-        proxied = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}"))
-        bot = BotProcess(proxied, fake.api_url, log)
-        await bot.start()
-        post_id = await ask(http, bot, fake, rq.CHANNEL)
-        await wait_open(db_url, post_id)
-
+    async with proxied_bot(db_url, log) as pb:
+        proxy, fake, http, bot, post_id = pb.proxy, pb.fake, pb.http, pb.bot, pb.post_id
         await proxy.refuse()
         users = [f"U{i:04d}" for i in range(150)]
         statuses = await asyncio.gather(*(click(http, bot.url, fake, post_id, u, 1) for u in users))
