@@ -95,3 +95,37 @@ async def test_connections_refused_lose_no_click_and_nobody_stays_locked_out(
         assert await bot.terminate() == 0
     # One line per kind of problem per interval, not a traceback per click.
     assert log.read_text().count("Traceback") <= 5
+
+
+@pytest.mark.postgres
+async def test_two_replicas_post_one_question_for_an_ask_retried_to_both(
+    db_url: str, tmp_path: Path
+) -> None:
+    if not db_url.startswith("postgresql"):
+        pytest.skip("replicas share a PostgreSQL database")
+    async with FakeSlack(team=rq.TEAM) as fake, Session() as http:
+        a = BotProcess(db_url, fake.api_url, tmp_path / "a.log", QUIZBOT_ASK_COOLDOWN="30")
+        b = BotProcess(db_url, fake.api_url, tmp_path / "b.log", QUIZBOT_ASK_COOLDOWN="30")
+        await asyncio.gather(a.start(), b.start())
+        form = rq.slash_command("ask", response_url=fake.response_url("ask"))
+        body = rq.form_body(form)
+        again = rq.form_body(
+            rq.slash_command("ask", user="U0BOB", response_url=fake.response_url("bob"))
+        )
+
+        async def post(bot: BotProcess, text: str, retry: int | None = None) -> int:
+            headers = rq.signed_headers(text, retry_num=retry)
+            async with http.post(bot.url, data=text, headers=headers) as resp:
+                return resp.status
+
+        # Slack retries the same command (same trigger_id) to the other replica, and a
+        # second member asks on the other replica at the same moment.
+        statuses = await asyncio.gather(post(a, body), post(b, body, retry=1), post(b, again))
+        assert statuses == [200, 200, 200]
+        await fake.wait_until(lambda: bool(fake.calls_to("chat.postMessage")), timeout=30)
+        await fake.wait_until(lambda: bool(fake.calls_to("response_url")), timeout=30)
+        assert await a.terminate() == 0 and await b.terminate() == 0
+    questions = [c for c in fake.calls_to("chat.postMessage") if c.action_ids]
+    assert len(questions) == 1
+    told = " ".join(c.text for c in fake.calls_to("response_url"))
+    assert "works again in" in told
