@@ -35,6 +35,7 @@ from questions.schema import (
     PROMPT_MAX,
     TEXT_FIELDS,
     QuestionFileModel,
+    TeamQuestionModel,
 )
 
 BANK_DIR = Path(__file__).parent / "bank"
@@ -156,27 +157,44 @@ def _check_document(file: Path, data: Any) -> _FileResult:
     return _check_data(data, file)
 
 
-def validate_question(data: dict[str, Any], file_name: str | None = None) -> list[str]:
+def validate_question(
+    data: dict[str, Any], file_name: str | None = None, *, team: bool = False
+) -> list[str]:
     """Every problem of one question given as plain data (a bank file's shape), exactly as
-    the bank validator reports them for a file `file_name` (default ``<id>.yaml``)."""
+    the bank validator reports them for a file `file_name` (default ``<id>.yaml``).
+    `team`: a team question's rules (one locale is enough, references are optional)."""
+    return check_question(data, file_name, team=team)[0]
+
+
+def check_question(
+    data: dict[str, Any], file_name: str | None = None, *, team: bool = False
+) -> tuple[list[str], Question | None]:
+    """`validate_question`, with the question itself when there is no problem."""
     if file_name is None:
         file_name = f"{data.get('id')}{SUFFIX}"
-    return _check_data(data, Path(file_name)).problems
+    result = _check_data(data, Path(file_name), team)
+    return result.problems, result.question
 
 
-def _check_data(data: dict[Any, Any], file: Path) -> _FileResult:
+def _check_data(data: dict[Any, Any], file: Path, team: bool = False) -> _FileResult:
     name = file.name
     qid = data.get("id") if isinstance(data.get("id"), str) and data.get("id") else None
     where = f"{name} (id {cut(qid)})" if qid else name
     problems: list[str] = []
     if file.suffix != SUFFIX:
         problems.append(f"{where}: file name: rename it to end in {SUFFIX}")
+    schema = TeamQuestionModel if team else QuestionFileModel
     try:
-        model: QuestionFileModel | None = QuestionFileModel.model_validate(data)
+        model: QuestionFileModel | None = schema.model_validate(data)
     except ValidationError as exc:
         model = None
         problems.extend(f"{where}: {_describe(err)}" for err in exc.errors())
     problems.extend(f"{where}: {p}" for p in _cross_field_problems(data, file))
+    if team and all(data.get(loc) is None for loc in LOCALES):
+        problems.append(
+            f"{where}: en: no wording; write the question under en: (or el:) with prompt, "
+            f"choices and explanation"
+        )
     if problems or model is None:
         return _FileResult(problems, None, qid)
     return _FileResult([], question_from_dict(normalized_dict(model)), qid)
@@ -187,6 +205,9 @@ def normalized_dict(model: QuestionFileModel) -> dict[str, Any]:
     data = model.model_dump()
     if not data["inputs"]:
         del data["inputs"]
+    for loc in LOCALES:
+        if data.get(loc) is None:
+            data.pop(loc, None)  # a team question written in one locale
     return data
 
 

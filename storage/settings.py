@@ -1,4 +1,4 @@
-"""Per-channel settings (locale, time zone, demo policy) and the `/quiz ask` cooldown."""
+"""Per-channel settings (locale, time zone, demo policy, packs) and the `/quiz ask` cooldown."""
 
 from __future__ import annotations
 
@@ -41,6 +41,8 @@ class SqlSettingsRepository:
             row.timezone,
             DemoPolicy(row.demo_policy),
             row.generated_share,
+            row.builtin_pack,
+            row.team_pack,
         )
 
     async def save(self, settings: ChannelSettings) -> None:
@@ -54,6 +56,8 @@ class SqlSettingsRepository:
                     timezone=settings.timezone,
                     demo_policy=str(settings.demo_policy),
                     generated_share=settings.generated_share,
+                    builtin_pack=settings.builtin_pack,
+                    team_pack=settings.team_pack,
                 )
             )
 

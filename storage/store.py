@@ -26,6 +26,7 @@ from storage.report import SqlReportRepository
 from storage.schedules import SqlScheduleRepository
 from storage.scores import SqlScoreRepository
 from storage.settings import SqlSettingsRepository
+from storage.team import SqlTeamPackRepository
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class SqlStore:
         self.practice = SqlPracticeRepository(self.sessions, self.refs)
         self.reports = SqlReportRepository(self.sessions)
         self.schedules = SqlScheduleRepository(self.sessions, self.refs)
+        self.team = SqlTeamPackRepository(self.sessions, self.refs, self.clock)
 
     async def __aenter__(self) -> Self:
         await self.initialize()
