@@ -170,13 +170,16 @@ class Question:
         return len(self.text(Locale.EN).choices)
 
 
+DEFAULT_GENERATED_SHARE = 25
+
+
 @dataclass(frozen=True, slots=True)
 class ChannelSettings:
     channel: ChannelRef
     locale: Locale = Locale.EN
     timezone: str = "UTC"
     demo_policy: DemoPolicy = DemoPolicy.AUTO
-    generated_share: int = 25  # percent of picks that are generated questions
+    generated_share: int = DEFAULT_GENERATED_SHARE  # percent of picks that are generated
     builtin_pack: bool = True  # the questions shipped with the bot (`/quiz packs`)
     team_pack: bool = True  # the workspace's approved team questions
 

@@ -88,6 +88,16 @@ class Image:
 
 
 @dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file sent privately to one member (their data export)."""
+
+    filename: str
+    data: bytes
+    mime_type: str = "application/json"
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     title: str = ""
     body: str = ""

@@ -11,7 +11,7 @@ problem line, and never stops the check of the other files.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from bot.bank import QuestionBank, question_from_dict
 from bot.domain import Question
 from bot.errors import QuestionBankError
 from bot.quoting import cut, quoted
-from questions.bounded_yaml import RefusedYamlError, load_question_yaml
+from questions.bounded_yaml import RefusedYamlError, load_question_yaml, parse_question_yaml
 from questions.schema import (
     CHOICE_MAX,
     EXPLANATION_MAX,
@@ -127,8 +127,21 @@ def _check_file(file: Path) -> _FileResult:
 
 
 def _read(file: Path) -> Any:
+    return _readable(lambda: load_question_yaml(file))
+
+
+def read_question_text(text: str) -> tuple[Any, str | None]:
+    """A question file's text (an upload) as data, within the same bounds as a bank file;
+    else the one line that says why it cannot be read."""
     try:
-        return load_question_yaml(file)
+        return _readable(lambda: parse_question_yaml(text)), None
+    except _Unreadable as exc:
+        return None, str(exc)
+
+
+def _readable(load: Callable[[], Any]) -> Any:
+    try:
+        return load()
     except RefusedYamlError as exc:
         raise _Unreadable(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -141,7 +154,18 @@ def _read(file: Path) -> Any:
         ) from None
 
 
-def _check_document(file: Path, data: Any) -> _FileResult:
+def check_question_file(
+    name: str, text: str, *, team: bool = False
+) -> tuple[list[str], Question | None]:
+    """One uploaded question file (its name and text), checked as the bank checks a file."""
+    data, unreadable = read_question_text(text)
+    if unreadable is not None:
+        return [f"{Path(name).name}: {unreadable}"], None
+    result = _check_document(Path(name), data, team)
+    return result.problems, result.question
+
+
+def _check_document(file: Path, data: Any, team: bool = False) -> _FileResult:
     name = file.name
     if data is None:
         return _FileResult([f"{name}: the file is empty; write one question as a mapping"], None)
@@ -154,7 +178,7 @@ def _check_document(file: Path, data: Any) -> _FileResult:
             ],
             None,
         )
-    return _check_data(data, file)
+    return _check_data(data, file, team)
 
 
 def validate_question(
