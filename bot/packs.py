@@ -28,9 +28,13 @@ def _state(on: bool, t: Translator) -> str:
     return t("on") if on else t("off")
 
 
-async def packs_message(service: QuizService, settings: ChannelSettings, t: Translator) -> Message:
+async def _team_count(service: QuizService, settings: ChannelSettings) -> int:
     state = await service.pools.state(Workspace.of(settings.channel))
-    team = len([q for q in state.approved if q.id not in state.retired])
+    return len([q for q in state.approved if q.id not in state.retired])
+
+
+async def packs_message(service: QuizService, settings: ChannelSettings, t: Translator) -> Message:
+    team = await _team_count(service, settings)
     lines = [
         t(
             "Built-in questions: {state} ({count})",
@@ -82,11 +86,12 @@ async def packs_command(service: QuizService, inv: Invocation, args: list[str]) 
             )
         )
     generated = service.generated is not None and changed.generated_share > 0
-    if not (changed.builtin_pack or changed.team_pack or generated):
+    team = changed.team_pack and await _team_count(service, changed) > 0
+    if not ((changed.builtin_pack and len(service.bank)) or team or generated):
         raise UserFacingError(
             t(
-                "That would leave this channel without questions: keep at least one pack on "
-                "(e.g. /quiz packs builtin on)."
+                "That would leave this channel without questions: keep at least one pack "
+                "with questions on (e.g. /quiz packs builtin on)."
             )
         )
     await service.store.settings.save(changed)

@@ -208,13 +208,13 @@ class SqlMemberData:
             member = await self._member(s, user)
             if member is None:
                 return Forgotten()
+            key = (member.platform, member.workspace, member.user_id)  # before the update
             done = await _erase(s, member.id)
             await s.execute(
                 update(MemberRow)
                 .where(MemberRow.id == member.id)
                 .values(user_id=TOMBSTONE.format(id=member.id), display_name="", locale=None)
             )
-            key = (member.platform, member.workspace, member.user_id)
             on_commit(s, lambda: self._refs.drop_member(*key))
             return done
 
