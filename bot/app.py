@@ -231,6 +231,12 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
                     deliveries=core.deliveries,
                 )
             )
+            from adapters.slack.files import QuestionFiles
+
+            files = QuestionFiles(
+                core.service, core.importer, adapter.admin_status, slack_chat.post_message
+            )
+            adapter.add_file_handler(files.accepts, files.handle)
             if not adapter.socket_mode:
                 http_routes.append(adapter.mount)
             log.info("Slack adapter running (%s mode)", "Socket" if adapter.socket_mode else "HTTP")

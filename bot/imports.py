@@ -93,11 +93,13 @@ def too_large(name: str, size: int, t: Translator) -> str:
 def import_message(report: ImportReport, locale: Locale) -> Message:
     t = translator(locale)
     lines = [
-        t(
-            "{name}: {added} new questions of {entries} entries; {known} were already in the "
-            "team pack, {invalid} have problems.",
+        t.n(
+            "{name}: {count} new question from {entries} entries; {known} already in the "
+            "team pack, {invalid} with problems.",
+            "{name}: {count} new questions from {entries} entries; {known} already in the "
+            "team pack, {invalid} with problems.",
+            len(report.added),
             name=cut(report.name),
-            added=len(report.added),
             entries=report.entries,
             known=report.known,
             invalid=len(report.problems),

@@ -110,10 +110,12 @@ def install_mydata(
         if not done.members:
             return Message(body=t("The quiz stores nothing about you: nothing to erase."))
         return Message(
-            body=t(
-                "Done: {answers} answers and {cards} practice cards are erased and you are off "
+            body=t.n(
+                "Done: {count} answer and {cards} practice cards are erased and you are off "
                 "every board. Questions you submitted stay, without your name.",
-                answers=done.answers,
+                "Done: {count} answers and {cards} practice cards are erased and you are off "
+                "every board. Questions you submitted stay, without your name.",
+                done.answers,
                 cards=done.practice_cards,
             )
         )

@@ -333,10 +333,11 @@ class Review:
         for f in flagged:
             question = await self.service.store.questions.get(f.question_hash)
             prompt = cut(question.text(locale).prompt) if question is not None else ""
-            line = t(
+            line = t.n(
+                "*{id}* — {count} report ({reasons}): “{prompt}”",
                 "*{id}* — {count} reports ({reasons}): “{prompt}”",
+                f.count,
                 id=f.question_id,
-                count=f.count,
                 reasons=reasons_text(f, t),
                 prompt=prompt,
             )

@@ -68,7 +68,7 @@ def submit_form(locale: Locale, values: Mapping[str, str] | None = None) -> Form
             t("Choices, one per line (2–5)"),
             FieldKind.PARAGRAPH,
             800,
-            t("one choice per line"),
+            t("one choice per line (or a | b | c)"),
         ),
         field(ANSWER, t("Correct choice: its letter (A–E)"), FieldKind.TEXT, 3, "B"),
         field(EXPLANATION, t("Why it is right (shown at the reveal)"), FieldKind.PARAGRAPH, 1200),
@@ -92,7 +92,10 @@ def form_to_data(
     prompt = values.get(PROMPT, "").strip()
     if not prompt:
         errors[PROMPT] = t("Write the question.")
-    choices = [_MARKER.sub("", line).strip() for line in values.get(CHOICES, "").splitlines()]
+    lines = values.get(CHOICES, "").splitlines()
+    if len(lines) == 1 and "|" in lines[0]:  # one line where a form is one line (console)
+        lines = lines[0].split("|")
+    choices = [_MARKER.sub("", line).strip() for line in lines]
     choices = [c for c in choices if c]
     if not MIN_CHOICES <= len(choices) <= MAX_CHOICES:
         errors[CHOICES] = t(

@@ -25,6 +25,7 @@ from adapters.slack.chat import SlackChat
 from adapters.slack.config import SlackConfig
 from adapters.slack.dedupe import RecentKeys
 from adapters.slack.errors import CALL_ERRORS, describe
+from adapters.slack.files import FileDownload, FileFilter, FileHandler, SharedFile, shared_files
 from adapters.slack.inbound import Inbound, Malformed
 from adapters.slack.payloads import (
     BlockActionsPayload,
@@ -38,7 +39,7 @@ from adapters.slack.payloads import (
 )
 from bot.commands import AdminStatus, CommandSet, Invocation, Reply, run_command
 from bot.deliveries import Deliveries
-from bot.domain import Delivery, UserRef
+from bot.domain import Delivery, Platform, UserRef
 from bot.errors import ConfigError, NotInChannel, PlatformError
 from bot.forms import Form
 from bot.i18n import N_, translator
@@ -53,6 +54,10 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 PLATFORM = "slack"
 FORM_EXPIRED = N_("The form could not be opened in time; please click again.")
+FILE_FAILED = N_(
+    "I could not read {name} from Slack: {reason}. Send it again in a moment; if it keeps "
+    "failing, an operator checks that the app has the files:read scope."
+)
 # A response_url takes replies for 30 minutes: replay only what can still be answered.
 REPLAY_MAX_AGE = timedelta(minutes=25)
 
@@ -89,6 +94,9 @@ class SlackAdapter:
         self._recent = RecentKeys(ttl=600.0)  # answer clicks this process took
         self._problems = ThrottledLog(log)
         self._inbound: Inbound | None = None
+        # Buttons and forms for admins (review, retire) ask Slack who is an admin.
+        self.interactions.set_admin_check(Platform.SLACK, self.admin_status)
+        self._file_routes: list[tuple[FileFilter, FileHandler]] = []
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -170,15 +178,50 @@ class SlackAdapter:
         return await self.inbound.handle_http(request)
 
     def _events_app(self) -> AsyncApp:
-        """Bolt, for the Events API only (`url_verification`, future event listeners):
-        requests reach it already verified."""
-        return AsyncApp(
+        """Bolt, for the Events API only (`url_verification`, `message` events in direct
+        messages: files sent to the bot): requests reach it already verified."""
+        app = AsyncApp(
             name="quizbot",
             client=self.chat.client,
             request_verification_enabled=False,
             process_before_response=True,
             logger=logging.getLogger("adapters.slack.bolt"),
         )
+        app.event("message")(self._message_event)  # every one: an unhandled event is a 404
+        return app
+
+    # -- files sent to the bot ---------------------------------------------------------
+
+    def add_file_handler(self, accepts: FileFilter, handler: FileHandler) -> None:
+        """Files shared with the bot in a direct message that `accepts` takes go to
+        `handler` (the first that accepts wins), after the event's acknowledgement."""
+        self._file_routes.append((accepts, handler))
+
+    async def _message_event(self, body: dict[str, Any]) -> None:
+        for file in shared_files(body):
+            handler = next((h for accepts, h in self._file_routes if accepts(file)), None)
+            if handler is None:
+                log.info("Slack: no handler takes the file %r", file.name[:60])
+                continue
+            key = f"slack:file:{file.event_id}:{file.id}"
+            if file.event_id and not await self.deliveries.begin(
+                key, PLATFORM, {"kind": "file", "body": body}
+            ):
+                continue  # Slack sent the event again
+            self.tasks.spawn(self._run_file(file, handler, key), name="slack-file")
+
+    async def _run_file(self, file: SharedFile, handler: FileHandler, key: str | None) -> None:
+        try:
+            await handler(file, FileDownload(self.chat.download, file.url))
+        except PlatformError as exc:
+            t = translator(await self.service.locale_for(file.channel))
+            with contextlib.suppress(PlatformError):
+                await self.chat.post_message(
+                    file.channel,
+                    Message(body=t(FILE_FAILED, name=file.name[:60], reason=exc.reason)),
+                )
+        if key is not None and file.event_id:
+            await self.deliveries.finish(key)
 
     # -- /quiz -------------------------------------------------------------------------
 
@@ -348,6 +391,11 @@ class SlackAdapter:
             for click in clicks_to_core(cast(BlockActionsPayload, payload["payload"])):
                 if click.key == delivery.key:
                     await self._show(click, await self.interactions.click(click.click))
+        elif payload.get("kind") == "file":
+            for file in shared_files(payload["body"]):
+                found = next((h for ok, h in self._file_routes if ok(file)), None)
+                if found is not None and delivery.key == f"slack:file:{file.event_id}:{file.id}":
+                    await self._run_file(file, found, None)
 
     # -- admins ------------------------------------------------------------------------
 

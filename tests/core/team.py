@@ -19,6 +19,7 @@ from bot.packs import install_packs
 from bot.pools import QuestionPools
 from bot.practice import install_practice
 from bot.quiz import QuizService
+from bot.report import add_report_command
 from bot.review import Review, install_review
 from bot.submit import install_submit
 from questions.team import TeamQuestions
@@ -73,11 +74,12 @@ class TeamQuiz:
         return await self.fill(reply.form, values, who, channel)
 
 
-def team_quiz(service: QuizService, chat: RecordingChat, admins: set[str]) -> TeamQuiz:
+def install_team(
+    cs: CommandSet, interactions: Interactions, service: QuizService
+) -> tuple[Review, QuestionImport]:
+    """Everything the composition root installs for team packs, on the SQL store."""
     store: Any = service.store
     service.pools = QuestionPools(service.bank, store.team)
-    cs = core_commands()
-    interactions = Interactions(service)
     formats = TeamQuestions()
     review = install_review(cs, interactions, service, store.team)
     install_submit(cs, interactions, service, store.team, formats, review)
@@ -85,15 +87,15 @@ def team_quiz(service: QuizService, chat: RecordingChat, admins: set[str]) -> Te
     install_packs(cs)
     install_mydata(cs, interactions, service, store.members)
     install_practice(service, cs, store.practice)
-    quiz = TeamQuiz(
-        service,
-        chat,
-        cs,
-        interactions,
-        review,
-        QuestionImport(store.team, formats, service.clock),
-        admins,
-    )
+    add_report_command(cs, store.reports)
+    return review, QuestionImport(store.team, formats, service.clock)
+
+
+def team_quiz(service: QuizService, chat: RecordingChat, admins: set[str]) -> TeamQuiz:
+    cs = core_commands()
+    interactions = Interactions(service)
+    review, importer = install_team(cs, interactions, service)
+    quiz = TeamQuiz(service, chat, cs, interactions, review, importer, admins)
     for platform in Platform:
         interactions.set_admin_check(platform, quiz.admin_status)
     return quiz
@@ -107,4 +109,4 @@ def text_of(replies: list[Reply]) -> str:
     return "\n".join(r.message.plain_text() for r in replies)
 
 
-__all__ = ["GOOD", "TeamQuiz", "buttons", "team_quiz", "text_of"]
+__all__ = ["GOOD", "TeamQuiz", "buttons", "install_team", "team_quiz", "text_of"]

@@ -81,8 +81,10 @@ async def test_submit_review_ask_flag_and_retire_a_team_question(quiz: TeamQuiz)
     listing = await quiz.run(CHANNEL, ROOT, "review")
     assert "No question is waiting for review" in text_of(listing)
     flagged = listing[1].message
-    assert f"{post.question_id}" in flagged.body and "1 reports (wrong answer 1)" in flagged.body
+    assert f"{post.question_id}" in flagged.body and "1 report (wrong answer 1)" in flagged.body
     assert "it moved to gpu-c" in flagged.body
+    report = text_of(await quiz.run(CHANNEL, ROOT, "report"))
+    assert f"*{post.question_id}*" in report and "reported 1 time" in report
     (retire,) = buttons(flagged, ActionKind.RETIRE)
     assert "Only workspace admins" in str(await quiz.click(retire, BOB, CHANNEL))
     retired = await quiz.click(retire, ROOT, CHANNEL)
@@ -239,7 +241,7 @@ async def test_mydata_sends_a_private_file_and_forget_me_needs_the_owners_click(
     assert isinstance(other, Message) and "belongs to someone else" in other.body
     assert (await service.leaderboard(CHANNEL, ANN)).caller is not None
     done = await quiz.click(erase, ANN, CHANNEL)
-    assert isinstance(done, Message) and "1 answers" in done.body
+    assert isinstance(done, Message) and "1 answer and" in done.body
     board = await service.leaderboard(CHANNEL, ANN)
     assert board.caller is None and [r.user.user for r in board.rows] == [BOB.user]
     (kept,) = await service.store.team.listing(WS)  # type: ignore[attr-defined]
