@@ -81,11 +81,12 @@ class QuestionImport:
 
 
 def too_large(name: str, size: int, t: Translator) -> str:
+    megabytes = f"{size / 1e6:.1f}"
     return t(
         "{name} is {size} MB, over the {limit} MiB limit for a question file; split it into "
         "smaller files",
         name=cut(name),
-        size=f"{size / 1e6:.1f}",
+        size=megabytes,
         limit=MAX_UPLOAD_BYTES // (1024 * 1024),
     )
 

@@ -55,13 +55,14 @@ def install_mydata(
         t = translator(inv.locale)
         chat = service.chat(inv.channel)
         if not isinstance(chat, PrivateFiles):
+            who = f"{inv.user.platform}:{inv.user.workspace}:{inv.user.user}"
             return [
                 Reply(
                     Message(
                         body=t(
                             "This platform cannot receive files from the quiz yet; an "
                             "operator can export your data with: quizbot member export {who}",
-                            who=f"{inv.user.platform}:{inv.user.workspace}:{inv.user.user}",
+                            who=who,
                         )
                     )
                 )

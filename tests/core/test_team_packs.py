@@ -259,3 +259,29 @@ async def test_mydata_where_the_platform_cannot_send_files_names_the_operator_co
     quiz.service.chats = {Platform.SLACK: NoFiles()}  # type: ignore[dict-item]
     said = text_of(await quiz.run(CHANNEL, ANN, "mydata"))
     assert "quizbot member export slack:T1:UANN" in said
+
+
+@pytest.mark.parametrize("locale", list(Locale))
+async def test_every_form_fits_slack_and_discord_limits_in_each_language(
+    quiz: TeamQuiz, locale: Locale
+) -> None:
+    await quiz.service.set_locale(CHANNEL, locale)
+    (reply,) = await quiz.run(CHANNEL, ANN, "submit")
+    assert reply.form is not None
+    await quiz.fill(reply.form, GOOD, ANN, CHANNEL)
+    (pending, _) = await quiz.run(CHANNEL, ROOT, "review")
+    reject = await quiz.click(buttons(pending.message, ActionKind.REJECT)[0], ROOT, CHANNEL)
+    post = await quiz.service.ask(CHANNEL, kind=PostKind.SCHEDULED)
+    assert post is not None
+    await quiz.service.close(post.id)
+    (thread,) = quiz.chat.of("thread")
+    assert thread.message is not None
+    flag = await quiz.click(buttons(thread.message, ActionKind.FLAG)[0], BOB, CHANNEL)
+    for form in (reply.form, reject, flag):
+        assert isinstance(form, Form)
+        assert len(form.title) <= 24, form.title  # Slack's modal title
+        for f in form.fields:
+            assert len(f.label) <= 45, f.label  # Discord's text input label
+            assert len(f.placeholder) <= 100, f.placeholder  # Discord's placeholder
+            assert f.max_length <= 4000  # Discord's text input
+        assert len(form.id) <= 100  # Discord's custom_id
