@@ -11,6 +11,8 @@ from typing import Any
 
 from bot.domain import Locale, Question, QuestionText
 
+LARGE_POOL = 1000  # more candidates than this: `pick_question` samples instead of filtering
+
 
 class QuestionBank:
     def __init__(self, questions: Iterable[Question]) -> None:
@@ -65,6 +67,13 @@ def pick_question(
     last_topic = None
     if history and (last := bank.get(history[0])) is not None:
         last_topic = last.topic
+    if len(candidates) > LARGE_POOL and len(asked) < len(candidates) // 2:
+        # A large pool (a team pack of thousands): draw until a question fits rather than
+        # filter them all; uniform over the same questions as the filter below.
+        for _ in range(64):
+            q = rng.choice(candidates)
+            if q.id not in asked and (topic is not None or q.topic != last_topic):
+                return q
     if len(asked) < len(candidates):  # some candidate was never asked: those are the pool
         pool = [q for q in candidates if q.id not in asked]  # still in id order
     else:

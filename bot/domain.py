@@ -182,6 +182,9 @@ class ChannelSettings:
     generated_share: int = DEFAULT_GENERATED_SHARE  # percent of picks that are generated
     builtin_pack: bool = True  # the questions shipped with the bot (`/quiz packs`)
     team_pack: bool = True  # the workspace's approved team questions
+    # The workspace's team pack revision, read with the settings (None: not read): a pick
+    # then needs no query of its own to know whether its cached pack is current.
+    pack_revision: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

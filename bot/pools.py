@@ -22,12 +22,15 @@ class QuestionPools:
         self._states: dict[Workspace, PackState] = {}
         self._pools: dict[tuple[Workspace, bool, bool], tuple[int, QuestionBank]] = {}
 
-    async def state(self, workspace: Workspace) -> PackState:
+    async def state(self, workspace: Workspace, revision: int | None = None) -> PackState:
         """The workspace's approved team questions and retired ids, reloaded only when
-        its revision moved."""
+        its revision moved (`revision`: as just read with the channel's settings, which
+        spares the lookup when the cache has it)."""
         if self.team is None:
             return PackState(0)
         cached = self._states.get(workspace)
+        if revision is not None and cached is not None and cached.revision >= revision:
+            return cached
         fresh = await self.team.state(workspace, cached.revision if cached else None)
         if cached is not None and fresh.revision == cached.revision:
             return cached
@@ -39,14 +42,18 @@ class QuestionPools:
 
     async def for_channel(self, channel: ChannelRef, settings: ChannelSettings) -> QuestionBank:
         """The channel's pool, as its packs setting says."""
-        return await self._pool(Workspace.of(channel), settings.builtin_pack, settings.team_pack)
+        return await self._pool(
+            Workspace.of(channel), settings.builtin_pack, settings.team_pack, settings.pack_revision
+        )
 
     async def team_pool(self, channel: ChannelRef) -> QuestionBank:
         """The workspace's team pack alone (`/quiz ask team`)."""
         return await self._pool(Workspace.of(channel), builtin=False, team=True)
 
-    async def _pool(self, workspace: Workspace, builtin: bool, team: bool) -> QuestionBank:
-        state = await self.state(workspace)
+    async def _pool(
+        self, workspace: Workspace, builtin: bool, team: bool, revision: int | None = None
+    ) -> QuestionBank:
+        state = await self.state(workspace, revision)
         key = (workspace, builtin, team)
         hit = self._pools.get(key)
         if hit is not None and hit[0] == state.revision:

@@ -285,3 +285,35 @@ async def test_every_form_fits_slack_and_discord_limits_in_each_language(
             assert len(f.placeholder) <= 100, f.placeholder  # Discord's placeholder
             assert f.max_length <= 4000  # Discord's text input
         assert len(form.id) <= 100  # Discord's custom_id
+
+
+async def test_scheduled_picks_follow_the_channels_packs_and_see_a_new_revision(
+    quiz: TeamQuiz,
+) -> None:
+    from bot.domain import DemoPolicy
+
+    store = quiz.service.store
+    schedule = await store.schedules.add(  # type: ignore[attr-defined]
+        CHANNEL,
+        timezone="UTC",
+        local_time="09:00",
+        weekdays=None,
+        cron=None,
+        window_seconds=None,
+        demo_policy=DemoPolicy.OFF,
+        created_by="UROOT",
+        created_at=quiz.service.clock.now(),
+    )
+    await quiz.submit(ANN, CHANNEL)
+    (pending, _) = await quiz.run(CHANNEL, ROOT, "review")
+    await quiz.click(buttons(pending.message, ActionKind.APPROVE)[0], ROOT, CHANNEL)
+    await quiz.run(CHANNEL, ROOT, "packs builtin off")
+    inputs = await store.schedules.claim_inputs([schedule.id])  # type: ignore[attr-defined]
+    settings, history = inputs[schedule.id]
+    assert (settings.builtin_pack, settings.team_pack, settings.pack_revision) == (False, True, 1)
+    picked = await quiz.service.pick(CHANNEL, history, replace(settings, generated_share=0))
+    assert picked is not None and picked.id.startswith("team-")
+    await quiz.run(CHANNEL, ROOT, f"retire {picked.id}")
+    fresh = (await store.schedules.claim_inputs([schedule.id]))[schedule.id][0]  # type: ignore[attr-defined]
+    assert fresh.pack_revision == 2  # read with the settings: the pick reloads the pack
+    assert await quiz.service.pick(CHANNEL, history, replace(fresh, generated_share=0)) is None
