@@ -25,7 +25,7 @@ from adapters.slack.chat import SlackChat
 from adapters.slack.config import SlackConfig
 from adapters.slack.dedupe import RecentKeys
 from adapters.slack.errors import CALL_ERRORS, describe
-from adapters.slack.files import FileDownload, FileFilter, FileHandler, SharedFile, shared_files
+from adapters.slack.files import FileFilter, FileHandler, FileRoutes
 from adapters.slack.inbound import Inbound, Malformed
 from adapters.slack.payloads import (
     BlockActionsPayload,
@@ -54,10 +54,7 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 PLATFORM = "slack"
 FORM_EXPIRED = N_("The form could not be opened in time; please click again.")
-FILE_FAILED = N_(
-    "I could not read {name} from Slack: {reason}. Send it again in a moment; if it keeps "
-    "failing, an operator checks that the app has the files:read scope."
-)
+
 # A response_url takes replies for 30 minutes: replay only what can still be answered.
 REPLAY_MAX_AGE = timedelta(minutes=25)
 
@@ -96,7 +93,7 @@ class SlackAdapter:
         self._inbound: Inbound | None = None
         # Buttons and forms for admins (review, retire) ask Slack who is an admin.
         self.interactions.set_admin_check(Platform.SLACK, self.admin_status)
-        self._file_routes: list[tuple[FileFilter, FileHandler]] = []
+        self.files = FileRoutes(self.chat, self.service, self.deliveries, self.tasks)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -187,7 +184,7 @@ class SlackAdapter:
             process_before_response=True,
             logger=logging.getLogger("adapters.slack.bolt"),
         )
-        app.event("message")(self._message_event)  # every one: an unhandled event is a 404
+        app.event("message")(self.files.on_event)  # every one: an unhandled event is a 404
         return app
 
     # -- files sent to the bot ---------------------------------------------------------
@@ -195,33 +192,7 @@ class SlackAdapter:
     def add_file_handler(self, accepts: FileFilter, handler: FileHandler) -> None:
         """Files shared with the bot in a direct message that `accepts` takes go to
         `handler` (the first that accepts wins), after the event's acknowledgement."""
-        self._file_routes.append((accepts, handler))
-
-    async def _message_event(self, body: dict[str, Any]) -> None:
-        for file in shared_files(body):
-            handler = next((h for accepts, h in self._file_routes if accepts(file)), None)
-            if handler is None:
-                log.info("Slack: no handler takes the file %r", file.name[:60])
-                continue
-            key = f"slack:file:{file.event_id}:{file.id}"
-            if file.event_id and not await self.deliveries.begin(
-                key, PLATFORM, {"kind": "file", "body": body}
-            ):
-                continue  # Slack sent the event again
-            self.tasks.spawn(self._run_file(file, handler, key), name="slack-file")
-
-    async def _run_file(self, file: SharedFile, handler: FileHandler, key: str | None) -> None:
-        try:
-            await handler(file, FileDownload(self.chat.download, file.url))
-        except PlatformError as exc:
-            t = translator(await self.service.locale_for(file.channel))
-            with contextlib.suppress(PlatformError):
-                await self.chat.post_message(
-                    file.channel,
-                    Message(body=t(FILE_FAILED, name=file.name[:60], reason=exc.reason)),
-                )
-        if key is not None and file.event_id:
-            await self.deliveries.finish(key)
+        self.files.add(accepts, handler)
 
     # -- /quiz -------------------------------------------------------------------------
 
@@ -392,10 +363,7 @@ class SlackAdapter:
                 if click.key == delivery.key:
                     await self._show(click, await self.interactions.click(click.click))
         elif payload.get("kind") == "file":
-            for file in shared_files(payload["body"]):
-                found = next((h for ok, h in self._file_routes if ok(file)), None)
-                if found is not None and delivery.key == f"slack:file:{file.event_id}:{file.id}":
-                    await self._run_file(file, found, None)
+            await self.files.replay(payload, delivery.key)
 
     # -- admins ------------------------------------------------------------------------
 

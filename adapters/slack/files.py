@@ -11,18 +11,23 @@ a `Download` that reads it within a byte limit, and answers in the direct messag
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from adapters.slack.chat import SlackChat
 from bot.commands import AdminStatus
+from bot.deliveries import Deliveries
 from bot.domain import ChannelRef, Platform, UserRef
-from bot.i18n import translator
+from bot.errors import PlatformError
+from bot.i18n import N_, translator
 from bot.imports import MAX_UPLOAD_BYTES, QuestionImport, import_in_chat, too_large
 from bot.messages import Message
 from bot.quiz import QuizService
+from bot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +115,71 @@ def shared_files(body: Mapping[str, Any]) -> list[SharedFile]:
     return out
 
 
+FILE_FAILED = N_(
+    "I could not read {name} from Slack: {reason}. Send it again in a moment; if it keeps "
+    "failing, an operator checks that the app has the files:read scope."
+)
+PLATFORM = "slack"
+
+
+class FileRoutes:
+    """The Events API's file shares, routed to the handler whose filter takes each file;
+    each is a stored delivery (`slack:file:<event>:<file>`), run after the acknowledgement."""
+
+    def __init__(
+        self, chat: SlackChat, service: QuizService, deliveries: Deliveries, tasks: TaskSupervisor
+    ) -> None:
+        self.chat = chat
+        self.service = service
+        self.deliveries = deliveries
+        self.tasks = tasks
+        self._routes: list[tuple[FileFilter, FileHandler]] = []
+
+    def add(self, accepts: FileFilter, handler: FileHandler) -> None:
+        self._routes.append((accepts, handler))
+
+    def _handler(self, file: SharedFile) -> FileHandler | None:
+        return next((h for accepts, h in self._routes if accepts(file)), None)
+
+    async def on_event(self, body: dict[str, Any]) -> None:
+        """Bolt's `message` listener: returns at once (the work runs after the ack)."""
+        for file in shared_files(body):
+            handler = self._handler(file)
+            if handler is None:
+                log.info("Slack: no handler takes the file %r", file.name[:60])
+                continue
+            key = _key(file)
+            if file.event_id and not await self.deliveries.begin(
+                key, PLATFORM, {"kind": "file", "body": body}
+            ):
+                continue  # Slack sent the event again
+            self.tasks.spawn(self._run(file, handler, key), name="slack-file")
+
+    async def replay(self, payload: Mapping[str, Any], key: str) -> None:
+        """A stored file share whose handling a crash interrupted."""
+        for file in shared_files(payload.get("body") or {}):
+            handler = self._handler(file)
+            if handler is not None and _key(file) == key:
+                await self._run(file, handler, None)
+
+    async def _run(self, file: SharedFile, handler: FileHandler, key: str | None) -> None:
+        try:
+            await handler(file, FileDownload(self.chat.download, file.url))
+        except PlatformError as exc:
+            t = translator(await self.service.locale_for(file.channel))
+            with contextlib.suppress(PlatformError):
+                await self.chat.post_message(
+                    file.channel,
+                    Message(body=t(FILE_FAILED, name=file.name[:60], reason=exc.reason)),
+                )
+        if key is not None and file.event_id:
+            await self.deliveries.finish(key)
+
+
+def _key(file: SharedFile) -> str:
+    return f"slack:file:{file.event_id}:{file.id}"
+
+
 class QuestionFiles:
     """Question files (.yaml, .csv, .json) an admin sends the bot: imported into their
     workspace's team pack, the report answered in the direct message."""
@@ -147,6 +217,7 @@ __all__ = [
     "FileDownload",
     "FileFilter",
     "FileHandler",
+    "FileRoutes",
     "QuestionFiles",
     "SharedFile",
     "shared_files",
