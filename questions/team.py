@@ -23,6 +23,7 @@ from bot.domain import Locale, Question, choice_letter
 from bot.errors import UserFacingError
 from bot.quoting import cut
 from bot.team import ReadQuestions, team_question
+from questions.bounded_yaml import MAX_FILE_BYTES as YAML_MAX_BYTES
 from questions.loader import SUFFIX, check_question, check_question_file
 from questions.tabular import (
     CHOICE_COLUMNS,
@@ -35,7 +36,10 @@ from questions.tabular import (
 )
 
 FORMATS: Final = {SUFFIX: "bank YAML", ".csv": "CSV", ".json": "Open Trivia DB JSON"}
-MAX_FILE_BYTES: Final = 16 * 1024 * 1024
+# Per format, checked before a file is read: a question file is a few KB (the bank's own
+# bound); 8 MiB of CSV is some 20,000 rows; Open Trivia DB answers 50 questions a call,
+# and a JSON document expands several times in memory.
+MAX_BYTES: Final = {SUFFIX: YAML_MAX_BYTES, ".csv": 8 * 1024 * 1024, ".json": 2 * 1024 * 1024}
 MAX_FILES: Final = 10_000
 
 
@@ -58,8 +62,8 @@ class TeamQuestions:
                 f"{cut(name)}: not a question file; send bank YAML (.yaml), CSV (.csv) or "
                 "Open Trivia DB JSON (.json)"
             )
-        if len(data) > MAX_FILE_BYTES:
-            raise UserFacingError(too_big(name, len(data)))
+        if len(data) > MAX_BYTES[kind]:
+            raise UserFacingError(too_big(name, len(data), MAX_BYTES[kind]))
         text = text_of(name, data)
         if kind == SUFFIX:
             problems, question = check_question_file(Path(name).name, text, team=True)
@@ -101,18 +105,19 @@ class TeamQuestions:
             )
         for file in files:
             try:
-                size = file.stat().st_size
-                if size > MAX_FILE_BYTES:  # refused before it is read
-                    raise UserFacingError(too_big(file.name, size))
+                size, limit = file.stat().st_size, MAX_BYTES[file.suffix.lower()]
+                if size > limit:  # refused before it is read
+                    raise UserFacingError(too_big(file.name, size, limit))
                 yield str(file), self.read(file.name, file.read_bytes())
             except UserFacingError as exc:  # one refused file does not stop the others
                 yield str(file), ReadQuestions((), (str(exc),), 0)
 
 
-def too_big(name: str, size: int) -> str:
+def too_big(name: str, size: int, limit: int) -> str:
+    kind = FORMATS[Path(name).suffix.lower()]
     return (
-        f"{cut(name)} is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // (1024 * 1024)} MiB "
-        "limit for a question file; split it into smaller files"
+        f"{cut(name)} is {size / 1e6:.1f} MB, over the {limit / (1024 * 1024):g} MiB limit for "
+        f"{kind} files; split it into smaller files"
     )
 
 
@@ -170,4 +175,4 @@ def export_csv(questions: Iterable[Question]) -> tuple[str, list[str]]:
     return buf.getvalue(), notes
 
 
-__all__ = ["FORMATS", "TeamQuestions", "export_csv", "export_yaml", "too_big"]
+__all__ = ["FORMATS", "MAX_BYTES", "TeamQuestions", "export_csv", "export_yaml", "too_big"]

@@ -77,7 +77,7 @@ def test_whole_files_refused_and_bad_workspaces_get_one_clear_line(
     with big.open("wb") as f:
         f.truncate(50 * 1024 * 1024)
     code, _, err = run("questions", "import", str(big), "--workspace", WS)
-    assert code == 1 and "big.csv is 52.4 MB, over the 16 MiB limit" in err
+    assert code == 1 and "big.csv is 52.4 MB, over the 8 MiB limit" in err
     failed = tmp_path / "failed.json"
     failed.write_bytes(otdb(TRIVIA, code=5))
     code, _, err = run("questions", "import", str(failed), "--workspace", WS)

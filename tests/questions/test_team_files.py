@@ -159,9 +159,9 @@ def test_a_50_mb_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
         f.truncate(50 * 1024 * 1024)
     ((_name, read),) = list(READER.read_path(big))
     assert read.questions == () and read.entries == 0
-    assert "huge.csv is 52.4 MB, over the 16 MiB limit" in read.problems[0]
-    with pytest.raises(UserFacingError, match="over the 16 MiB limit"):
-        READER.read("huge.json", b" " * (17 * 1024 * 1024))
+    assert "huge.csv is 52.4 MB, over the 8 MiB limit for CSV files" in read.problems[0]
+    with pytest.raises(UserFacingError, match="over the 2 MiB limit for Open Trivia DB JSON files"):
+        READER.read("huge.json", b" " * (3 * 1024 * 1024))
 
 
 def test_not_utf8_and_not_a_question_file_are_refused_with_the_fix() -> None:

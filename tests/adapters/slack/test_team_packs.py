@@ -142,7 +142,7 @@ async def test_a_question_file_sent_in_a_direct_message_is_imported_for_admins_o
     imported = next(t for t in replies if "Question import" in t)
     assert "1 new question from 2 entries" in imported
     assert "line 3: answer: 'Z' is not a choice letter" in imported
-    assert any("over the 16 MiB limit" in t for t in replies)
+    assert any("over the 8 MiB limit" in t for t in replies)
     files = [c for c in fake_slack.calls if c.method == "file"]
     assert len(files) == 1 and files[0].token == "xoxb-fake-bot-token"  # only the admin's, once
     pack = await slack.service.pools.team_pool(CHANNEL)
