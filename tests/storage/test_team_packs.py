@@ -160,3 +160,56 @@ async def test_flags_count_once_per_member_and_post_and_rank_most_reported_first
     ]
     assert top[0].reasons == {FlagReason.WRONG_ANSWER: 2} and top[0].latest_note == "by cy"
     assert await store.team.flagged(Workspace(Platform.SLACK, "T2")) == []
+
+
+async def test_the_migration_renames_the_consoles_workspace_and_keeps_its_boards(
+    db_url: str,
+) -> None:
+    from alembic import command
+    from sqlalchemy import text
+    from sqlalchemy.engine import Connection
+
+    from storage.engine import alembic_config, create_engine
+
+    def migrate(conn: Connection, to: str) -> None:
+        cfg = alembic_config()
+        cfg.attributes["connection"] = conn
+        if to == "head":
+            command.upgrade(cfg, to)
+        else:
+            command.downgrade(cfg, to)
+
+    engine = create_engine(db_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(migrate, "0007")
+            await conn.execute(
+                text(
+                    "INSERT INTO channels (platform, workspace, channel, locale, timezone, "
+                    "demo_policy, created_at) VALUES ('console', 'local', 'quiz', 'en', 'UTC', "
+                    "'auto', '2027-01-01 00:00:00')"
+                )
+            )
+            await conn.execute(
+                text(
+                    "INSERT INTO members (platform, workspace, user_id, display_name) "
+                    "VALUES ('console', 'local', 'you', 'you')"
+                )
+            )
+            await conn.execute(
+                text(
+                    "INSERT INTO score_histograms (board, starts, points, players) VALUES "
+                    "('workspace:console:local:all', '1970-01-01', 10, 1)"
+                )
+            )
+        async with engine.begin() as conn:
+            await conn.run_sync(migrate, "head")
+            found = await conn.execute(
+                text(
+                    "SELECT (SELECT workspace FROM channels), (SELECT workspace FROM members), "
+                    "(SELECT board FROM score_histograms)"
+                )
+            )
+            assert tuple(found.one()) == ("console", "console", "workspace:console:console:all")
+    finally:
+        await engine.dispose()

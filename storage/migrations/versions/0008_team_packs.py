@@ -5,6 +5,9 @@ from, `/quiz packs`), `team_packs` (a workspace's pack revision and review chann
 `team_questions` (submitted or imported questions with their review), `retired_questions`
 (never picked again in a workspace) and `flags` (members' reports on questions).
 
+The console's workspace is now `console` (it was `local`): its channels, members and
+workspace boards are renamed, so a terminal player keeps their history.
+
 Revision ID: 0008
 Revises: 0007
 Create Date: 2026-12-08 10:00:00
@@ -40,7 +43,28 @@ def _fk(column: str, table: str, target: str) -> sa.ForeignKeyConstraint:
     )
 
 
+def _rename_console_workspace(old: str, new: str) -> None:
+    for table in ("channels", "members"):
+        op.execute(
+            sa.text(
+                f"UPDATE {table} SET workspace = :new WHERE platform = 'console' AND workspace = :old"
+            ).bindparams(new=new, old=old)
+        )
+    for table in ("score_periods", "score_histograms"):
+        op.execute(
+            sa.text(
+                f"UPDATE {table} SET board = :prefix_new || substr(board, :cut) "
+                "WHERE board LIKE :pattern"
+            ).bindparams(
+                prefix_new=f"workspace:console:{new}:",
+                cut=len(f"workspace:console:{old}:") + 1,
+                pattern=f"workspace:console:{old}:%",
+            )
+        )
+
+
 def upgrade() -> None:
+    _rename_console_workspace("local", "console")
     with op.batch_alter_table("channels", schema=None) as batch_op:
         batch_op.add_column(
             sa.Column("builtin_pack", sa.Boolean(), server_default=sa.text("true"), nullable=False)
@@ -138,3 +162,4 @@ def downgrade() -> None:
     with op.batch_alter_table("channels", schema=None) as batch_op:
         batch_op.drop_column("team_pack")
         batch_op.drop_column("builtin_pack")
+    _rename_console_workspace("console", "local")
