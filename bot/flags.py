@@ -5,7 +5,7 @@ on every platform) and an optional note. Admins see the counts in `/quiz review`
 
 from __future__ import annotations
 
-from bot.domain import Locale, PostKind, Reveal
+from bot.domain import ChannelRef, Locale, PostKind, Reveal
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import translator
 from bot.interactions import NOT_AVAILABLE, Click, Interactions
@@ -34,6 +34,12 @@ def parse_reason(text: str) -> FlagReason | None:
     return None
 
 
+def _same_workspace(post: ChannelRef, where: ChannelRef) -> bool:
+    """The reveal may sit in a thread (a channel of its own on Discord): a report is taken
+    from anywhere in the post's workspace, and from nowhere else."""
+    return (post.platform, post.workspace) == (where.platform, where.workspace)
+
+
 def reason_choices(locale: Locale) -> str:
     t = translator(locale)
     return " · ".join(f"{i} {t(REASONS[r])}" for i, r in enumerate(ORDER, 1))
@@ -52,11 +58,7 @@ def install_flags(
     async def open_flag(click: Click, locale: Locale) -> Form | Message:
         t = translator(locale)
         post = await service.store.posts.get(click.post_id)
-        # The reveal may sit in a thread (a channel of its own on Discord): same workspace.
-        if post is None or (post.channel.platform, post.channel.workspace) != (
-            click.channel.platform,
-            click.channel.workspace,
-        ):
+        if post is None or not _same_workspace(post.channel, click.channel):
             return Message(body=t(NOT_AVAILABLE))
         fields = (
             FormField(
@@ -92,7 +94,7 @@ def install_flags(
             )
         post = await service.store.posts.get(sub.post_id)
         question = await service.store.questions.get(post.question_hash) if post else None
-        if post is None or question is None:
+        if post is None or question is None or not _same_workspace(post.channel, sub.channel):
             return SubmitReply(Message(body=t(NOT_AVAILABLE)))
         note = sub.values.get(NOTE, "").strip()[:NOTE_MAX]
         if await team.flag(post, question, sub.user, reason, note, service.clock.now()):

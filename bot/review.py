@@ -52,6 +52,13 @@ DECIDED = {
 }
 
 
+def submission_number(value: str) -> int | None:
+    """A button's submission number; None for anything else (never a database error)."""
+    if not value.isascii() or not value.isdigit() or len(value) > 18:
+        return None
+    return int(value)
+
+
 def question_lines(question: Question, locale: Locale) -> list[str]:
     """A question as an admin reads it: prompt, choices (the right one marked),
     explanation, topic and difficulty, links."""
@@ -195,10 +202,11 @@ class Review:
         reason: str = "",
     ) -> Message:
         t = translator(locale)
-        if not value.isascii() or not value.isdigit():
+        number = submission_number(value)
+        if number is None:
             return Message(body=t(NOT_AVAILABLE))
         won, sub = await self.team.decide(
-            int(value),
+            number,
             Workspace.of(click.channel),
             state,
             click.user,
@@ -230,7 +238,8 @@ class Review:
 
     async def open_reject(self, click: Click, locale: Locale) -> Form | Message:
         t = translator(locale)
-        sub = await self.team.get(int(click.value)) if click.value.isdigit() else None
+        number = submission_number(click.value)
+        sub = await self.team.get(number) if number is not None else None
         if sub is None or sub.workspace != Workspace.of(click.channel):
             return Message(body=t(NOT_AVAILABLE))
         if sub.state is not SubmissionState.PENDING:

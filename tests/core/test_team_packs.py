@@ -317,3 +317,27 @@ async def test_scheduled_picks_follow_the_channels_packs_and_see_a_new_revision(
     fresh = (await store.schedules.claim_inputs([schedule.id]))[schedule.id][0]  # type: ignore[attr-defined]
     assert fresh.pack_revision == 2  # read with the settings: the pick reloads the pack
     assert await quiz.service.pick(CHANNEL, history, replace(fresh, generated_share=0)) is None
+
+
+async def test_buttons_and_forms_for_another_workspace_or_out_of_range_change_nothing(
+    quiz: TeamQuiz,
+) -> None:
+    from bot.forms import Submission
+    from bot.messages import Button
+
+    await quiz.submit(ANN, CHANNEL)
+    (sub,) = await quiz.service.store.team.listing(WS)  # type: ignore[attr-defined]
+    elsewhere = ChannelRef(Platform.SLACK, "T2", "C2")
+    intruder = replace(ROOT, workspace="T2")
+    for value in (str(sub.id), "9" * 40, "٣"):
+        said = await quiz.click(Button("", ActionKind.APPROVE, 0, value), intruder, elsewhere)
+        assert isinstance(said, Message) and "not available" in said.body
+    post = await quiz.service.ask(CHANNEL, kind=PostKind.SCHEDULED)
+    assert post is not None
+    flag = Submission(
+        "flag", post.id, "", {"reason": "1", "note": ""}, replace(BOB, workspace="T2"), elsewhere
+    )
+    reply = await quiz.interactions.submit(flag)
+    assert reply.message is not None and "not available" in reply.message.body
+    assert await quiz.service.store.team.flagged(WS) == []  # type: ignore[attr-defined]
+    assert (await quiz.service.store.team.get(sub.id)).state is SubmissionState.PENDING  # type: ignore[attr-defined,union-attr]
