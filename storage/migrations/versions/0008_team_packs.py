@@ -65,12 +65,12 @@ def _rename_console_workspace(old: str, new: str) -> None:
 
 def upgrade() -> None:
     _rename_console_workspace("local", "console")
-    with op.batch_alter_table("channels", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("builtin_pack", sa.Boolean(), server_default=sa.text("true"), nullable=False)
-        )
-        batch_op.add_column(
-            sa.Column("team_pack", sa.Boolean(), server_default=sa.text("true"), nullable=False)
+    # A plain ADD COLUMN (no batch): SQLite would otherwise rebuild `channels`, which the
+    # rows of every other table reference.
+    for name in ("builtin_pack", "team_pack"):
+        op.add_column(
+            "channels",
+            sa.Column(name, sa.Boolean(), server_default=sa.text("true"), nullable=False),
         )
     op.create_table(
         "team_packs",
