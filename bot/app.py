@@ -28,14 +28,21 @@ from bot.deliveries import Deliveries
 from bot.demos import DemoDispatcher, install_demos
 from bot.domain import DemoPolicy, Locale, Platform
 from bot.errors import ConfigError, QuizError
+from bot.flags import install_flags
 from bot.generated import install_generated
+from bot.imports import QuestionImport, install_import_help
 from bot.interactions import Interactions
 from bot.metrics import MetricsRegistry, QuizMetrics
+from bot.mydata import install_mydata
+from bot.packs import install_packs
+from bot.pools import QuestionPools
 from bot.ports import Chat
 from bot.practice import install_practice
 from bot.quiz import QuizService
 from bot.report import add_report_command
+from bot.review import install_review
 from bot.scheduling import Scheduler, register_schedule_commands
+from bot.submit import install_submit
 
 if TYPE_CHECKING:
     from adapters.web import WebServer
@@ -59,12 +66,26 @@ class Core:
     scheduler: Scheduler
     metrics: QuizMetrics
     web: WebServer  # /healthz, /metrics (+ Slack's /slack/events); started by `serve`
+    importer: QuestionImport  # question files sent to the bot (Slack DM, Discord, console)
 
 
 def database_url(settings: Settings) -> str:
     from storage.engine import default_url, normalize_url
 
     return normalize_url(settings.database_url) if settings.database_url else default_url()
+
+
+@asynccontextmanager
+async def open_store(settings: Settings) -> AsyncIterator[SqlStore]:
+    """The database alone, for command-line tools (the embedded SQLite file upgrades
+    itself; PostgreSQL must be at head: `quizbot db upgrade`)."""
+    from storage.refs import ChannelDefaults
+    from storage.store import SqlStore
+
+    url = database_url(settings)
+    defaults = ChannelDefaults(settings.default_locale, settings.default_timezone)
+    async with SqlStore(url, migrate=url.startswith("sqlite"), defaults=defaults) as store:
+        yield store
 
 
 def load_bank(settings: Settings) -> QuestionBank:
@@ -87,6 +108,7 @@ async def build_core(
     from gpu_runner import open_runner
     from gpu_runner.demos import default_registry
     from questions.families.source import FamilySource
+    from questions.team import TeamQuestions
     from storage.refs import ChannelDefaults
     from storage.store import SqlStore
 
@@ -117,10 +139,19 @@ async def build_core(
             ask_cooldown=timedelta(seconds=settings.ask_cooldown),
             default_locale=Locale.parse(settings.default_locale) or Locale.EN,
             generated=FamilySource(),
+            pools=QuestionPools(bank, store.team),
         )
         commands = core_commands()
         interactions = Interactions(service)
         install_generated(commands, interactions, service)
+        team_formats = TeamQuestions()  # the bank's validator, team rules; the file formats
+        review = install_review(commands, interactions, service, store.team)
+        install_submit(commands, interactions, service, store.team, team_formats, review)
+        install_flags(interactions, service, store.team)
+        install_packs(commands)
+        install_mydata(commands, interactions, service, store.members)
+        importer = QuestionImport(store.team, team_formats, clock)
+        install_import_help(commands)
         stack.push_async_callback(service.drain_updates)
         runner = await stack.enter_async_context(open_runner(settings))
         clinic = Clinic(runner, service)
@@ -167,6 +198,7 @@ async def build_core(
             scheduler,
             metrics,
             web,
+            importer,
         )
 
 
@@ -210,6 +242,12 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
                 )
             )
             adapter.enable_clinic(core.clinic, settings.clinic_max_bytes)
+            from adapters.slack.files import QuestionFiles
+
+            files = QuestionFiles(
+                core.service, core.importer, adapter.admin_status, slack_chat.post_message
+            )
+            adapter.add_file_handler(files.accepts, files.handle)
             if not adapter.socket_mode:
                 http_routes.append(adapter.mount)
             log.info("Slack adapter running (%s mode)", "Socket" if adapter.socket_mode else "HTTP")

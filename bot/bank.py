@@ -11,6 +11,8 @@ from typing import Any
 
 from bot.domain import Locale, Question, QuestionText
 
+LARGE_POOL = 1000  # more candidates than this: `pick_question` samples instead of filtering
+
 
 class QuestionBank:
     def __init__(self, questions: Iterable[Question]) -> None:
@@ -19,6 +21,8 @@ class QuestionBank:
             if q.id in self._by_id:
                 raise ValueError(f"duplicate question id {q.id!r}")
             self._by_id[q.id] = q
+        # Picks walk the questions in id order (a pool of 10,000 is not sorted per pick).
+        self._in_order = sorted(self._by_id.values(), key=lambda q: q.id)
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -38,6 +42,9 @@ class QuestionBank:
     def demos(self) -> list[str]:
         return sorted({q.demo for q in self if q.demo})
 
+    def in_id_order(self) -> Sequence[Question]:
+        return self._in_order
+
 
 def pick_question(
     bank: QuestionBank,
@@ -52,20 +59,30 @@ def pick_question(
     and the topic of the last question is not used twice in a row when another topic can
     be used. With `topic`, only that topic's questions are candidates.
     """
-    candidates = [q for q in bank if topic is None or q.topic == topic]
+    in_order = bank.in_id_order()
+    candidates = in_order if topic is None else [q for q in in_order if q.topic == topic]
     if not candidates:
         return None
     asked = Counter(qid for qid in history if qid in bank)
     last_topic = None
     if history and (last := bank.get(history[0])) is not None:
         last_topic = last.topic
-    fewest = min(asked[q.id] for q in candidates)
-    pool = [q for q in candidates if asked[q.id] == fewest]
+    if len(candidates) > LARGE_POOL and len(asked) < len(candidates) // 2:
+        # A large pool (a team pack of thousands): draw until a question fits rather than
+        # filter them all; uniform over the same questions as the filter below.
+        for _ in range(64):
+            q = rng.choice(candidates)
+            if q.id not in asked and (topic is not None or q.topic != last_topic):
+                return q
+    if len(asked) < len(candidates):  # some candidate was never asked: those are the pool
+        pool = [q for q in candidates if q.id not in asked]  # still in id order
+    else:
+        fewest = min(asked.get(q.id, 0) for q in candidates)
+        pool = [q for q in candidates if asked.get(q.id, 0) == fewest]
     if topic is None and last_topic is not None:
         # No repeat wins over topic variety: the same topic comes twice in a row only
         # when it is all that is left unasked in this round.
         pool = [q for q in pool if q.topic != last_topic] or pool
-    pool.sort(key=lambda q: q.id)
     return rng.choice(pool)
 
 

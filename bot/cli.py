@@ -47,12 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     from gpu_runner.cli import add_demo_commands, add_runner_commands
     from gpu_runner.sim.cli import add_sim_commands
+    from storage.member_cli import add_member_commands
     from storage.report import add_report_commands
 
     add_demo_commands(sub)
     add_runner_commands(sub)
     add_sim_commands(sub)
     add_report_commands(sub)
+    add_member_commands(sub)
 
     return parser
 
@@ -120,6 +122,7 @@ def _play(args: argparse.Namespace) -> int:
                 channel=args.channel,
                 user=args.user,
                 interactions=core.interactions,
+                importer=core.importer,
             )
             session.clinic = core.clinic
             session.extra["clock"] = clock_command(clock, core.scheduler)

@@ -198,7 +198,11 @@ async def run_command(
 
 
 def _refusal(inv: Invocation, name: str, status: AdminStatus, t: Translator) -> str:
-    platform = inv.channel.platform
+    return admin_refusal(inv.channel.platform, name, status, t)
+
+
+def admin_refusal(platform: Platform, name: str, status: AdminStatus, t: Translator) -> str:
+    """Why an admin-only command or button did not run, in the platform's words."""
     if status is AdminStatus.UNKNOWN:
         return t(ADMIN_UNKNOWN, platform=platform.value.capitalize(), name=name)
     return t(NOT_ADMIN.get(platform, NOT_ADMIN[Platform.CONSOLE]), name=name)
@@ -225,6 +229,13 @@ _DESCRIPTIONS = {
     "generated": N_("show or set the share of generated questions"),
     "schedule": N_("daily questions for this channel"),
     "report": N_("per-question statistics for admins"),
+    "submit": N_("write a question for the team pack"),
+    "review": N_("approve or reject submitted questions, see reported ones (admins)"),
+    "retire": N_("never ask a question again in this workspace (admins)"),
+    "packs": N_("show or set which question packs this channel gets"),
+    "mydata": N_("get a file of everything the quiz stores about you"),
+    "forget-me": N_("erase your answers and scores, and leave every board"),
+    "import": N_("import a question file into the team pack (admins)"),
 }
 
 
@@ -309,6 +320,7 @@ __all__ = [
     "CommandSet",
     "Invocation",
     "Reply",
+    "admin_refusal",
     "core_commands",
     "failure_message",
     "run_command",

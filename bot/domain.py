@@ -153,14 +153,24 @@ class Question:
     inputs: Mapping[str, Any] = field(default_factory=dict)
 
     def text(self, locale: Locale) -> QuestionText:
-        return self.texts.get(locale) or self.texts[Locale.EN]
+        """The wording in `locale`; else English; else the only locale it has (a team
+        question may be written in one language: it is shown in that one)."""
+        found = self.texts.get(locale) or self.texts.get(Locale.EN)
+        return found if found is not None else next(iter(self.texts.values()))
+
+    @property
+    def locales(self) -> tuple[Locale, ...]:
+        return tuple(loc for loc in Locale if loc in self.texts)
 
     def choices(self, locale: Locale) -> tuple[Choice, ...]:
         return tuple(Choice(i, t) for i, t in enumerate(self.text(locale).choices))
 
     @property
     def choice_count(self) -> int:
-        return len(self.texts[Locale.EN].choices)
+        return len(self.text(Locale.EN).choices)
+
+
+DEFAULT_GENERATED_SHARE = 25
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +179,12 @@ class ChannelSettings:
     locale: Locale = Locale.EN
     timezone: str = "UTC"
     demo_policy: DemoPolicy = DemoPolicy.AUTO
-    generated_share: int = 25  # percent of picks that are generated questions
+    generated_share: int = DEFAULT_GENERATED_SHARE  # percent of picks that are generated
+    builtin_pack: bool = True  # the questions shipped with the bot (`/quiz packs`)
+    team_pack: bool = True  # the workspace's approved team questions
+    # The workspace's team pack revision, read with the settings (None: not read): a pick
+    # then needs no query of its own to know whether its cached pack is current.
+    pack_revision: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

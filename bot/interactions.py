@@ -19,9 +19,10 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
-from bot.commands import failure_message
-from bot.domain import ChannelRef, Locale, UserRef
+from bot.commands import AdminStatus, admin_refusal, failure_message
+from bot.domain import ChannelRef, Locale, Platform, UserRef
 from bot.errors import StorageUnavailable, UserFacingError
 from bot.forms import Form, Submission, SubmitReply
 from bot.i18n import N_, translator
@@ -81,6 +82,10 @@ class Click:
 ClickHandler = Callable[[Click, Locale], Awaitable[Message]]
 FormOpener = Callable[[Click, Locale], Awaitable[Form | Message]]
 SubmitHandler = Callable[[Submission, Locale], Awaitable[SubmitReply]]
+UserAdminCheck = Callable[[UserRef], Awaitable[AdminStatus]]
+_Event = TypeVar("_Event", Click, Submission)
+_R = TypeVar("_R")
+"""An adapter's capability: is this user an admin of their workspace?"""
 
 
 class Interactions:
@@ -92,18 +97,50 @@ class Interactions:
         self._handlers: dict[ActionKind, ClickHandler] = {}
         self._openers: dict[ActionKind, FormOpener] = {}
         self._submits: dict[str, SubmitHandler] = {}
+        self._admin_checks: dict[Platform, UserAdminCheck] = {}
 
-    def register(self, kind: ActionKind, handler: ClickHandler) -> None:
-        """Handle clicks on buttons of `kind` (a feature's own buttons)."""
-        self._handlers[kind] = handler
+    def register(self, kind: ActionKind, handler: ClickHandler, *, admin: str = "") -> None:
+        """Handle clicks on buttons of `kind` (a feature's own buttons). With `admin` (the
+        command the button belongs to, for the refusal's words), only admins may press."""
+        self._handlers[kind] = self._admins_only(admin, handler) if admin else handler
 
-    def register_form(self, kind: ActionKind, opener: FormOpener) -> None:
+    def register_form(self, kind: ActionKind, opener: FormOpener, *, admin: str = "") -> None:
         """Clicks on `kind` open a form (or answer with a message, e.g. a refusal)."""
-        self._openers[kind] = opener
+        self._openers[kind] = self._admins_only(admin, opener) if admin else opener
 
-    def register_submit(self, kind: str, handler: SubmitHandler) -> None:
+    def register_submit(self, kind: str, handler: SubmitHandler, *, admin: str = "") -> None:
         """Handle submissions of forms whose `Form.kind` is `kind`."""
-        self._submits[kind] = handler
+        if admin:
+            guarded = self._admins_only(admin, handler)
+
+            async def submitted(sub: Submission, locale: Locale) -> SubmitReply:
+                reply = await guarded(sub, locale)
+                return reply if isinstance(reply, SubmitReply) else SubmitReply(reply)
+
+            self._submits[kind] = submitted
+        else:
+            self._submits[kind] = handler
+
+    def set_admin_check(self, platform: Platform, check: UserAdminCheck) -> None:
+        """An adapter says how it tells admins (buttons and forms for admins ask it); a
+        platform without one has no admins for buttons."""
+        self._admin_checks[platform] = check
+
+    async def admin_status(self, user: UserRef) -> AdminStatus:
+        check = self._admin_checks.get(user.platform)
+        return AdminStatus.NO if check is None else await check(user)
+
+    def _admins_only(
+        self, name: str, handler: Callable[[_Event, Locale], Awaitable[_R]]
+    ) -> Callable[[_Event, Locale], Awaitable[_R | Message]]:
+        async def guarded(event: _Event, locale: Locale) -> _R | Message:
+            status = await self.admin_status(event.user)
+            if status is not AdminStatus.YES:
+                t = translator(locale)
+                return Message(body=admin_refusal(event.user.platform, name, status, t))
+            return await handler(event, locale)
+
+        return guarded
 
     def opens_form(self, kind: ActionKind) -> bool:
         """Whether a click on `kind` answers with a form (a platform must then answer the
@@ -205,4 +242,11 @@ class Interactions:
         return reply.message
 
 
-__all__ = ["Click", "ClickHandler", "FormOpener", "Interactions", "SubmitHandler"]
+__all__ = [
+    "Click",
+    "ClickHandler",
+    "FormOpener",
+    "Interactions",
+    "SubmitHandler",
+    "UserAdminCheck",
+]

@@ -26,6 +26,18 @@ class ActionKind(StrEnum):
     ANSWER = "answer"  # value: choice index
     DEMO = "demo"  # value: demo id
     NUMBER = "number"  # opens a form: type the number (predict-the-number questions)
+    FLAG = "flag"  # opens a form: report a problem with the post's question
+    APPROVE = "approve"  # post 0; value: a submitted question's id (admins)
+    REJECT = "reject"  # post 0; opens a form (the reason); value: the submission's id
+    RETIRE = "retire"  # post 0; value: a question id, never picked again in the workspace
+    FORGET = "forget"  # post 0; value: whose data (a digest of the member), confirms erasure
+
+
+# Buttons about something other than a post (a submission, a question, a member): their
+# post id is 0 and the value names the subject.
+WITHOUT_POST = frozenset(
+    {ActionKind.APPROVE, ActionKind.REJECT, ActionKind.RETIRE, ActionKind.FORGET}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +62,15 @@ class Button:
         if len(parts) != 4 or parts[0] != "quiz" or not _ID.fullmatch(parts[2]):
             return None
         post_id = int(parts[2])
-        if not 0 < post_id <= MAX_POST_ID or len(parts[3]) > MAX_VALUE:
+        if post_id > MAX_POST_ID or len(parts[3]) > MAX_VALUE:
             return None
         try:
-            return ActionKind(parts[1]), post_id, parts[3]
+            kind = ActionKind(parts[1])
         except ValueError:
             return None
+        if post_id == 0 and kind not in WITHOUT_POST:
+            return None
+        return kind, post_id, parts[3]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +84,16 @@ class Field:
 class Image:
     filename: str
     data: bytes
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file sent privately to one member (their data export)."""
+
+    filename: str
+    data: bytes
+    mime_type: str = "application/json"
     title: str = ""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from bot.clinic import ClinicJob, ClinicResult, ProgressCallback
 from bot.domain import (
@@ -27,7 +27,7 @@ from bot.domain import (
     Question,
     UserRef,
 )
-from bot.messages import Image, Message
+from bot.messages import Attachment, Image, Message
 
 
 class Chat(Protocol):
@@ -51,6 +51,18 @@ class Chat(Protocol):
 
     async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
         """Upload an image to the thread under `parent`."""
+        ...
+
+
+@runtime_checkable
+class PrivateFiles(Protocol):
+    """A `Chat` that can hand one member a file only they see (Slack: a direct message
+    from the bot; the console: a file on disk). A platform without it says so."""
+
+    async def send_file(
+        self, channel: ChannelRef, user: UserRef, file: Attachment, comment: str = ""
+    ) -> None:
+        """Deliver `file` privately to `user` (who asked for it in `channel`)."""
         ...
 
 
@@ -315,6 +327,7 @@ __all__ = [
     "DeliveryLog",
     "DemoRunner",
     "PostRepository",
+    "PrivateFiles",
     "QuestionSource",
     "QuestionVersions",
     "Runner",

@@ -37,7 +37,7 @@ from bot.domain import (
 from bot.errors import UserFacingError
 from bot.i18n import translator
 from bot.messages import Message
-from bot.quiz import QuizService
+from bot.quiz import NO_QUESTIONS, QuizService
 from bot.render import outcome_message, question_message
 
 # Box -> how long after an answer the card is due again.
@@ -135,10 +135,14 @@ class Practice:
     ) -> tuple[Post, Choice]:
         service = self.service
         now = service.clock.now()
-        choice = choose(service.bank, await self.cards.cards(user), now, service.rng, topic)
+        settings = await service.store.settings.get(channel)
+        pool = await service.pools.for_channel(channel, settings)
+        choice = choose(pool, await self.cards.cards(user), now, service.rng, topic)
+        if choice is None and topic is None:
+            raise UserFacingError(translator(locale)(NO_QUESTIONS))
         if choice is None:
             t = translator(locale)
-            topics = service.bank.topics()
+            topics = pool.topics()
             raise UserFacingError(
                 t(
                     "Unknown topic {topic!r}. Topics: {topics}. Example: /quiz practice {example}",

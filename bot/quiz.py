@@ -33,20 +33,26 @@ from bot.domain import (
     UserRef,
 )
 from bot.errors import NotInChannel, StorageUnavailable, UserFacingError
-from bot.i18n import translator
+from bot.i18n import N_, translator
 from bot.logs import ThrottledLog
-from bot.messages import Message
+from bot.messages import Button, Message
 from bot.metrics import QuizMetrics
 from bot.numeric import matching_choice, numeric_target
+from bot.pools import QuestionPools
 from bot.ports import Chat, QuestionSource, Store
 from bot.quoting import cut
 from bot.render import outcome_message, question_message, reveal_message
 from bot.scoring import board_period
 from bot.tasks import TaskSupervisor
+from bot.team import TEAM
 
 log = logging.getLogger(__name__)
 
 GENERATED = "generated"  # `/quiz ask generated`: a generated question of any family
+NO_QUESTIONS = N_(
+    "This channel has no questions to draw from: its packs are off or empty. "
+    "An admin turns one on with /quiz packs builtin on."
+)
 
 DEFAULT_WINDOW = timedelta(hours=24)
 # How long a reveal attempt owns its post: a reveal not marked done by then is retried by
@@ -57,6 +63,10 @@ _REMEMBERED_LOCALES = 10_000
 
 class RevealListener(Protocol):
     async def __call__(self, reveal: Reveal, thread_locale: Locale) -> None: ...
+
+
+class RevealButton(Protocol):
+    def __call__(self, reveal: Reveal, locale: Locale) -> Button | None: ...
 
 
 class OutcomeRenderer(Protocol):
@@ -85,16 +95,21 @@ class QuizService:
         ask_cooldown: timedelta = timedelta(0),  # QUIZBOT_ASK_COOLDOWN, from `build_core`
         default_locale: Locale = Locale.EN,
         generated: QuestionSource | None = None,
+        pools: QuestionPools | None = None,
     ) -> None:
         self.store = store
         self.chats = chats
         self.bank = bank
+        # What picks draw from: the bank, team packs, less retired questions.
+        self.pools = pools or QuestionPools(bank)
         self.clock = clock
         self.rng = rng or random.Random()
         self.ask_cooldown = ask_cooldown
         self.default_locale = default_locale
         self.generated = generated  # generated questions (None: the bank only)
         self.on_reveal: list[RevealListener] = []
+        # Features that add a button to public reveals (flags: "Report a problem").
+        self.reveal_buttons: list[RevealButton] = []
         # Features that word the private outcome of their own posts (practice).
         self.outcome_renderers: list[OutcomeRenderer] = []
         self._count_interval = count_update_interval
@@ -219,23 +234,33 @@ class QuizService:
         self, channel: ChannelRef, topic: str | None, settings: ChannelSettings
     ) -> Question:
         history = [p.question_id for p in await self.store.posts.history(channel)]
-        question = self.pick(channel, history, settings, topic)
-        if question is None:
-            t = translator(settings.locale)
-            topics = self.bank.topics()
-            if self.generated is not None:
-                topics = [*topics, GENERATED, *self.generated.names()]
+        question = await self.pick(channel, history, settings, topic)
+        if question is not None:
+            return question
+        t = translator(settings.locale)
+        if topic == TEAM:
             raise UserFacingError(
                 t(
-                    "Unknown topic {topic!r}. Topics: {topics}. Example: /quiz ask {example}",
-                    topic=cut(topic or ""),
-                    topics=", ".join(topics),
-                    example=topics[0] if topics else "",
+                    "The team pack has no approved questions yet: submit one with /quiz submit "
+                    "(an admin approves it with /quiz review)."
                 )
             )
-        return question
+        pool = await self.pools.for_channel(channel, settings)
+        if topic is None:
+            raise UserFacingError(t(NO_QUESTIONS))
+        topics = [*pool.topics(), TEAM]
+        if self.generated is not None:
+            topics = [*topics, GENERATED, *self.generated.names()]
+        raise UserFacingError(
+            t(
+                "Unknown topic {topic!r}. Topics: {topics}. Example: /quiz ask {example}",
+                topic=cut(topic),
+                topics=", ".join(topics),
+                example=topics[0],
+            )
+        )
 
-    def pick(
+    async def pick(
         self,
         channel: ChannelRef,
         history: list[str],
@@ -243,17 +268,26 @@ class QuizService:
         topic: str | None = None,
     ) -> Question | None:
         """The channel's next question: generated when asked for (`generated`, a family id)
-        or, without a topic, for `settings.generated_share` percent of picks; else from the
-        bank (no repeat until it is exhausted). None for an unknown topic."""
+        or, without a topic, for `settings.generated_share` percent of picks (and always
+        when the channel's packs are empty); the team pack alone for `team`; else from the
+        channel's pool — the packs it takes, less retired questions — with no repeat until
+        the pool is exhausted. None for an unknown topic or an empty pool."""
         gen = self.generated
         if gen is not None:
             if topic == GENERATED:
                 return gen.next_for(channel, history)
             if topic is not None and topic in gen.names():
                 return gen.next_for(channel, history, topic)
-            if topic is None and self.rng.random() * 100 < settings.generated_share:
-                return gen.next_for(channel, history)
-        return pick_question(self.bank, history, self.rng, topic)
+        if topic == TEAM:
+            return pick_question(await self.pools.team_pool(channel), history, self.rng)
+        pool = await self.pools.for_channel(channel, settings)
+        if (
+            gen is not None
+            and topic is None
+            and (self.rng.random() * 100 < settings.generated_share or not len(pool))
+        ):
+            return gen.next_for(channel, history)
+        return pick_question(pool, history, self.rng, topic)
 
     async def publish(
         self, post: Post, question: Question, settings: ChannelSettings | None = None
@@ -441,7 +475,11 @@ class QuizService:
         settings = await self.store.settings.get(post.channel)
         chat = self.chat(post.channel)
         await chat.update_message(post.message, question_message(post, question, settings.timezone))
-        await chat.reply_in_thread(post.message, reveal_message(reveal, post.locale))
+        message = reveal_message(reveal, post.locale)
+        extra = [b for add in self.reveal_buttons if (b := add(reveal, post.locale)) is not None]
+        if extra:
+            message = replace(message, buttons=(*message.buttons, *extra))
+        await chat.reply_in_thread(post.message, message)
         if await self.store.posts.mark_revealed(post.id, self.clock.now()):
             await self._revealed(reveal)
         else:

@@ -31,6 +31,7 @@ class QuestionReport:
     wrong_choice: int | None = None  # the most chosen wrong choice (index), if any
     wrong_count: int = 0
     wrong_text: str = ""  # its wording in the latest version asked
+    reports: int = 0  # members' flags on it ("Report a problem")
 
     @property
     def percent_correct(self) -> int:
@@ -83,6 +84,8 @@ def report_message(
                 text=r.wrong_text,
                 count=r.wrong_count,
             )
+        if r.reports:
+            line += "; " + t.n("reported {count} time", "reported {count} times", r.reports)
         lines.append(f"- {line}")
     footer = t("Hardest first. All questions: quizbot report --format csv")
     if len(ordered) > limit:
@@ -101,6 +104,7 @@ CSV_HEADER = (
     "most_chosen_wrong_choice",
     "most_chosen_wrong_text",
     "most_chosen_wrong_count",
+    "reports",
 )
 
 
@@ -120,6 +124,7 @@ def report_csv(rows: Sequence[QuestionReport]) -> str:
                 r.wrong_letter,
                 r.wrong_text,
                 r.wrong_count,
+                r.reports,
             )
         )
     return out.getvalue()
@@ -127,7 +132,7 @@ def report_csv(rows: Sequence[QuestionReport]) -> str:
 
 def report_text(rows: Sequence[QuestionReport]) -> str:
     """An aligned table for a terminal."""
-    head = ("question", "topic", "asked", "answers", "correct", "most chosen wrong")
+    head = ("question", "topic", "asked", "answers", "correct", "reports", "most chosen wrong")
     body = [
         (
             r.question_id,
@@ -135,6 +140,7 @@ def report_text(rows: Sequence[QuestionReport]) -> str:
             str(r.asked),
             str(r.answers),
             f"{r.percent_correct}%",
+            str(r.reports) if r.reports else "",
             f"{r.wrong_letter}. {r.wrong_text} ({r.wrong_count})" if r.wrong_letter else "",
         )
         for r in hardest_first(rows)

@@ -135,7 +135,14 @@ def load_question_yaml(file: Path) -> Any:
     `OSError` or `UnicodeDecodeError` (unreadable), `ValueError` (a scalar Python cannot
     hold, e.g. a 5,000-digit number or the 45th of a month).
     """
-    text = read_limited(file)
+    return parse_question_yaml(read_limited(file))
+
+
+def parse_question_yaml(text: str) -> Any:
+    """`load_question_yaml` for text already read (an upload): the same limits."""
+    size = len(text.encode("utf-8"))
+    if size > MAX_FILE_BYTES:
+        raise RefusedYamlError(_too_big(size, MAX_FILE_BYTES))
     if _FastLoader is not None:
         try:
             return _load(text, _FastLoader)
@@ -160,5 +167,6 @@ __all__ = [
     "RefusedYamlError",
     "check_structure",
     "load_question_yaml",
+    "parse_question_yaml",
     "read_limited",
 ]

@@ -1,4 +1,5 @@
-"""`quizbot questions ...`: validate, list, show, count and lint the bank.
+"""`quizbot questions ...`: validate, list, show, count and lint the bank; import, export
+and list a workspace's team pack (`questions.team_cli`).
 
 `bot/cli.py` calls `add_questions_commands(subparsers)`; each subcommand sets
 `func(args) -> int` (the exit status). Results go to stdout, problems to stderr.
@@ -27,6 +28,7 @@ from questions.lint import (
     locales_of,
 )
 from questions.loader import BANK_DIR, load_bank, validate_bank
+from questions.team_cli import add_team_commands, run_team_list
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -48,6 +50,12 @@ def add_questions_commands(
 
     list_ = sub.add_parser("list", help="list the questions (text or JSON)")
     list_.add_argument("--format", choices=("text", "json"), default="text")
+    list_.add_argument(
+        "--workspace",
+        default=None,
+        help="list this workspace's team pack instead (slack:<team id>, discord:<guild id>, "
+        "console)",
+    )
     _add_path(list_)
     list_.set_defaults(func=run_list)
 
@@ -72,6 +80,7 @@ def add_questions_commands(
     lint.add_argument("--format", choices=("text", "json"), default="text")
     lint.set_defaults(func=run_lint)
     add_family_commands(sub)
+    add_team_commands(sub)
     return parser
 
 
@@ -115,6 +124,8 @@ def run_validate(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    if args.workspace is not None:
+        return run_team_list(args)
     bank = _load(args.path)
     if bank is None:
         return EXIT_PROBLEMS

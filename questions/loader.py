@@ -11,7 +11,7 @@ problem line, and never stops the check of the other files.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from bot.bank import QuestionBank, question_from_dict
 from bot.domain import Question
 from bot.errors import QuestionBankError
 from bot.quoting import cut, quoted
-from questions.bounded_yaml import RefusedYamlError, load_question_yaml
+from questions.bounded_yaml import RefusedYamlError, load_question_yaml, parse_question_yaml
 from questions.schema import (
     CHOICE_MAX,
     EXPLANATION_MAX,
@@ -35,6 +35,7 @@ from questions.schema import (
     PROMPT_MAX,
     TEXT_FIELDS,
     QuestionFileModel,
+    TeamQuestionModel,
 )
 
 BANK_DIR = Path(__file__).parent / "bank"
@@ -126,8 +127,21 @@ def _check_file(file: Path) -> _FileResult:
 
 
 def _read(file: Path) -> Any:
+    return _readable(lambda: load_question_yaml(file))
+
+
+def read_question_text(text: str) -> tuple[Any, str | None]:
+    """A question file's text (an upload) as data, within the same bounds as a bank file;
+    else the one line that says why it cannot be read."""
     try:
-        return load_question_yaml(file)
+        return _readable(lambda: parse_question_yaml(text)), None
+    except _Unreadable as exc:
+        return None, str(exc)
+
+
+def _readable(load: Callable[[], Any]) -> Any:
+    try:
+        return load()
     except RefusedYamlError as exc:
         raise _Unreadable(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -140,7 +154,18 @@ def _read(file: Path) -> Any:
         ) from None
 
 
-def _check_document(file: Path, data: Any) -> _FileResult:
+def check_question_file(
+    name: str, text: str, *, team: bool = False
+) -> tuple[list[str], Question | None]:
+    """One uploaded question file (its name and text), checked as the bank checks a file."""
+    data, unreadable = read_question_text(text)
+    if unreadable is not None:
+        return [f"{Path(name).name}: {unreadable}"], None
+    result = _check_document(Path(name), data, team)
+    return result.problems, result.question
+
+
+def _check_document(file: Path, data: Any, team: bool = False) -> _FileResult:
     name = file.name
     if data is None:
         return _FileResult([f"{name}: the file is empty; write one question as a mapping"], None)
@@ -153,30 +178,47 @@ def _check_document(file: Path, data: Any) -> _FileResult:
             ],
             None,
         )
-    return _check_data(data, file)
+    return _check_data(data, file, team)
 
 
-def validate_question(data: dict[str, Any], file_name: str | None = None) -> list[str]:
+def validate_question(
+    data: dict[str, Any], file_name: str | None = None, *, team: bool = False
+) -> list[str]:
     """Every problem of one question given as plain data (a bank file's shape), exactly as
-    the bank validator reports them for a file `file_name` (default ``<id>.yaml``)."""
+    the bank validator reports them for a file `file_name` (default ``<id>.yaml``).
+    `team`: a team question's rules (one locale is enough, references are optional)."""
+    return check_question(data, file_name, team=team)[0]
+
+
+def check_question(
+    data: dict[str, Any], file_name: str | None = None, *, team: bool = False
+) -> tuple[list[str], Question | None]:
+    """`validate_question`, with the question itself when there is no problem."""
     if file_name is None:
         file_name = f"{data.get('id')}{SUFFIX}"
-    return _check_data(data, Path(file_name)).problems
+    result = _check_data(data, Path(file_name), team)
+    return result.problems, result.question
 
 
-def _check_data(data: dict[Any, Any], file: Path) -> _FileResult:
+def _check_data(data: dict[Any, Any], file: Path, team: bool = False) -> _FileResult:
     name = file.name
     qid = data.get("id") if isinstance(data.get("id"), str) and data.get("id") else None
     where = f"{name} (id {cut(qid)})" if qid else name
     problems: list[str] = []
     if file.suffix != SUFFIX:
         problems.append(f"{where}: file name: rename it to end in {SUFFIX}")
+    schema = TeamQuestionModel if team else QuestionFileModel
     try:
-        model: QuestionFileModel | None = QuestionFileModel.model_validate(data)
+        model: QuestionFileModel | None = schema.model_validate(data)
     except ValidationError as exc:
         model = None
         problems.extend(f"{where}: {_describe(err)}" for err in exc.errors())
     problems.extend(f"{where}: {p}" for p in _cross_field_problems(data, file))
+    if team and all(data.get(loc) is None for loc in LOCALES):
+        problems.append(
+            f"{where}: en: no wording; write the question under en: (or el:) with prompt, "
+            f"choices and explanation"
+        )
     if problems or model is None:
         return _FileResult(problems, None, qid)
     return _FileResult([], question_from_dict(normalized_dict(model)), qid)
@@ -187,6 +229,9 @@ def normalized_dict(model: QuestionFileModel) -> dict[str, Any]:
     data = model.model_dump()
     if not data["inputs"]:
         del data["inputs"]
+    for loc in LOCALES:
+        if data.get(loc) is None:
+            data.pop(loc, None)  # a team question written in one locale
     return data
 
 

@@ -80,6 +80,9 @@ class ChannelRow(Base):
     last_ask_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     # The share of picks that are generated questions, in percent (migration 0007).
     generated_share: Mapped[int] = mapped_column(SmallInteger, default=25, server_default="25")
+    # Which packs the channel's picks draw from (migration 0008, `/quiz packs`).
+    builtin_pack: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    team_pack: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
 
 
 class MemberRow(Base):
@@ -360,3 +363,84 @@ Index(
     postgresql_where=text(UNFINISHED_DELIVERY),
     sqlite_where=text(UNFINISHED_DELIVERY),
 )
+
+
+class TeamPackRow(Base):
+    """A workspace's team pack (migration 0008): its revision, bumped by every change to
+    what its picks may draw (an approval, a retirement), so each replica reloads the
+    pack when, and only when, it changed; and the channel where submissions are reviewed."""
+
+    __tablename__ = "team_packs"
+
+    platform: Mapped[str] = mapped_column(String(16), primary_key=True)
+    workspace: Mapped[str] = mapped_column(String(64), primary_key=True)
+    revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    review_channel_id: Mapped[int | None] = mapped_column(ForeignKey("channels.id"), nullable=True)
+
+
+class TeamQuestionRow(Base):
+    """A team question (migration 0008), submitted in chat or imported. Unique per
+    workspace and content hash: importing a file twice adds nothing. The author is
+    NULL once they asked to be forgotten (the question stays)."""
+
+    __tablename__ = "team_questions"
+    __table_args__ = (
+        UniqueConstraint("platform", "workspace", "question_hash"),
+        Index("ix_team_questions_platform_workspace_state", "platform", "workspace", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    workspace: Mapped[str] = mapped_column(String(64))
+    question_id: Mapped[str] = mapped_column(String(80))
+    question_hash: Mapped[str] = mapped_column(String(32))
+    data: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16))
+    origin: Mapped[str] = mapped_column(String(16))
+    author_member_id: Mapped[int | None] = mapped_column(ForeignKey("members.id"), nullable=True)
+    channel_id: Mapped[int | None] = mapped_column(ForeignKey("channels.id"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    decided_by_member_id: Mapped[int | None] = mapped_column(
+        ForeignKey("members.id"), nullable=True
+    )
+    reason: Mapped[str] = mapped_column(Text, default="", server_default="")
+    review_message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    review_channel_id: Mapped[int | None] = mapped_column(ForeignKey("channels.id"), nullable=True)
+
+
+class RetiredQuestionRow(Base):
+    """A question (bank or team) a workspace's admins retired (migration 0008): never
+    picked there again; posts that asked it keep their version."""
+
+    __tablename__ = "retired_questions"
+
+    platform: Mapped[str] = mapped_column(String(16), primary_key=True)
+    workspace: Mapped[str] = mapped_column(String(64), primary_key=True)
+    question_id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    retired_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    retired_by_member_id: Mapped[int | None] = mapped_column(
+        ForeignKey("members.id"), nullable=True
+    )
+
+
+class FlagRow(Base):
+    """A member's report on a question they saw in a post (migration 0008): one per
+    (post, member). `member_id` is NULL once the member asked to be forgotten."""
+
+    __tablename__ = "flags"
+    __table_args__ = (
+        UniqueConstraint("post_id", "member_id"),
+        Index("ix_flags_platform_workspace_question_id", "platform", "workspace", "question_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    workspace: Mapped[str] = mapped_column(String(64))
+    question_id: Mapped[str] = mapped_column(String(80))
+    question_hash: Mapped[str] = mapped_column(String(32))
+    post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
+    member_id: Mapped[int | None] = mapped_column(ForeignKey("members.id"), nullable=True)
+    reason: Mapped[str] = mapped_column(String(16))
+    note: Mapped[str] = mapped_column(Text, default="", server_default="")
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -141,6 +141,12 @@ class RefResolver:
             self._members[key] = mid
             self._names[mid] = name
 
+    def drop_member(self, platform: str, workspace: str, user_id: str) -> None:
+        """Forget one member's cached id (they were erased: their row is anonymous now)."""
+        mid = self._members.pop((platform, workspace, user_id), None)
+        if mid is not None:
+            self._names.pop(mid, None)
+
     def forget(self) -> None:
         self._channels.clear()
         self._members.clear()

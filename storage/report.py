@@ -21,7 +21,7 @@ from bot.bank import question_from_dict
 from bot.domain import BoardScope, ChannelRef, Locale, Platform, PostKind, PostState
 from bot.errors import UserFacingError
 from bot.report import QuestionReport, report_csv, report_text
-from storage.models import AnswerRow, ChannelRow, PostRow, QuestionVersionRow
+from storage.models import AnswerRow, ChannelRow, FlagRow, PostRow, QuestionVersionRow
 
 
 class SqlReportRepository:
@@ -58,6 +58,17 @@ class SqlReportRepository:
                 .where(*where)
                 .group_by(PostRow.question_id, AnswerRow.choice, AnswerRow.correct)
             )
+            reported = dict(
+                (
+                    await s.execute(
+                        select(FlagRow.question_id, func.count())
+                        .join(PostRow, PostRow.id == FlagRow.post_id)
+                        .join(ChannelRow, ChannelRow.id == PostRow.channel_id)
+                        .where(*where)
+                        .group_by(FlagRow.question_id)
+                    )
+                ).all()
+            )
             latest = (
                 await s.execute(
                     select(PostRow.question_id, QuestionVersionRow.data)
@@ -91,6 +102,7 @@ class SqlReportRepository:
                     wrong_choice=top[0] if top else None,
                     wrong_count=top[1] if top else 0,
                     wrong_text=choices[top[0]] if top and top[0] < len(choices) else "",
+                    reports=reported.get(qid, 0),
                 )
             )
         return out
@@ -102,7 +114,8 @@ def add_report_commands(
     """Add `report [--format text|csv] [--platform P --workspace W [--channel C]]`."""
     parser = subparsers.add_parser(
         "report",
-        help="per-question statistics: times asked, answers, %% correct, most chosen wrong",
+        help="per-question statistics: times asked, answers, %% correct, most chosen wrong, "
+        "members' reports",
     )
     parser.add_argument("--format", choices=("text", "csv"), default="text")
     parser.add_argument("--platform", choices=[str(p) for p in Platform], default=None)

@@ -17,7 +17,6 @@ from bot.domain import (
     ChannelRef,
     ChannelSettings,
     DemoPolicy,
-    Locale,
     Platform,
     Post,
     PostKind,
@@ -26,9 +25,10 @@ from bot.domain import (
 )
 from bot.scheduling.ports import SlotClaim
 from storage._sql import insert
-from storage.models import ChannelRow, PostRow, ScheduleRow, UtcDateTime
+from storage.models import ChannelRow, PostRow, ScheduleRow, TeamPackRow, UtcDateTime
 from storage.posts import post_select, to_post
 from storage.refs import RefResolver
+from storage.settings import same_workspace, settings_of
 
 HISTORY_LIMIT = 1000  # the same window as SqlPostRepository.history
 CLAIM_CHUNK = 500
@@ -226,12 +226,13 @@ class SqlScheduleRepository:
         async with self._sessions() as s:
             channels = (
                 await s.execute(
-                    select(ScheduleRow.id, ChannelRow)
+                    select(ScheduleRow.id, ChannelRow, TeamPackRow.revision)
                     .join(ChannelRow, ChannelRow.id == ScheduleRow.channel_id)
+                    .outerjoin(TeamPackRow, same_workspace())
                     .where(ScheduleRow.id.in_(ids))
                 )
             ).all()
-            channel_ids = sorted({ch.id for _, ch in channels})
+            channel_ids = sorted({ch.id for _, ch, _ in channels})
             # The newest HISTORY_LIMIT channel posts per channel, as posts.history has them.
             ranked = (
                 select(
@@ -258,15 +259,8 @@ class SqlScheduleRepository:
         for channel_id, question_id in rows:
             history.setdefault(channel_id, []).append(question_id)
         out: dict[int, tuple[ChannelSettings, list[str]]] = {}
-        for sid, ch in channels:
-            settings = ChannelSettings(
-                ChannelRef(Platform(ch.platform), ch.workspace, ch.channel),
-                Locale(ch.locale),
-                ch.timezone,
-                DemoPolicy(ch.demo_policy),
-                ch.generated_share,
-            )
-            out[sid] = (settings, history.get(ch.id, []))
+        for sid, ch, revision in channels:
+            out[sid] = (settings_of(ch, revision), history.get(ch.id, []))
         return out
 
     async def claim_slots(self, claims: Collection[SlotClaim], at: datetime) -> list[Post]:

@@ -1,16 +1,37 @@
-"""Per-channel settings (locale, time zone, demo policy) and the `/quiz ask` cooldown."""
+"""Per-channel settings (locale, time zone, demo policy, packs) and the `/quiz ask` cooldown."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import ColumnElement, and_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.clock import Clock
-from bot.domain import ChannelRef, ChannelSettings, DemoPolicy, Locale
-from storage.models import ChannelRow
+from bot.domain import ChannelRef, ChannelSettings, DemoPolicy, Locale, Platform
+from storage.models import ChannelRow, TeamPackRow
 from storage.refs import RefResolver
+
+
+def same_workspace() -> ColumnElement[bool]:
+    """Join a channel to its workspace's team pack row (its revision)."""
+    return and_(
+        TeamPackRow.platform == ChannelRow.platform, TeamPackRow.workspace == ChannelRow.workspace
+    )
+
+
+def settings_of(row: ChannelRow, revision: int | None) -> ChannelSettings:
+    """A channel row as settings; `revision` from `same_workspace()` (None: no pack yet)."""
+    return ChannelSettings(
+        ChannelRef(Platform(row.platform), row.workspace, row.channel),
+        Locale(row.locale),
+        row.timezone,
+        DemoPolicy(row.demo_policy),
+        row.generated_share,
+        row.builtin_pack,
+        row.team_pack,
+        revision or 0,
+    )
 
 
 class SqlSettingsRepository:
@@ -23,25 +44,21 @@ class SqlSettingsRepository:
 
     async def get(self, channel: ChannelRef) -> ChannelSettings:
         async with self._sessions() as s:
-            row = (
+            found = (
                 await s.execute(
-                    select(ChannelRow).where(
+                    select(ChannelRow, TeamPackRow.revision)
+                    .outerjoin(TeamPackRow, same_workspace())
+                    .where(
                         ChannelRow.platform == str(channel.platform),
                         ChannelRow.workspace == channel.workspace,
                         ChannelRow.channel == channel.channel,
                     )
                 )
-            ).scalar_one_or_none()
-        if row is None:
+            ).first()
+        if found is None:
             d = self._refs.defaults
             return ChannelSettings(channel, Locale(d.locale), d.timezone)
-        return ChannelSettings(
-            channel,
-            Locale(row.locale),
-            row.timezone,
-            DemoPolicy(row.demo_policy),
-            row.generated_share,
-        )
+        return settings_of(*found)
 
     async def save(self, settings: ChannelSettings) -> None:
         async with self._sessions.begin() as s:
@@ -54,6 +71,8 @@ class SqlSettingsRepository:
                     timezone=settings.timezone,
                     demo_policy=str(settings.demo_policy),
                     generated_share=settings.generated_share,
+                    builtin_pack=settings.builtin_pack,
+                    team_pack=settings.team_pack,
                 )
             )
 

@@ -18,6 +18,7 @@ from storage.deliveries import SqlDeliveryLog
 from storage.demo_runs import SqlDemoRunRepository
 from storage.engine import check_schema, create_engine, redact, upgrade
 from storage.faults import RetryObserver
+from storage.members import SqlMemberData
 from storage.posts import SqlPostRepository
 from storage.practice import SqlPracticeRepository
 from storage.questions import SqlQuestionVersions
@@ -26,6 +27,7 @@ from storage.report import SqlReportRepository
 from storage.schedules import SqlScheduleRepository
 from storage.scores import SqlScoreRepository
 from storage.settings import SqlSettingsRepository
+from storage.team import SqlTeamPackRepository
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,8 @@ class SqlStore:
         self.practice = SqlPracticeRepository(self.sessions, self.refs)
         self.reports = SqlReportRepository(self.sessions)
         self.schedules = SqlScheduleRepository(self.sessions, self.refs)
+        self.team = SqlTeamPackRepository(self.sessions, self.refs, self.clock)
+        self.members = SqlMemberData(self.sessions, self.refs)
 
     async def __aenter__(self) -> Self:
         await self.initialize()

@@ -5,18 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.domain import ChannelRef, MessageRef, UserRef
-from bot.messages import Image, Message
+from bot.messages import Attachment, Image, Message
 
 
 @dataclass(frozen=True, slots=True)
 class Sent:
-    kind: str  # post | thread | private | update | image
+    kind: str  # post | thread | private | update | image | file
     channel: ChannelRef
     message: Message | None
     ref: MessageRef | None = None
     parent: MessageRef | None = None
     user: UserRef | None = None
     image: Image | None = None
+    file: Attachment | None = None
 
 
 class RecordingChat:
@@ -54,6 +55,11 @@ class RecordingChat:
 
     async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
         self.sent.append(Sent("image", parent.channel, None, parent=parent, image=image))
+
+    async def send_file(
+        self, channel: ChannelRef, user: UserRef, file: Attachment, comment: str = ""
+    ) -> None:
+        self.sent.append(Sent("file", channel, None, user=user, file=file))
 
     def of(self, kind: str) -> list[Sent]:
         return [s for s in self.sent if s.kind == kind]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.domain import ChannelRef, MessageRef, UserRef
-from bot.messages import ActionKind, Button, Image, Message
+from bot.messages import ActionKind, Attachment, Button, Image, Message
 
 _BOLD = re.compile(r"\*([^*\n]+)\*")
 
@@ -65,7 +65,20 @@ class ConsoleChat:
         return ref
 
     async def send_private(self, channel: ChannelRef, user: UserRef, message: Message) -> None:
+        self._remember(message)  # a review list's Approve, a forget-me confirmation
         self._print(f"  (only {user.display} sees this)\n{render_text(message, '    ')}")
+
+    async def send_file(
+        self, channel: ChannelRef, user: UserRef, file: Attachment, comment: str = ""
+    ) -> None:
+        """A private file: written next to the plots (or not saved), its path printed."""
+        where = "(not saved)"
+        if self._image_dir is not None:
+            self._image_dir.mkdir(parents=True, exist_ok=True)
+            path = self._image_dir / file.filename
+            path.write_bytes(file.data)
+            where = str(path)
+        self._print(f"  (only {user.display} sees this)\n    file: {where} {comment}".rstrip())
 
     async def update_message(self, ref: MessageRef, message: Message) -> None:
         """Print what a player would notice: a question closing, a demo's status line

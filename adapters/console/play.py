@@ -1,6 +1,8 @@
 """The console REPL: a number (or letter) answers the open question; `/command` runs
 a `/quiz` subcommand; `/press [demo]` clicks the newest button that is not an answer (the
-reveal's "Run the demo"); `/as NAME` switches user; `/quit` leaves. Clicks go through the
+reveal's "Run the demo", "Report a problem", a review's Approve); `/import PATH` imports a
+question file into the console's team pack; `/as NAME` switches user; `/quit` leaves.
+Everyone is an admin here. Clicks go through the
 core's `Interactions`, as on Slack and Discord.
 
 When stdin is not a terminal, the lines are read as a script and echoed, so a round can be
@@ -19,17 +21,18 @@ from typing import TextIO
 from adapters.console.chat import ConsoleChat, render_text
 from bot.clinic import ClinicJob, clinic_off_error, gpu_memory_from_gib
 from bot.clinic_flow import Clinic
-from bot.commands import CommandSet, Invocation, run_command
+from bot.commands import AdminStatus, CommandSet, Invocation, run_command
 from bot.domain import LETTERS, ChannelRef, Platform, PostState, UserRef
 from bot.errors import UserFacingError
 from bot.forms import Form, FormField, Submission
 from bot.i18n import translator
+from bot.imports import MAX_UPLOAD_BYTES, QuestionImport, import_in_chat, too_large
 from bot.interactions import Click, Interactions
 from bot.messages import ActionKind, Button, Message
 from bot.quiz import QuizService
 from bot.quoting import cut
 
-WORKSPACE = "local"
+WORKSPACE = "console"  # the console's one workspace: its team pack is `console`
 
 ConsoleCommand = Callable[["ConsoleSession", list[str]], Awaitable[None]]
 
@@ -45,10 +48,13 @@ class ConsoleSession:
         channel: str = "quiz",
         user: str = "you",
         interactions: Interactions | None = None,
+        importer: QuestionImport | None = None,
     ) -> None:
         self.service = service
         self.commands = commands
         self.interactions = interactions or Interactions(service)
+        self.interactions.set_admin_check(Platform.CONSOLE, _everyone_is_admin)
+        self.importer = importer
         self.chat = chat
         self.out = out
         self.channel = ChannelRef(Platform.CONSOLE, WORKSPACE, channel)
@@ -62,6 +68,7 @@ class ConsoleSession:
             "clinic": _clinic,
             "press": _press,
             "cancel": _cancel,
+            "import": _import,
             "quit": _quit,
             "exit": _quit,
         }
@@ -251,6 +258,42 @@ async def _clinic(session: ConsoleSession, args: list[str]) -> None:
     gpu = gpu_memory_from_gib(args[1], locale) if len(args) > 1 else None
     job = ClinicJob.local_file(path, locale, gpu_memory=gpu)
     await session.clinic.examine(job, _PrivateLines(session))
+
+
+async def _everyone_is_admin(user: UserRef) -> AdminStatus:
+    return AdminStatus.YES
+
+
+def _read_upload(text: str) -> tuple[str, int, bytes | None]:
+    """The file's name, size and bytes (None when too large: never read)."""
+    path = Path(text).expanduser()
+    size = path.stat().st_size
+    return path.name, size, path.read_bytes() if size <= MAX_UPLOAD_BYTES else None
+
+
+async def _import(session: ConsoleSession, args: list[str]) -> None:
+    if not args or session.importer is None:
+        session.say("! usage: /import PATH   (a .yaml, .csv or Open Trivia DB .json file)")
+        return
+    settings = await session.service.store.settings.get(session.channel)
+    try:
+        name, size, data = await asyncio.to_thread(_read_upload, " ".join(args))
+    except OSError as exc:
+        session.say(f"! cannot read {' '.join(args)}: {exc.strerror or exc}")
+        return
+    if data is None:
+        message = Message(body=too_large(name, size, translator(settings.locale)))
+    else:
+        message = await import_in_chat(
+            session.importer,
+            session.channel,
+            session.user,
+            AdminStatus.YES,
+            name,
+            data,
+            settings.locale,
+        )
+    await session.chat.send_private(session.channel, session.user, message)
 
 
 async def _cancel(session: ConsoleSession, args: list[str]) -> None:

@@ -31,7 +31,7 @@ from adapters.slack.chat import SlackChat
 from adapters.slack.config import SlackConfig
 from adapters.slack.dedupe import RecentKeys
 from adapters.slack.errors import CALL_ERRORS, describe
-from adapters.slack.files import FileRoute, SharedFile, shared_files
+from adapters.slack.files import Download, FileFilter, FileHandler, FileRoutes, SharedFile
 from adapters.slack.inbound import Inbound, Malformed
 from adapters.slack.payloads import (
     BlockActionsPayload,
@@ -47,7 +47,7 @@ from bot.clinic import ClinicJob, gpu_memory_from_gib
 from bot.clinic_flow import Clinic
 from bot.commands import AdminStatus, CommandSet, Invocation, Reply, run_command
 from bot.deliveries import Deliveries
-from bot.domain import ChannelRef, Delivery, MessageRef, UserRef
+from bot.domain import ChannelRef, Delivery, MessageRef, Platform, UserRef
 from bot.errors import ConfigError, NotInChannel, PlatformError, UserFacingError
 from bot.forms import Form
 from bot.i18n import N_, translator
@@ -55,6 +55,7 @@ from bot.interactions import Interactions
 from bot.logs import ThrottledLog
 from bot.messages import ActionKind, Message
 from bot.quiz import QuizService
+from bot.quoting import cut
 from bot.tasks import AckFirst, TaskSupervisor
 
 log = logging.getLogger(__name__)
@@ -62,12 +63,10 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 PLATFORM = "slack"
 FORM_EXPIRED = N_("The form could not be opened in time; please click again.")
-FILE_NOT_TAKEN = N_("I did not take {name}: in a direct message I take {kinds}.")
 FILE_TOO_LARGE = N_(
     "{name} is {size} MiB, over the {limit} MiB this bot takes; record fewer events "
     "(_record_memory_history(max_entries=...)) and send it again."
 )
-FILE_NOT_READ = N_("I could not download {name} from Slack ({why}); please send it again.")
 # A response_url takes replies for 30 minutes: replay only what can still be answered.
 REPLAY_MAX_AGE = timedelta(minutes=25)
 
@@ -102,10 +101,12 @@ class SlackAdapter:
         self._admins: dict[str, tuple[bool, datetime]] = {}
         self._ping_interval = ping_interval
         self._recent = RecentKeys(ttl=600.0)  # answer clicks this process took
-        self._file_routes: list[FileRoute] = []
         self._acks = AckFirst()  # outcomes wait for the burst's acknowledgements
         self._problems = ThrottledLog(log)
         self._inbound: Inbound | None = None
+        # Buttons and forms for admins (review, retire) ask Slack who is an admin.
+        self.interactions.set_admin_check(Platform.SLACK, self.admin_status)
+        self.files = FileRoutes(self.chat, self.service, self.deliveries, self.tasks)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -187,8 +188,8 @@ class SlackAdapter:
         return await self.inbound.handle_http(request)
 
     def _events_app(self) -> AsyncApp:
-        """Bolt, for the Events API only (`url_verification`; ``message`` events in the
-        bot's DMs, for files): requests reach it already verified."""
+        """Bolt, for the Events API only (`url_verification`, `message` events in direct
+        messages: files sent to the bot): requests reach it already verified."""
         app = AsyncApp(
             name="quizbot",
             client=self.chat.client,
@@ -196,87 +197,47 @@ class SlackAdapter:
             process_before_response=True,
             logger=logging.getLogger("adapters.slack.bolt"),
         )
-
-        async def on_message(event: dict[str, Any], body: dict[str, Any]) -> None:
-            await self._on_message(event, body)
-
-        app.event("message")(on_message)
+        app.event("message")(self.files.on_event)  # every one: an unhandled event is a 404
         return app
 
-    # -- files in a direct message -----------------------------------------------------
+    # -- files sent to the bot ---------------------------------------------------------
 
-    def add_file_route(self, route: FileRoute) -> None:
-        """Files shared with the bot in a DM whose names `route` takes go to its handler."""
-        self._file_routes.append(route)
+    def add_file_handler(self, accepts: FileFilter, handler: FileHandler) -> None:
+        """Files shared with the bot in a direct message that `accepts` takes go to
+        `handler` (the first that accepts wins), after the event's acknowledgement."""
+        self.files.add(accepts, handler)
 
     def enable_clinic(self, clinic: Clinic, max_bytes: int) -> None:
-        """The memory clinic: a `.pickle` snapshot in a DM is analysed, answered there."""
+        """The memory clinic: a `.pickle` snapshot in a DM is analysed, answered there (a
+        number in the message: the GPU's memory in GiB)."""
 
-        async def examine(shared: SharedFile, path: Path) -> None:
-            locale = await self.service.locale_for(shared.channel)
-            gpu = _gib_in(shared.text)
+        def takes(file: SharedFile) -> bool:
+            return file.name.lower().endswith((".pickle", ".pkl"))
+
+        async def examine(file: SharedFile, download: Download) -> None:
+            locale = await self.service.locale_for(file.channel)
+            t = translator(locale)
+            if file.size > max_bytes:  # said before anything is downloaded
+                size, limit = file.size // (1 << 20), max_bytes // (1 << 20)
+                body = t(FILE_TOO_LARGE, name=cut(file.name), size=size, limit=limit)
+                await self.chat.post_message(file.channel, Message(body=body))
+                return
+            gib = _gib_in(file.text)
             try:
-                gpu_memory = gpu_memory_from_gib(gpu, locale) if gpu is not None else None
+                gpu_memory = gpu_memory_from_gib(gib, locale) if gib is not None else None
             except UserFacingError as exc:
-                await asyncio.to_thread(path.unlink, True)
-                await self.chat.post_message(shared.channel, Message(body=str(exc)))
+                await self.chat.post_message(file.channel, Message(body=str(exc)))
                 return
-            job = ClinicJob.upload(path, locale, gpu_memory=gpu_memory, name=shared.name)
-            await clinic.examine(job, DirectMessage(self.chat, shared.channel))
-
-        self.add_file_route(
-            FileRoute((".pickle", ".pkl"), max_bytes, examine, "memory snapshots (.pickle)")
-        )
-
-    async def _on_message(self, event: Mapping[str, Any], body: Mapping[str, Any]) -> None:
-        team = str(body.get("team_id") or event.get("team") or "")
-        files = shared_files(event, team)
-        if not files:
-            return
-        key = f"slack:event:{body.get('event_id') or files[0].id}"
-        if not await self.deliveries.begin(key, PLATFORM, None):
-            return  # Slack's retry of an event already taken
-        for shared in files:
-            self.tasks.spawn(self._take_file(shared), name="slack-file")
-        await self.deliveries.finish(key)
-
-    async def _take_file(self, shared: SharedFile) -> None:
-        locale = await self.service.locale_for(shared.channel)
-        t = translator(locale)
-        route = next((r for r in self._file_routes if r.takes(shared.name)), None)
-        try:
-            if route is None:
-                kinds = ", ".join(r.what for r in self._file_routes) or "—"
-                await self.chat.post_message(
-                    shared.channel,
-                    Message(body=t(FILE_NOT_TAKEN, name=shared.name, kinds=kinds)),
-                )
-                return
-            if shared.size > route.max_bytes:
-                await self.chat.post_message(
-                    shared.channel,
-                    Message(
-                        body=t(
-                            FILE_TOO_LARGE,
-                            name=shared.name,
-                            size=shared.size // (1 << 20),
-                            limit=route.max_bytes // (1 << 20),
-                        )
-                    ),
-                )
-                return
-            path = await asyncio.to_thread(_private_temp_file, shared.name)
+            path = await asyncio.to_thread(_private_temp_file, file.name)
             try:
-                await self.chat.download(shared.url, path, route.max_bytes)
-            except PlatformError as exc:
+                await download.save(path, max_bytes)
+            except BaseException:
                 await asyncio.to_thread(path.unlink, True)
-                await self.chat.post_message(
-                    shared.channel, Message(body=t(FILE_NOT_READ, name=shared.name, why=exc.reason))
-                )
-                return
-            await route.handler(shared, path)
-        except PlatformError:
-            pass  # logged and counted by SlackChat
+                raise
+            job = ClinicJob.upload(path, locale, gpu_memory=gpu_memory, name=cut(file.name))
+            await clinic.examine(job, DirectMessage(self.chat, file.channel))
+
+        self.add_file_handler(takes, examine)
 
     # -- /quiz -------------------------------------------------------------------------
 
@@ -455,6 +416,8 @@ class SlackAdapter:
             for click in clicks_to_core(cast(BlockActionsPayload, payload["payload"])):
                 if click.key == delivery.key:
                     await self._show(click, await self.interactions.click(click.click))
+        elif payload.get("kind") == "file":
+            await self.files.replay(payload, delivery.key)
 
     # -- admins ------------------------------------------------------------------------
 

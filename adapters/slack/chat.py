@@ -12,9 +12,9 @@ import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
+from urllib.parse import urlsplit
 
 import aiohttp
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
@@ -35,13 +35,15 @@ from bot.domain import ChannelRef, MessageRef, UserRef
 from bot.errors import PlatformError
 from bot.forms import Form
 from bot.logs import ThrottledLog
-from bot.messages import Image, Message
+from bot.messages import Attachment, Image, Message
 from bot.metrics import QuizMetrics
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_API_URL = "https://slack.com/api/"
+# Where `url_private` points: the bot token is sent nowhere else.
+_FILE_HOSTS = (".slack.com", ".slack-edge.com", ".slack-gov.com")
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -268,26 +270,57 @@ class SlackChat:
             self.client.views_open(trigger_id=trigger_id, view=render_form(form, metadata)),
         )
 
-    async def download(self, url: str, dest: Path, max_bytes: int) -> int:
-        """Download a file Slack holds (``url_private``) with the bot token into `dest`;
-        its size. Refuses (PlatformError) a file over `max_bytes` while it streams."""
+    async def send_file(
+        self, channel: ChannelRef, user: UserRef, file: Attachment, comment: str = ""
+    ) -> None:
+        """A file only `user` sees: uploaded into their direct message with the bot
+        (`conversations.open`, then `files_upload_v2`)."""
+        opened = await self.call(
+            "conversations.open", self.client.conversations_open(users=user.user)
+        )
+        dm = str((opened.get("channel") or {}).get("id", ""))
+        await self.call(
+            "files.upload",
+            self.client.files_upload_v2(
+                channel=dm,
+                file=file.data,
+                filename=file.filename,
+                title=file.title or file.filename,
+                initial_comment=comment or None,
+            ),
+        )
+
+    async def download(self, url: str, max_bytes: int, sink: Callable[[bytes], object]) -> int:
+        """Stream a file a member shared (its ``url_private``) into `sink`, with the bot
+        token (``files:read``); only to Slack's own hosts (or the configured API's host).
+        Raises `PlatformError` for a refusal, a login page instead of the file, or more
+        than `max_bytes`."""
         if self._session is None:
             raise RuntimeError("SlackChat is not started: use `async with SlackChat(...)`")
+        host = urlsplit(url).hostname or ""
+        if host != urlsplit(self._base_url).hostname and not host.endswith(_FILE_HOSTS):
+            raise PlatformError("Slack", "files", None, f"not a Slack file URL: {host[:60]}")
         headers = {"Authorization": f"Bearer {self._token}"}
-        size = 0
         try:
-            async with self._session.get(url, headers=headers, allow_redirects=False) as resp:
-                if resp.status != 200:
-                    raise PlatformError("Slack", "files.download", resp.status, "not the file")
-                with dest.open("wb") as out:
-                    async for chunk in resp.content.iter_chunked(1 << 16):
-                        size += len(chunk)
-                        if size > max_bytes:
-                            raise PlatformError("Slack", "files.download", 413, "over the cap")
-                        out.write(chunk)
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise PlatformError("Slack", "files.download", None, type(exc).__name__) from exc
-        return size
+            async with self._session.get(url, headers=headers) as resp:
+                if resp.status != 200 or resp.content_type == "text/html":
+                    raise PlatformError(
+                        "Slack",
+                        "files",
+                        resp.status,
+                        "the file could not be downloaded (is the files:read scope granted?)",
+                    )
+                size = 0
+                async for chunk in resp.content.iter_chunked(1 << 16):
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise PlatformError(
+                            "Slack", "files", resp.status, f"the file is over {max_bytes:,} bytes"
+                        )
+                    sink(chunk)
+                return size
+        except aiohttp.ClientError as exc:
+            raise PlatformError("Slack", "files", None, str(exc)[:200]) from exc
 
     async def user_info(self, user_id: str) -> dict[str, Any]:
         resp = await self.call("users.info", self.client.users_info(user=user_id))

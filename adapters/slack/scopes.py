@@ -14,6 +14,7 @@ METHOD_SCOPES: Final[dict[str, str]] = {
     "chat.postMessage": "chat:write",
     "chat.postEphemeral": "chat:write",
     "chat.update": "chat:write",
+    "conversations.open": "im:write",  # a member's data file goes to their DM with the bot
     "files.getUploadURLExternal": "files:write",  # files_upload_v2, step 1
     "files.completeUploadExternal": "files:write",  # files_upload_v2, step 3
     "users.info": "users:read",  # the admin check (is_admin / is_owner)
@@ -25,11 +26,14 @@ EXTRA_BOT_SCOPES: Final[dict[str, str]] = {
     "commands": "the /quiz slash command",
     # Post in public channels without being invited first (questions, boards, reveals).
     "chat:write.public": "chat.postMessage in public channels the bot has not joined",
-    # Files members send the bot in a DM (the memory clinic's snapshots): the message.im
-    # event, and downloading url_private with the bot token.
-    "im:history": "the message.im event (a file shared in the bot's DM)",
-    "files:read": "downloading a file shared with the bot (url_private)",
+    # Files members send the bot in a direct message (question files, memory snapshots):
+    # the `message.im` event, and the file's url_private with the bot token.
+    "im:history": "the message.im event: files shared with the bot in a direct message",
+    "files:read": "download a file shared with the bot (url_private)",
 }
+
+# Events the app subscribes to (the manifest's settings.event_subscriptions.bot_events).
+BOT_EVENTS: Final[dict[str, str]] = {"message.im": "im:history"}
 
 # Socket Mode: `apps.connections.open` takes the app-level token (xapp-...), whose scope is
 # set when the token is created, not in the manifest.
@@ -40,4 +44,4 @@ def bot_scopes() -> set[str]:
     return {s for s in METHOD_SCOPES.values() if s} | set(EXTRA_BOT_SCOPES)
 
 
-__all__ = ["APP_TOKEN_METHODS", "EXTRA_BOT_SCOPES", "METHOD_SCOPES", "bot_scopes"]
+__all__ = ["APP_TOKEN_METHODS", "BOT_EVENTS", "EXTRA_BOT_SCOPES", "METHOD_SCOPES", "bot_scopes"]

@@ -48,7 +48,7 @@ async def claim_slots(
         if schedule.id not in inputs:
             continue  # deleted meanwhile
         settings, history = inputs[schedule.id]
-        question = service.pick(settings.channel, history, settings)
+        question = await service.pick(settings.channel, history, settings)
         if question is None:
             log.error("schedule %s: the question bank is empty", schedule.id)
             continue

@@ -109,54 +109,62 @@ def test_aggregates_equal_a_recomputation_from_the_answers(
 async def _run(url: str, bank: QuestionBank, script: list[tuple[Any, ...]]) -> None:
     clock = FakeClock(START)
     async with SqlStore(url, clock=clock) as store:
-        await _clear(store)
-        service = QuizService(
-            store,
-            {Platform.SLACK: RecordingChat()},
-            bank,
-            clock,
-            rng=random.Random(3),
-            count_update_interval=0.0,
-        )
-        practice = Practice(service, store.practice)
-        for ref, tz in CHANNELS:
-            await store.settings.save(ChannelSettings(ref, timezone=tz))
-        posts: list[tuple[int, ChannelRef]] = []
-        later: list[int] = []
-        for channel_index, kind, round_clicks, close, hours in script:
-            ref = CHANNELS[channel_index][0]
-            members = MEMBERS[ref.workspace]
-            if kind == "practice":
-                post, _ = await practice.next_question(ref, members[0], Locale.EN)
-            else:
-                asked = await service.ask(ref, kind=PostKind(kind))
-                assert asked is not None
-                post = asked
-            posts.append((post.id, ref))
-            for back, member, right in round_clicks:
-                post_id, where = posts[max(0, len(posts) - 1 - back)]
-                target = await store.posts.get(post_id)
-                assert target is not None
-                q = bank.get(target.question_id)
-                assert q is not None
-                choice = q.answer if right else (q.answer + 1) % q.choice_count
-                if right is None:
-                    choice = q.choice_count  # an invalid click records nothing
-                await service.record_answer(post_id, MEMBERS[where.workspace][member], choice)
-                clock.advance(timedelta(minutes=7))
-            if close == "now":
-                await service.close(post.id)
-                clock.advance(timedelta(seconds=1))  # folds happen in closed_at order
-            elif close == "later":
-                later.append(post.id)
-            clock.advance(timedelta(hours=hours))
-        for post_id in reversed(later):
-            await service.close(post_id)
-            clock.advance(timedelta(seconds=1))
-        await service.drain_updates()
+        service = await play_script(store, bank, clock, script)
         expected = await recompute(store)
         assert await actual(store) == expected
         await _check_boards(service, expected)
+
+
+async def play_script(
+    store: SqlStore, bank: QuestionBank, clock: FakeClock, script: list[tuple[Any, ...]]
+) -> QuizService:
+    """Play a `rounds` script on an emptied database (posts closed "never" stay open)."""
+    await _clear(store)
+    service = QuizService(
+        store,
+        {Platform.SLACK: RecordingChat()},
+        bank,
+        clock,
+        rng=random.Random(3),
+        count_update_interval=0.0,
+    )
+    practice = Practice(service, store.practice)
+    for ref, tz in CHANNELS:
+        await store.settings.save(ChannelSettings(ref, timezone=tz))
+    posts: list[tuple[int, ChannelRef]] = []
+    later: list[int] = []
+    for channel_index, kind, round_clicks, close, hours in script:
+        ref = CHANNELS[channel_index][0]
+        members = MEMBERS[ref.workspace]
+        if kind == "practice":
+            post, _ = await practice.next_question(ref, members[0], Locale.EN)
+        else:
+            asked = await service.ask(ref, kind=PostKind(kind))
+            assert asked is not None
+            post = asked
+        posts.append((post.id, ref))
+        for back, member, right in round_clicks:
+            post_id, where = posts[max(0, len(posts) - 1 - back)]
+            target = await store.posts.get(post_id)
+            assert target is not None
+            q = bank.get(target.question_id)
+            assert q is not None
+            choice = q.answer if right else (q.answer + 1) % q.choice_count
+            if right is None:
+                choice = q.choice_count  # an invalid click records nothing
+            await service.record_answer(post_id, MEMBERS[where.workspace][member], choice)
+            clock.advance(timedelta(minutes=7))
+        if close == "now":
+            await service.close(post.id)
+            clock.advance(timedelta(seconds=1))  # folds happen in closed_at order
+        elif close == "later":
+            later.append(post.id)
+        clock.advance(timedelta(hours=hours))
+    for post_id in reversed(later):
+        await service.close(post_id)
+        clock.advance(timedelta(seconds=1))
+    await service.drain_updates()
+    return service
 
 
 async def _clear(store: SqlStore) -> None:

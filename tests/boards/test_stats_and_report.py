@@ -111,7 +111,7 @@ def test_report_csv_and_text_list_hardest_first() -> None:
     parsed = list(csv.reader(io.StringIO(report_csv(rows))))
     assert parsed[0][:4] == ["question_id", "topic", "times_asked", "answers"]
     assert [r[0] for r in parsed[1:]] == ["hard", "easy", "unanswered"]
-    assert parsed[1][5:] == ["25", "C", "a, b", "3"]
+    assert parsed[1][5:] == ["25", "C", "a, b", "3", "0"]
     assert parsed[2][7] == 'no, it\'s "fine"'
     text = report_text(rows).splitlines()
     assert text[0].split() == [
@@ -120,6 +120,7 @@ def test_report_csv_and_text_list_hardest_first() -> None:
         "asked",
         "answers",
         "correct",
+        "reports",
         "most",
         "chosen",
         "wrong",
@@ -157,6 +158,8 @@ def test_quizbot_report_command_line_prints_csv_or_text(
     assert len(lines) == 2 and lines[1][2:6] == ["1", "2", "1", "50"]
     assert report("--platform", "slack", "--workspace", "T1").splitlines()[1].endswith("(1)")
     elsewhere = report("--platform", "slack", "--workspace", "T1", "--channel", "C9")
-    assert elsewhere.splitlines() == ["question  topic  asked  answers  correct  most chosen wrong"]
+    assert elsewhere.splitlines() == [
+        "question  topic  asked  answers  correct  reports  most chosen wrong"
+    ]
     with pytest.raises(UserFacingError, match="--workspace needs --platform"):
         report("--workspace", "T1")

@@ -42,7 +42,7 @@ def run_play(
 def test_scripted_round_from_a_pipe_shows_question_outcomes_reveal_and_board(
     tmp_path: Path, bank: QuestionBank
 ) -> None:
-    done = run_play(tmp_path, SCRIPT, "--seed", "1")
+    done = run_play(tmp_path, SCRIPT, "--seed", "2")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     # The question, with its lettered choices and buttons.

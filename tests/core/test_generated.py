@@ -111,9 +111,9 @@ async def test_scheduled_picks_follow_the_share(
 ) -> None:
     service, _ = quiz
     settings = await service.store.settings.get(channel)
-    picked = service.pick(channel, [], replace(settings, generated_share=100))
+    picked = await service.pick(channel, [], replace(settings, generated_share=100))
     assert picked is not None and picked.id.startswith("gen-")
-    picked = service.pick(channel, [], replace(settings, generated_share=0))
+    picked = await service.pick(channel, [], replace(settings, generated_share=0))
     assert picked is not None and not picked.id.startswith("gen-")
 
 

@@ -53,3 +53,23 @@ def test_topic_filter_limits_candidates_and_unknown_topic_gives_none() -> None:
 def test_ids_no_longer_in_the_bank_are_ignored_in_history() -> None:
     picked = pick_question(BANK, ["gone", "a1"], random.Random(3))
     assert picked is not None and picked.id != "a1"
+
+
+def test_a_large_pool_keeps_both_rules_whether_sampled_or_filtered() -> None:
+    """Past LARGE_POOL candidates a pick samples instead of filtering: the same rules."""
+    from bot.bank import LARGE_POOL
+
+    size = LARGE_POOL + 500
+    big = QuestionBank(q(f"t{i:05d}", f"topic{i % 7}") for i in range(size))
+    rng = random.Random(4)
+    history: list[str] = []
+    for _ in range(size):  # the whole round: sampled first, filtered once half is asked
+        picked = pick_question(big, history, rng)
+        assert picked is not None and picked.id not in history
+        if history:
+            assert picked.topic != big.get(history[0]).topic  # type: ignore[union-attr]
+        history.insert(0, picked.id)
+    assert len(set(history)) == size
+    only = QuestionBank(q(f"s{i:05d}", "same") for i in range(size))
+    picked = pick_question(only, ["s00001"], rng)  # one topic: sampling gives way to the rule
+    assert picked is not None and picked.id != "s00001"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -129,6 +130,26 @@ class SlackHttp:
         )
         body = rq.interaction_body(payload)
         return await self.send(body, rq.signed_headers(body, retry_num=retry_num))
+
+    async def event(self, body: dict[str, Any]) -> tuple[int, str]:
+        """An Events API request (JSON), signed as Slack signs it."""
+        text = json.dumps(body)
+        headers = rq.signed_headers(text)
+        headers["Content-Type"] = "application/json"
+        return await self.send(text, headers)
+
+    async def press(self, action_id: str, *, user: str) -> tuple[int, str]:
+        """Click a button by its action id (`quiz:<kind>:<post>:<value>`)."""
+        _, kind, post, value = action_id.split(":", 3)
+        payload = rq.block_actions(
+            int(post),
+            value,
+            user=user,
+            action=kind,
+            response_url=self.fake.response_url(f"click-{user}"),
+        )
+        body = rq.interaction_body(payload)
+        return await self.send(body, rq.signed_headers(body))
 
     def private_to(self, user: str) -> list[str]:
         """The texts shown privately to `user` (response_url or chat.postEphemeral)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -83,9 +84,9 @@ class FakeSlack:
         self.users: dict[str, dict[str, Any]] = {}
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.uploads: dict[str, bytes] = {}
+        self.shared: dict[str, bytes] = {}  # files members shared (url_private), by id
         self.acks: list[dict[str, Any]] = []
         self.views: list[dict[str, Any]] = []  # modals opened (views.open)
-        self.files: dict[str, bytes] = {}  # files members shared, served at url_private
         self.not_in: set[str] = set()  # channels where chat.postMessage says not_in_channel
         self._rate_limits: dict[str, list[int]] = {}
         self._failures: dict[str, list[str]] = {}
@@ -117,9 +118,9 @@ class FakeSlack:
         app = web.Application(client_max_size=16 * 1024 * 1024)
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/upload/{file_id}", self._upload)
+        app.router.add_get("/files/{file_id}/{name}", self._shared_file)
         app.router.add_post("/response/{name}", self._response_url)
         app.router.add_get("/socket", self._socket)
-        app.router.add_get("/files-pri/{file_id}/{name}", self._file)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -162,30 +163,6 @@ class FakeSlack:
     def restore(self, method: str) -> None:
         self.outages.pop(method, None)
 
-    def share_file(self, name: str, data: bytes, *, size: int | None = None) -> dict[str, Any]:
-        """A file a member shared: its object as an event carries it (`size` may lie)."""
-        file_id = f"F{next(self._ids):08d}"
-        self.files[file_id] = data
-        url = f"http://127.0.0.1:{self.port}/files-pri/{file_id}/{name}"
-        return {
-            "id": file_id,
-            "name": name,
-            "size": len(data) if size is None else size,
-            "url_private": url,
-            "url_private_download": url + "?download=1",
-        }
-
-    async def _file(self, request: web.Request) -> web.Response:
-        self.calls.append(Call("files.download", {"file_id": request.match_info["file_id"]}))
-        await self._notify()
-        if request.headers.get("Authorization") != f"Bearer {self.bot_token}":
-            # Slack answers a request without the token with its sign-in page.
-            return web.Response(status=302, headers={"Location": "https://slack.com/signin"})
-        data = self.files.get(request.match_info["file_id"])
-        if data is None:
-            return web.Response(status=404, text="not found")
-        return web.Response(body=data, content_type="application/octet-stream")
-
     def add_user(self, user_id: str, *, admin: bool = False, owner: bool = False) -> None:
         self.users[user_id] = {
             "id": user_id,
@@ -195,6 +172,43 @@ class FakeSlack:
             "is_owner": owner,
             "is_primary_owner": False,
             "tz": "Europe/Athens",
+        }
+
+    def share_file(
+        self, name: str, data: bytes, *, user: str, channel: str = "D0DM", size: int | None = None
+    ) -> dict[str, Any]:
+        """A member sends the bot a file in a direct message: the Events API body Slack
+        would post (``message``/``file_share``), the bytes behind its ``url_private``."""
+        file_id = f"F{next(self._ids):08d}"
+        self.shared[file_id] = data
+        url = f"http://127.0.0.1:{self.port}/files/{file_id}/{name}"
+        event = {
+            "type": "message",
+            "subtype": "file_share",
+            "channel": channel,
+            "channel_type": "im",
+            "user": user,
+            "text": "",
+            "ts": self._next_ts(),
+            "files": [
+                {
+                    "id": file_id,
+                    "name": name,
+                    "size": len(data) if size is None else size,
+                    "mimetype": "text/plain",
+                    "url_private": url,
+                    "url_private_download": url + "?download=1",
+                }
+            ],
+        }
+        return {
+            "token": "legacy",
+            "team_id": self.team,
+            "api_app_id": "A0FAKE",
+            "event": event,
+            "type": "event_callback",
+            "event_id": f"Ev{uuid.uuid4().hex[:12].upper()}",  # unique across tests
+            "event_time": 1700000000,
         }
 
     # -- reading the record ------------------------------------------------------------
@@ -414,6 +428,12 @@ class FakeSlack:
         self.views.append(view)
         return {"ok": True, "view": {"id": f"V{next(self._ids)}", **view}}
 
+    def _m_conversations_open(self, args: dict[str, Any]) -> dict[str, Any]:
+        users = str(args.get("users", ""))
+        if not users:
+            return {"ok": False, "error": "users_list_not_supplied"}
+        return {"ok": True, "channel": {"id": f"D{users}"}}
+
     def _m_apps_connections_open(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
 
@@ -424,6 +444,16 @@ class FakeSlack:
         self.calls.append(Call("upload", {"file_id": file_id, "size": len(data)}))
         await self._notify()
         return web.Response(text=f"OK - {len(data)}")
+
+    async def _shared_file(self, request: web.Request) -> web.Response:
+        """`url_private`: the file with the bot token; without it, Slack's login page."""
+        file_id = request.match_info["file_id"]
+        auth = request.headers.get("Authorization", "")
+        self.calls.append(Call("file", {"file_id": file_id}, auth.removeprefix("Bearer ")))
+        await self._notify()
+        if auth != f"Bearer {self.bot_token}" or file_id not in self.shared:
+            return web.Response(text="<html>sign in</html>", content_type="text/html")
+        return web.Response(body=self.shared[file_id], content_type="application/octet-stream")
 
     async def _response_url(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -134,28 +134,5 @@ def view_submission(
     }
 
 
-def dm_file_event(
-    files: list[dict[str, Any]], *, user: str = "U0ALICE", text: str = "", event_id: str = "Ev1"
-) -> dict[str, Any]:
-    """The Events API callback of a member sharing `files` in the bot's DM."""
-    return {
-        "type": "event_callback",
-        "team_id": TEAM,
-        "api_app_id": "A0FAKE",
-        "event_id": event_id,
-        "event_time": int(time.time()),
-        "event": {
-            "type": "message",
-            "subtype": "file_share",
-            "channel_type": "im",
-            "channel": "D0BOT",
-            "user": user,
-            "text": text,
-            "files": files,
-            "ts": "1700000000.000100",
-        },
-    }
-
-
 def json_headers(body: str, **kwargs: Any) -> dict[str, str]:
     return {**signed_headers(body, **kwargs), "Content-Type": "application/json"}

@@ -9,6 +9,7 @@ import json
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,10 +35,15 @@ def enable(http: SlackHttp, executor: Executor, cap: int = 10 * MiB) -> None:
     http.adapter.enable_clinic(Clinic(runner, http.service), cap)
 
 
-async def share(http: SlackHttp, files: list[dict[str, object]], **kw: str) -> int:
-    body = json.dumps(rq.dm_file_event(files, **kw))  # type: ignore[arg-type]
+async def share(http: SlackHttp, event: dict[str, Any], text: str = "") -> int:
+    event["event"]["text"] = text
+    body = json.dumps(event)
     status, _ = await http.send(body, rq.json_headers(body))
     return status
+
+
+def file_share(fake: FakeSlack, name: str, data: bytes, size: int | None = None) -> dict[str, Any]:
+    return fake.share_file(name, data, user="U0ALICE", channel="D0BOT", size=size)
 
 
 def dm_texts(fake: FakeSlack) -> list[str]:
@@ -48,16 +54,20 @@ def dm_texts(fake: FakeSlack) -> list[str]:
     ]
 
 
+def downloads(fake: FakeSlack) -> list[str]:
+    return [c.args["file_id"] for c in fake.calls_to("file")]
+
+
 @pytest.mark.timeout(120)
 async def test_a_snapshot_in_a_dm_gets_the_clinics_answer_there(
     http_slack: SlackHttp, fake_slack: FakeSlack, executor: Executor
 ) -> None:
     enable(http_slack, executor)
     data = pickle.dumps(snapshots.growing_batch())
-    shared = fake_slack.share_file("train.pickle", data)
-    assert await share(http_slack, [shared]) == 200
+    event = file_share(fake_slack, "train.pickle", data)
+    assert await share(http_slack, event) == 200
     # Slack retries an event it thinks was missed: taken once.
-    assert await share(http_slack, [shared]) == 200
+    assert await share(http_slack, event) == 200
     await http_slack.adapter.idle()
 
     texts = dm_texts(fake_slack)
@@ -67,47 +77,44 @@ async def test_a_snapshot_in_a_dm_gets_the_clinics_answer_there(
     assert len(fake_slack.calls_to("chat.postMessage")) == 1  # one line, edited
     (complete,) = fake_slack.calls_to("files.completeUploadExternal")
     assert complete.args["channel_id"] == "D0BOT"  # the plot stays in the DM
-    assert len(fake_slack.calls_to("files.download")) == 1
+    assert len(downloads(fake_slack)) == 1
 
 
 async def test_bad_files_in_a_dm_get_one_clear_line_each(
     http_slack: SlackHttp, fake_slack: FakeSlack, executor: Executor
 ) -> None:
     enable(http_slack, executor, cap=1 * MiB)
-    too_big = fake_slack.share_file("huge.pickle", b"x", size=50 * MiB)
-    not_pickle = fake_slack.share_file("notes.pickle", b"hello, not a pickle")
-    a_csv = fake_slack.share_file("questions.csv", b"prompt,a,b")
-    odd_size = fake_slack.share_file("ok.pickle", b"\x80\x04N.")
-    await share(http_slack, [too_big], event_id="E1")
-    await share(http_slack, [not_pickle], event_id="E2")
-    await share(http_slack, [a_csv], event_id="E3")
-    await share(http_slack, [odd_size], event_id="E4", text="0.75")
+    too_big = file_share(fake_slack, "huge.pickle", b"x", size=50 * MiB)
+    not_pickle = file_share(fake_slack, "notes.pickle", b"hello, not a pickle")
+    a_text = file_share(fake_slack, "notes.txt", b"just notes")
+    odd_size = file_share(fake_slack, "ok.pickle", b"\x80\x04N.")
+    await share(http_slack, too_big)
+    await share(http_slack, not_pickle)
+    await share(http_slack, a_text)
+    await share(http_slack, odd_size, text="0.75")
     await http_slack.adapter.idle()
     texts = "\n".join(dm_texts(fake_slack))
     assert "huge.pickle is 50 MiB, over the 1 MiB" in texts
     assert "notes.pickle is not a pickle file" in texts
-    assert "I did not take questions.csv" in texts and "memory snapshots" in texts
+    assert "I did not take notes.txt" in texts and "memory snapshots" in texts
     assert "'0.75' is not a size in GiB" in texts
-    # The oversized file was never downloaded; the others were read by the runner only.
-    downloaded = {c.args["file_id"] for c in fake_slack.calls_to("files.download")}
-    assert too_big["id"] not in downloaded
+    # The oversized file was never downloaded.
+    assert too_big["event"]["files"][0]["id"] not in downloads(fake_slack)
 
 
 async def test_files_not_from_a_human_in_a_dm_are_ignored(
     http_slack: SlackHttp, fake_slack: FakeSlack, executor: Executor
 ) -> None:
     enable(http_slack, executor)
-    shared = fake_slack.share_file("train.pickle", pickle.dumps(snapshots.growing_batch()))
-    event = rq.dm_file_event([shared])
+    data = pickle.dumps(snapshots.growing_batch())
+    event = file_share(fake_slack, "train.pickle", data)
     event["event"]["bot_id"] = "B0OTHER"  # another bot's file
-    body = json.dumps(event)
-    assert (await http_slack.send(body, rq.json_headers(body)))[0] == 200
-    channel_event = rq.dm_file_event([shared], event_id="E9")
-    channel_event["event"]["channel_type"] = "channel"  # a file in a channel
-    body = json.dumps(channel_event)
-    assert (await http_slack.send(body, rq.json_headers(body)))[0] == 200
+    assert await share(http_slack, event) == 200
+    in_channel = file_share(fake_slack, "train.pickle", data)
+    in_channel["event"]["channel_type"] = "channel"  # a file in a channel
+    assert await share(http_slack, in_channel) == 200
     await http_slack.adapter.idle()
-    assert dm_texts(fake_slack) == [] and fake_slack.calls_to("files.download") == []
+    assert dm_texts(fake_slack) == [] and downloads(fake_slack) == []
 
 
 def test_the_temp_file_is_private(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.scopes import APP_TOKEN_METHODS, METHOD_SCOPES, bot_scopes
+from adapters.slack.scopes import APP_TOKEN_METHODS, BOT_EVENTS, METHOD_SCOPES, bot_scopes
 
 ROOT = Path(__file__).resolve().parents[3]
 MANIFEST = ROOT / "deploy" / "slack" / "manifest.yaml"
@@ -66,3 +66,10 @@ def test_the_manifest_has_the_command_interactivity_and_socket_mode() -> None:
     assert m["settings"]["interactivity"]["is_enabled"] is True
     assert m["settings"]["socket_mode_enabled"] is True
     assert m["features"]["bot_user"]["display_name"]
+
+
+def test_the_manifest_subscribes_to_the_events_the_adapter_listens_to() -> None:
+    m = manifest()
+    assert set(m["settings"]["event_subscriptions"]["bot_events"]) == set(BOT_EVENTS)
+    assert set(BOT_EVENTS.values()) <= set(m["oauth_config"]["scopes"]["bot"])
+    assert m["features"]["app_home"]["messages_tab_enabled"] is True

@@ -1,0 +1,187 @@
+"""Importing question files into a workspace's team pack: `quizbot questions import`, a
+file an admin sends the bot (Slack: in a direct message; Discord: `/quiz import` with an
+attachment; the console: `/import PATH`).
+
+The file is read and every entry validated first (`QuestionFileReader`, off the event
+loop: ten thousand rows take a second); then the valid questions go in, in one
+transaction, skipping those already in the pack (same content hash: importing twice adds
+nothing). Every invalid entry is reported with where it is and the fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from bot.clock import Clock
+from bot.commands import AdminStatus, CommandSet, Invocation, Reply, admin_refusal
+from bot.domain import ChannelRef, Locale, Platform, UserRef
+from bot.errors import UserFacingError
+from bot.i18n import N_, Translator, translator
+from bot.messages import Message
+from bot.quiz import QuizService
+from bot.quoting import cut
+from bot.team import Origin, QuestionFileReader, TeamPackRepository, TeamQuestion, Workspace
+
+SHOWN_PROBLEMS = 20  # in chat; the command line prints them all
+# The largest question file any format takes (8 MiB of CSV, some 20,000 rows; the reader
+# bounds each format on its own); a larger upload is refused by its size alone.
+MAX_UPLOAD_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    name: str
+    entries: int
+    added: tuple[TeamQuestion, ...]
+    valid: int
+    problems: tuple[str, ...]
+    approved: bool
+
+    @property
+    def known(self) -> int:
+        """Valid questions already in the pack (any state)."""
+        return self.valid - len(self.added)
+
+
+class QuestionImport:
+    def __init__(self, team: TeamPackRepository, reader: QuestionFileReader, clock: Clock) -> None:
+        self.team = team
+        self.reader = reader
+        self.clock = clock
+
+    def accepts(self, name: str) -> bool:
+        return self.reader.accepts(name)
+
+    async def run(
+        self,
+        workspace: Workspace,
+        name: str,
+        data: bytes,
+        *,
+        approve: bool,
+        author: UserRef | None = None,
+        channel: ChannelRef | None = None,
+    ) -> ImportReport:
+        """Read, validate and store one file. Raises `UserFacingError` when the whole file
+        is refused (too large, unreadable, an Open Trivia DB error code)."""
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise UserFacingError(too_large(name, len(data), translator(Locale.EN)))
+        read = await asyncio.to_thread(self.reader.read, name, data)
+        added = await self.team.add(
+            workspace,
+            read.questions,
+            origin=Origin.IMPORT,
+            approved=approve,
+            now=self.clock.now(),
+            author=author,
+            channel=channel,
+        )
+        return ImportReport(
+            name, read.entries, tuple(added), len(read.questions), read.problems, approve
+        )
+
+
+def too_large(name: str, size: int, t: Translator) -> str:
+    megabytes = f"{size / 1e6:.1f}"
+    return t(
+        "{name} is {size} MB, over the {limit} MiB limit for a question file; split it into "
+        "smaller files",
+        name=cut(name),
+        size=megabytes,
+        limit=MAX_UPLOAD_BYTES // (1024 * 1024),
+    )
+
+
+def import_message(report: ImportReport, locale: Locale) -> Message:
+    t = translator(locale)
+    lines = [
+        t.n(
+            "{name}: {count} new question from {entries} entries; {known} already in the "
+            "team pack, {invalid} with problems.",
+            "{name}: {count} new questions from {entries} entries; {known} already in the "
+            "team pack, {invalid} with problems.",
+            len(report.added),
+            name=cut(report.name),
+            entries=report.entries,
+            known=report.known,
+            invalid=len(report.problems),
+        )
+    ]
+    if report.added:
+        lines.append(
+            t("They are in the team pack now.")
+            if report.approved
+            else t("They wait for review: /quiz review")
+        )
+    if report.problems:
+        lines += ["", t("Fix these and send the file again (the rest is not imported twice):")]
+        lines += [f"- {p}" for p in report.problems[:SHOWN_PROBLEMS]]
+        if len(report.problems) > SHOWN_PROBLEMS:
+            lines.append(t("…and {count} more.", count=len(report.problems) - SHOWN_PROBLEMS))
+    return Message(title=t("Question import"), body="\n".join(lines))
+
+
+async def import_in_chat(
+    importer: QuestionImport,
+    channel: ChannelRef,
+    user: UserRef,
+    admin: AdminStatus,
+    name: str,
+    data: bytes,
+    locale: Locale,
+) -> Message:
+    """A file an admin sent the bot: imported into their workspace's pack, approved (an
+    admin's import is their review). Anyone else is told who may."""
+    t = translator(locale)
+    if admin is not AdminStatus.YES:
+        return Message(body=admin_refusal(user.platform, "import", admin, t))
+    if len(data) > MAX_UPLOAD_BYTES:
+        return Message(body=too_large(name, len(data), t))
+    try:
+        report = await importer.run(
+            Workspace.of(channel), name, data, approve=True, author=user, channel=channel
+        )
+    except UserFacingError as exc:
+        return Message(body=str(exc))
+    return import_message(report, locale)
+
+
+IMPORT_HOW = {
+    Platform.SLACK: N_(
+        "Send me the file in a direct message: bank YAML (.yaml), CSV (.csv) or Open Trivia DB "
+        "JSON (.json). CSV columns: prompt,a,b,c,d,e,answer,explanation,topic,difficulty,"
+        "locale,references"
+    ),
+    Platform.DISCORD: N_(
+        "Attach the file to /quiz import: bank YAML (.yaml), CSV (.csv) or Open Trivia DB JSON "
+        "(.json). CSV columns: prompt,a,b,c,d,e,answer,explanation,topic,difficulty,locale,"
+        "references"
+    ),
+    Platform.CONSOLE: N_(
+        "Type /import PATH: bank YAML (.yaml), CSV (.csv) or Open Trivia DB JSON (.json). CSV "
+        "columns: prompt,a,b,c,d,e,answer,explanation,topic,difficulty,locale,references"
+    ),
+}
+
+
+def install_import_help(cs: CommandSet) -> None:
+    """`/quiz import` (admins): how to send a question file on this platform (the platform
+    hands the file itself to `import_in_chat`)."""
+
+    async def how(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
+        t = translator(inv.locale)
+        return [Reply(Message(body=t(IMPORT_HOW[inv.channel.platform])))]
+
+    cs.add("import", how, "import", admin=True)
+
+
+__all__ = [
+    "MAX_UPLOAD_BYTES",
+    "ImportReport",
+    "QuestionImport",
+    "import_in_chat",
+    "import_message",
+    "install_import_help",
+    "too_large",
+]
