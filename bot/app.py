@@ -224,6 +224,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
                 deliveries=core.deliveries,
             )
             chats[Platform.DISCORD] = discord.chat
+            discord.enable_clinic(core.clinic, settings.clinic_max_bytes)
             await stack.enter_async_context(discord)
             core.web.add_check("discord", discord.healthy)
             if discord.http_mode:
