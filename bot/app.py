@@ -255,7 +255,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             raise QuizError("the Discord gateway connection ended; exiting for a restart")
 
 
-# How many young-generation collections between two full ones (CPython's default: 10).
+# How many collections of the middle generation between two full ones (CPython: 10).
 FULL_COLLECTION_EVERY = 100
 
 
@@ -268,9 +268,9 @@ def settled_heap() -> Iterator[None]:
     clicks those are the requests in flight (about 80 objects each in aiohttp, asyncio and
     the click's path). With the start-up heap frozen, CPython's brake on full collections
     (the objects promoted since the last one must reach a quarter of the older ones) no
-    longer holds: they came every 10 young-generation collections, twice in a burst of
-    1,000 clicks at 30-50 ms each (bench/discord_interactions.py). One every 100 keeps
-    them out of a burst; cyclic garbage waits a little longer to be freed.
+    longer holds: one came after every 10 collections of the middle generation, twice in
+    a burst of 1,000 clicks at 30-60 ms each (bench/discord_interactions.py). One after
+    every 100 keeps them out of a burst; cyclic garbage waits a little longer to be freed.
     """
     previous = gc.get_threshold()
     gc.freeze()

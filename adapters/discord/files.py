@@ -158,11 +158,8 @@ def resolved_attachment(
     when it is not there or not well-formed (nothing is fetched that the command did not
     carry)."""
     resolved = data.get("resolved")
-    found = (
-        resolved.get("attachments", {}).get(str(attachment_id))
-        if isinstance(resolved, Mapping)
-        else None
-    )
+    attachments = resolved.get("attachments") if isinstance(resolved, Mapping) else None
+    found = attachments.get(str(attachment_id)) if isinstance(attachments, Mapping) else None
     if not isinstance(found, Mapping):
         return None
     size, url, name = found.get("size"), found.get("url"), found.get("filename")

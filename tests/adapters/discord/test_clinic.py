@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 
 from adapters.discord.adapter import DiscordAdapter
-from adapters.discord.files import AttachedFile, AttachmentRoute, FileWork, private_temp_file
+from adapters.discord.files import (
+    AttachedFile,
+    AttachmentRoute,
+    FileWork,
+    private_temp_file,
+    resolved_attachment,
+)
 from adapters.discord.replies import DeferredReply
 from bot.clinic_flow import Clinic
 from bot.clock import FakeClock
@@ -229,3 +235,22 @@ def test_the_temporary_file_is_private_and_named_without_a_path() -> None:
         assert path.name.endswith("-.._.._etc_passwd_x.pickle")
     finally:
         path.unlink()
+
+
+@pytest.mark.parametrize(
+    "resolved",
+    [
+        None,
+        [],
+        {"attachments": []},
+        {"attachments": {"9": {"filename": "a.pickle", "url": "https://cdn/a"}}},  # no size
+        {"attachments": {"9": {"filename": "a.pickle", "url": "https://cdn/a", "size": True}}},
+        {"attachments": {"9": {"filename": "", "url": "https://cdn/a", "size": 3}}},
+        {"attachments": {"8": {"filename": "a.pickle", "url": "https://cdn/a", "size": 3}}},
+    ],
+)
+def test_an_attachment_not_resolved_in_the_command_is_none(resolved: object) -> None:
+    data: Json = {"id": "1", "name": "quiz", "resolved": resolved}
+    assert resolved_attachment(data, "9") is None  # type: ignore[arg-type]
+    good = {"attachments": {"9": {"filename": "a.pickle", "url": "https://cdn/a", "size": 3}}}
+    assert resolved_attachment({**data, "resolved": good}, "9") is not None  # type: ignore[arg-type]
