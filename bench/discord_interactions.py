@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import json
 import os
 import random
@@ -51,6 +50,7 @@ from aiohttp import web
 
 from adapters.discord.adapter import DiscordAdapter
 from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
+from bot.app import settled_heap
 from bot.clock import SystemClock
 from bot.commands import core_commands
 from bot.domain import ChannelRef, Platform
@@ -108,6 +108,7 @@ async def bursts(url: str, mode: str, users: int, repeats: int) -> list[dict[str
     loop = asyncio.get_running_loop()
     chats: dict[str, Chat] = {}
     results = []
+    heap = contextlib.ExitStack()
     try:
         async with SqlStore(url) as store:
             service = QuizService(store, chats, load_bank(), SystemClock(), rng=random.Random(1))
@@ -134,9 +135,9 @@ async def bursts(url: str, mode: str, users: int, repeats: int) -> list[dict[str
             )
             async with adapter, serving as port:
                 await adapter.wait_until_ready(timeout=10)
-                # What `quizbot serve` does once started: the start-up's objects (question
-                # bank, ORM, discord.py) leave the collector's generations.
-                gc.freeze()
+                # What `quizbot serve` does once started (the start-up's objects leave the
+                # collector's generations; full collections stay out of bursts).
+                heap.enter_context(settled_heap())
                 for rep in range(repeats):
                     channel = str(FIRST_CHANNEL + rep)
                     post = await service.ask(ChannelRef(Platform.DISCORD, GUILD, channel))
@@ -153,7 +154,7 @@ async def bursts(url: str, mode: str, users: int, repeats: int) -> list[dict[str
                     results.append(result)
                 await service.drain_updates()
     finally:
-        gc.unfreeze()
+        heap.close()
         fake.terminate()
         fake.wait(timeout=10)
     return results

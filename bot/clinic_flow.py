@@ -13,8 +13,21 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from bot.clinic import ClinicJob, ClinicProgress, ClinicStage, ProgressCallback
-from bot.commands import CommandSet, Invocation, Reply, failure_message
+from bot.clinic import (
+    GPU_MEMORY_GIB_RANGE,
+    ClinicJob,
+    ClinicProgress,
+    ClinicStage,
+    ProgressCallback,
+)
+from bot.commands import (
+    CommandOption,
+    CommandSet,
+    Invocation,
+    OptionKind,
+    Reply,
+    failure_message,
+)
 from bot.domain import Locale, Platform
 from bot.errors import UserFacingError
 from bot.i18n import N_, translator
@@ -84,6 +97,11 @@ class Clinic:
         self.service = service
         self._problems = ThrottledLog(log)
 
+    @property
+    def available(self) -> bool:
+        """False with QUIZBOT_RUNNER=off: a platform can say so before taking a file."""
+        return bool(getattr(self.runner, "enabled", True))
+
     async def examine(self, job: ClinicJob, delivery: ClinicDelivery) -> None:
         """Analyse `job` and deliver the result privately; never raises."""
         t = translator(job.locale)
@@ -125,15 +143,38 @@ class Clinic:
             )
 
 
+SNAPSHOT_OPTION = CommandOption(
+    "snapshot",
+    N_("your torch.cuda.memory._dump_snapshot() file (.pickle)"),
+    kind=OptionKind.ATTACHMENT,
+)
+GPU_MEMORY_OPTION = CommandOption(
+    "gpu_memory",
+    N_("the GPU's memory in GiB (default: the snapshot's own, else 80)"),
+    kind=OptionKind.NUMBER,
+    min_value=GPU_MEMORY_GIB_RANGE[0],
+    max_value=GPU_MEMORY_GIB_RANGE[1],
+)
+
+
 def register_clinic_command(cs: CommandSet) -> None:
-    """`/quiz clinic`: how to send a snapshot on this platform (the adapters take the file)."""
+    """`/quiz clinic`: how to send a snapshot on this platform. Where a command carries
+    files (Discord's `snapshot` option), the adapter takes the file and runs `Clinic`;
+    without one the command answers how to send it."""
 
     async def clinic(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         t = translator(inv.locale)
         how = HOW_TO.get(inv.channel.platform, HOW_TO[Platform.CONSOLE])
         return [Reply(Message(body=t(how) + "\n\n" + t(RECORD_HINT)))]
 
-    cs.add("clinic", clinic, "clinic")
+    cs.add("clinic", clinic, "clinic", options=[SNAPSHOT_OPTION, GPU_MEMORY_OPTION])
 
 
-__all__ = ["Clinic", "ClinicDelivery", "progress_message", "register_clinic_command"]
+__all__ = [
+    "GPU_MEMORY_OPTION",
+    "SNAPSHOT_OPTION",
+    "Clinic",
+    "ClinicDelivery",
+    "progress_message",
+    "register_clinic_command",
+]

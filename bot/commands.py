@@ -87,6 +87,18 @@ Handler = Callable[[QuizService, Invocation, list[str]], Awaitable[list[Reply]]]
 Suggest = Callable[[QuizService], Sequence[str]]
 
 
+class OptionKind(StrEnum):
+    """What an option takes, for platforms that type their options (Discord)."""
+
+    STRING = "string"
+    INTEGER = "integer"
+    NUMBER = "number"
+    # A file sent with the command (Discord's attachment option). It is never part of the
+    # command's text: the adapter hands the file to the feature that takes it (the memory
+    # clinic's snapshot); without one, the command runs as usual.
+    ATTACHMENT = "attachment"
+
+
 @dataclass(frozen=True, slots=True)
 class CommandOption:
     """One argument of a subcommand, for platforms that show commands as forms (Discord's
@@ -97,6 +109,9 @@ class CommandOption:
     required: bool = False
     choices: tuple[str, ...] = ()  # the only values allowed
     suggest: Suggest | None = None  # values offered as the user types (autocomplete)
+    kind: OptionKind = OptionKind.STRING
+    min_value: float | None = None  # INTEGER and NUMBER: the range the platform enforces
+    max_value: float | None = None
 
 
 @dataclass(slots=True)
@@ -236,6 +251,7 @@ _DESCRIPTIONS = {
     "mydata": N_("get a file of everything the quiz stores about you"),
     "forget-me": N_("erase your answers and scores, and leave every board"),
     "import": N_("import a question file into the team pack (admins)"),
+    "clinic": N_("check your PyTorch memory snapshot under other allocator settings"),
 }
 
 
@@ -319,6 +335,7 @@ __all__ = [
     "CommandOption",
     "CommandSet",
     "Invocation",
+    "OptionKind",
     "Reply",
     "admin_refusal",
     "core_commands",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.commands import CommandSet, Invocation, Reply
+from bot.commands import CommandOption, CommandSet, Invocation, OptionKind, Reply
 from bot.domain import Locale, PostState
 from bot.errors import UserFacingError
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
@@ -19,6 +19,13 @@ from bot.quiz import QuizService
 
 FORM_KIND = "number"
 FIELD = "value"
+SHARE_OPTION = CommandOption(
+    "share",
+    N_("the percentage of generated questions, 0 to 100 (default 25)"),
+    kind=OptionKind.INTEGER,
+    min_value=0,
+    max_value=100,
+)
 NOT_A_NUMBER = N_("{value!r} is not a number: type only the number, in {unit} (e.g. 42 or 42.5).")
 
 
@@ -64,7 +71,14 @@ def install_generated(cs: CommandSet, interactions: Interactions, service: QuizS
             )
         ]
 
-    cs.add("generated", generated, "generated [0-100]", admin=True, admin_args_only=True)
+    cs.add(
+        "generated",
+        generated,
+        "generated [0-100]",
+        admin=True,
+        admin_args_only=True,
+        options=[SHARE_OPTION],
+    )
 
     async def open_number(click: Click, locale: Locale) -> Form | Message:
         t = translator(locale)

@@ -25,6 +25,7 @@ from bot.domain import (
     ChannelSettings,
     Leaderboard,
     Locale,
+    Platform,
     Post,
     PostKind,
     PostState,
@@ -59,6 +60,15 @@ DEFAULT_WINDOW = timedelta(hours=24)
 # the reconciler (longer than the platform clients' request timeouts).
 DEFAULT_REVEAL_LEASE = timedelta(minutes=2)
 _REMEMBERED_LOCALES = 10_000
+# Why the bot could not post a question, in each platform's words (the console always can).
+NOT_IN_CHANNEL = {
+    Platform.SLACK: N_("I cannot post in this channel yet: add me with /invite, then try again."),
+    Platform.DISCORD: N_(
+        "I cannot post in this channel: I need the View Channel, Send Messages and Send "
+        "Messages in Threads permissions here. A server admin can grant them in the "
+        "channel's settings (Permissions); then try again."
+    ),
+}
 
 
 class RevealListener(Protocol):
@@ -211,7 +221,7 @@ class QuizService:
             await self.store.posts.discard_unsent(post.id)
             await self.store.settings.release_ask(channel, now)
             raise UserFacingError(
-                t("I cannot post in this channel yet: add me with /invite, then try again.")
+                t(NOT_IN_CHANNEL.get(channel.platform, NOT_IN_CHANNEL[Platform.SLACK]))
             ) from None
         except (UserFacingError, StorageUnavailable):
             raise

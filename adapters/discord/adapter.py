@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -29,12 +30,15 @@ from aiohttp import web
 
 from adapters.discord.chat import DiscordChat
 from adapters.discord.endpoint import PATH, InteractionsEndpoint, verify_key
+from adapters.discord.files import AttachedFile, AttachmentRoute, FileWork
 from adapters.discord.gateway import TOKEN_REJECTED, Gateway
 from adapters.discord.interactions import DiscordInteractions
 from adapters.discord.payloads import Malformed
-from adapters.discord.replies import Webhook
+from adapters.discord.replies import DeferredReply, Webhook
 from adapters.discord.rest import DiscordRest
 from adapters.discord.slash import quiz_command
+from bot.clinic import ClinicJob, check_snapshot_size, clinic_off_error, gpu_memory_from_gib
+from bot.clinic_flow import GPU_MEMORY_OPTION, SNAPSHOT_OPTION, Clinic
 from bot.commands import CommandSet
 from bot.config import Settings
 from bot.deliveries import Deliveries
@@ -163,6 +167,31 @@ class DiscordAdapter:
         }
         options.update(overrides)
         return cls(service, commands, **options)
+
+    def enable_clinic(self, clinic: Clinic, max_bytes: int) -> None:
+        """The memory clinic: `/quiz clinic snapshot:<file> [gpu_memory:<GiB>]` analyses
+        the attached snapshot and answers in the command's private reply."""
+
+        def start(attached: AttachedFile) -> FileWork:
+            if not clinic.available:
+                raise clinic_off_error(attached.locale)
+            check_snapshot_size(attached.size, max_bytes, attached.name, attached.locale)
+            gib = attached.options.get(GPU_MEMORY_OPTION.name)
+            gpu_memory = (
+                gpu_memory_from_gib(gib if isinstance(gib, str) else float(gib), attached.locale)
+                if gib is not None
+                else None
+            )
+
+            async def examine(path: Path, reply: DeferredReply) -> None:
+                job = ClinicJob.upload(
+                    path, attached.locale, gpu_memory=gpu_memory, name=attached.name
+                )
+                await clinic.examine(job, reply)
+
+            return examine
+
+        self.path.files.add(AttachmentRoute("clinic", SNAPSHOT_OPTION.name, max_bytes, start))
 
     @property
     def http_mode(self) -> bool:

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from typing import Any
 
 from adapters.discord.payloads import DM_WORKSPACE
-from adapters.discord.render import content, message_json, truncate
+from adapters.discord.render import content, image_attachment, message_json, truncate
 from adapters.discord.replies import current_private_line
 from adapters.discord.rest import DiscordError, DiscordRest
 from bot.domain import ChannelRef, MessageRef, UserRef
@@ -72,10 +72,7 @@ class DiscordChat:
         files: list[tuple[str, bytes]] = []
         if image is not None:
             files.append((image.filename, image.data))
-            attachment: dict[str, Any] = {"id": 0, "filename": image.filename}
-            if image.title:
-                attachment["description"] = truncate(image.title, 1024)
-            body = {**body, "attachments": [attachment]}
+            body = {**body, "attachments": [image_attachment(image)]}
         sent = await self.rest.call("POST", f"/channels/{channel_id}/messages", body, files=files)
         return str(sent["id"]) if isinstance(sent, dict) and "id" in sent else ""
 

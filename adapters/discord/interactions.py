@@ -9,11 +9,16 @@ POSTs it to the interaction callback, the HTTP endpoint returns it), with what f
   stored. Should the database take longer than `store_deadline`, the click is stored to
   be replayed after a crash and the answer is deferred (or, when even that does not
   happen in time, not acknowledged: Discord tells the user it failed).
-- Any other button (the reveal's demo button, and kinds other features register) and
-  every `/quiz` command: stored first (`bot.deliveries.Deliveries`, waiting up to
-  `store_deadline`: a redelivery on any replica is dropped, a crash replays it), then
-  run; the reply is the initial response when the core answers within `ack_deadline`,
-  else a private deferral that it replaces.
+- Any other button (the reveal's demo button, and kinds other features register), every
+  `/quiz` command and every submitted form: stored first, then run, answered inline or
+  after a private deferral (`answering.StoredRuns`).
+- A button whose kind opens a form (the typed answer's "Type the number…"): the form is
+  the initial response (a modal, type 9: it cannot follow a deferral). Its submission
+  (type 5) is answered privately with the outcome, or with the problems to fix and what
+  was typed (`forms.py`).
+- A command carrying a file in an option a feature registered (`/quiz clinic
+  snapshot:…`): refused at once when the file cannot be taken, else a private deferral,
+  then the download and the feature's work, editing that reply (`files.py`).
 - Autocomplete -> the matching topics or demo ids (type 8), from the command's options.
 - Anything else is `Malformed`: the caller logs it once per interval, counts it, and
   drops it (gateway) or answers 400 (HTTP). Nothing here raises for input.
@@ -21,27 +26,31 @@ POSTs it to the interaction callback, the HTTP endpoint returns it), with what f
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
+from adapters.discord.answering import PLATFORM, Handled, StoredRuns, finished
+from adapters.discord.files import AttachedCommands, AttachmentRoute
+from adapters.discord.forms import (
+    FORM_NOT_OPENED,
+    form_response,
+    modal_values,
+    problems_message,
+)
 from adapters.discord.payloads import (
     APPLICATION_COMMAND,
     AUTOCOMPLETE,
+    MODAL_SUBMIT,
     PING,
     Interaction,
-    InteractionPayload,
     Malformed,
-    Target,
     channel_ref,
     command_text,
     focused_option,
     is_admin,
     read_interaction,
-    stored,
     subcommand,
     user_locale,
     user_ref,
@@ -49,25 +58,18 @@ from adapters.discord.payloads import (
 from adapters.discord.replies import (
     DEFERRED_PRIVATE,
     PONG,
-    PrivateLine,
-    Webhook,
+    DeferredReply,
     choices_response,
-    current_private_line,
     reply_response,
 )
 from adapters.discord.rest import DiscordRest
 from adapters.discord.slash import matching, options_of
-from bot.commands import (
-    AdminStatus,
-    CommandSet,
-    Invocation,
-    Reply,
-    failure_message,
-    run_command,
-)
+from bot.commands import AdminStatus, CommandSet, Invocation, Reply, run_command
 from bot.deliveries import Deliveries
-from bot.domain import Delivery, Locale
-from bot.i18n import N_, translator
+from bot.domain import Delivery, Platform, UserRef
+from bot.errors import UserFacingError
+from bot.forms import Submission
+from bot.i18n import translator
 from bot.interactions import NOT_AVAILABLE, Click, Interactions
 from bot.logs import ThrottledLog, problem_key
 from bot.messages import ActionKind, Message
@@ -76,22 +78,10 @@ from bot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
 
-PLATFORM = "discord"
-DONE = N_("Done.")
 # An interaction token answers for 15 minutes: replay only what can still be answered.
 REPLAY_MAX_AGE = timedelta(minutes=13)
 # Storing an answer click the database was slow to record: what is left of Discord's 3 s.
 LATE_STORE_DEADLINE = 0.3
-
-Later = Callable[[bool], Coroutine[Any, Any, None]]
-"""Run once the initial response went out (True) or could not (False)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Handled:
-    target: Target | None  # None for PING
-    response: dict[str, Any] | None  # None: say nothing (a redelivery, or too late)
-    later: Later | None = None
 
 
 class DiscordInteractions:
@@ -113,13 +103,23 @@ class DiscordInteractions:
         self.commands = commands
         self.interactions = interactions
         self.deliveries = deliveries
-        self.rest = rest
         self.tasks = tasks
         self.admin_role = str(admin_role) if admin_role is not None else None
         self.admin_ids = frozenset(admin_ids)
-        self.ack_deadline = ack_deadline  # the reply inline, or a deferral
-        self.store_deadline = store_deadline  # the database, before acknowledging
+        self.store_deadline = store_deadline
         self.problems = ThrottledLog(log)
+        self._admins: dict[str, AdminStatus] = {}  # user key -> from their last interaction
+        interactions.set_admin_check(Platform.DISCORD, self._admin_of)
+        self.runs = StoredRuns(
+            service,
+            deliveries,
+            rest,
+            tasks,
+            self.problems,
+            ack_deadline=ack_deadline,
+            store_deadline=store_deadline,
+        )
+        self.files = AttachedCommands(rest)  # features add theirs (`add`)
         deliveries.add_replayer(PLATFORM, self.replay, REPLAY_MAX_AGE)
 
     async def handle(self, raw: object) -> Handled:
@@ -128,14 +128,36 @@ class DiscordInteractions:
         del raw  # only the fields read live on (see `read_interaction`)
         if interaction.type == PING:
             return Handled(None, PONG)
+        self._remember_admin(interaction.payload)
         if interaction.type == AUTOCOMPLETE:
             return Handled(interaction.target, self._choices(interaction))
         if interaction.type == APPLICATION_COMMAND:
+            route = self.files.route_for(interaction)
+            if route is not None:
+                return await self._with_file(interaction, route)
             text = self._command_text(interaction)
-            return await self._stored_then_run(
-                interaction, lambda: self._command(interaction, text)
-            )
+            return await self.runs.run(interaction, lambda: self._command(interaction, text))
+        if interaction.type == MODAL_SUBMIT:
+            submission = _submission(interaction)
+            if submission is None:
+                return await self._not_ours(interaction)
+            return await self.runs.run(interaction, lambda: self._submit(submission))
         return await self._click(interaction)
+
+    def _remember_admin(self, payload: Any) -> None:
+        """Discord says in every interaction whether its member is an admin (permissions,
+        roles): kept for the core's admin-only buttons and forms, which ask by user."""
+        try:
+            key = user_ref(payload).key
+            admin = is_admin(payload, self.admin_role, self.admin_ids)
+        except (KeyError, TypeError, ValueError):
+            return  # a payload without a member: the handlers below refuse it
+        if len(self._admins) >= 10_000:
+            self._admins.clear()
+        self._admins[key] = AdminStatus.YES if admin else AdminStatus.NO
+
+    async def _admin_of(self, user: UserRef) -> AdminStatus:
+        return self._admins.get(user.key, AdminStatus.NO)
 
     def dropped(self, exc: Malformed) -> None:
         """Log (once per interval) and count an interaction that was not handled."""
@@ -153,89 +175,88 @@ class DiscordInteractions:
             interaction.custom_id, user_ref(payload), channel_ref(payload), user_lang
         )
         if click is None:
-            # Not one of our buttons, or out of range: it never reaches the database.
-            self.dropped(Malformed("foreign custom_id", interaction.custom_id[:40]))
-            locale = await self.service.locale_for(channel_ref(payload), user_lang)
-            message = Message(body=translator(locale)(NOT_AVAILABLE))
-            return Handled(interaction.target, reply_response(message))
+            return await self._not_ours(interaction)
         if click.kind is ActionKind.ANSWER:
             return await self._answer(interaction, click)
+        if self.interactions.opens_form(click.kind):
+            return await self._open_form(interaction, click)
 
         async def run() -> list[Reply]:
             return [Reply(await self.interactions.click(click))]
 
-        return await self._stored_then_run(interaction, run)
+        return await self.runs.run(interaction, run)
+
+    async def _not_ours(self, interaction: Interaction) -> Handled:
+        # Not one of our buttons or forms, or out of range: it never reaches the database.
+        self.dropped(Malformed("foreign custom_id", interaction.custom_id[:40]))
+        locale = await self.runs.locale(interaction.payload)
+        return Handled(
+            interaction.target, reply_response(Message(body=translator(locale)(NOT_AVAILABLE)))
+        )
 
     async def _answer(self, interaction: Interaction, click: Click) -> Handled:
         recording = self.tasks.spawn(self.interactions.click(click), name="discord-answer")
-        if await _finished(recording, self.store_deadline):
+        if await finished(recording, self.store_deadline):
             return Handled(interaction.target, reply_response(recording.result()))
         # The database is slow: acknowledge only once the click is safe from a crash.
-        begin = self.tasks.spawn(self._begin(interaction), name="discord-store")
-        if not await _finished(begin, LATE_STORE_DEADLINE) or not begin.result():
+        begin = self.tasks.spawn(self.runs.begin(interaction), name="discord-store")
+        if not await finished(begin, LATE_STORE_DEADLINE) or not begin.result():
             return Handled(interaction.target, None)  # Discord tells the user it failed
-        webhook = self._webhook(interaction)
+        webhook = self.runs.webhook(interaction)
 
         async def later(responded: bool) -> None:
             message = await recording
             if responded:
                 await webhook.edit_original(message)
-            await self._finish(interaction, begin)
+            await self.runs.finish(interaction, begin)
 
         return Handled(interaction.target, DEFERRED_PRIVATE, later)
 
-    # -- commands and other clicks: stored, then run -------------------------------------
+    # -- forms ---------------------------------------------------------------------------
 
-    async def _stored_then_run(
-        self, interaction: Interaction, work: Callable[[], Awaitable[list[Reply]]]
-    ) -> Handled:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        # A database slower than the deadline: run it anyway (better once without a crash
-        # guarantee than not at all); `begin` goes on in the background.
-        begin = self.tasks.spawn(self._begin(interaction), name="discord-store")
-        if await _finished(begin, self.store_deadline) and not begin.result():
-            log.info("Discord: dropped a repeated delivery of interaction %s", interaction.key)
+    async def _open_form(self, interaction: Interaction, click: Click) -> Handled:
+        """The form is the initial response (a modal cannot follow a deferral); opening it
+        changes nothing stored, so there is nothing to store first."""
+        opening = self.tasks.spawn(self.interactions.open_form(click), name="discord-form")
+        done = await finished(opening, self.store_deadline)
+        locale = await self.runs.locale(interaction.payload)
+        if not done:
+            message = Message(body=translator(locale)(FORM_NOT_OPENED))
+            return Handled(interaction.target, reply_response(message))
+        return Handled(interaction.target, form_response(opening.result(), locale))
+
+    async def _submit(self, submission: Submission) -> list[Reply]:
+        reply = await self.interactions.submit(submission)
+        if reply.errors:
+            locale = await self.service.locale_for(submission.channel, submission.user_locale)
+            return [Reply(problems_message(submission, reply, locale))]
+        return [Reply(reply.message)] if reply.message is not None else []
+
+    # -- a file sent with a command ------------------------------------------------------
+
+    async def _with_file(self, interaction: Interaction, route: AttachmentRoute) -> Handled:
+        begin = await self.runs.stored(interaction)
+        if begin is None:
             return Handled(interaction.target, None)
-        webhook = self._webhook(interaction)
-        running = self.tasks.spawn(self._replies(interaction, webhook, work), name="discord-run")
-        left = max(self.ack_deadline - (loop.time() - started), 0.0)
-        if not await _finished(running, left):
-
-            async def deferred(responded: bool) -> None:
-                replies = await running
-                if responded:
-                    await webhook.say_after_deferral(replies)
-                await self._finish(interaction, begin)
-
-            return Handled(interaction.target, DEFERRED_PRIVATE, deferred)
-        replies = running.result()
-        first = replies[0] if replies else Reply(Message(body=await self._done(interaction)))
-
-        async def inline(responded: bool) -> None:
-            if responded:
-                await webhook.follow_ups(replies[1:])
-            await self._finish(interaction, begin)
-
-        return Handled(
-            interaction.target, reply_response(first.message, private=first.private), inline
-        )
-
-    async def _replies(
-        self, interaction: Interaction, webhook: Webhook, work: Callable[[], Awaitable[list[Reply]]]
-    ) -> list[Reply]:
-        """Run `work` with the user's private line open (`DiscordChat.send_private`)."""
-        line = PrivateLine(user_ref(interaction.payload).user, webhook)
-        current_private_line.set(line)  # this task's own context, and its children's
+        reply = DeferredReply(self.runs.webhook(interaction))
+        locale = await self.runs.locale(interaction.payload)
         try:
-            replies = await work()
-        except Exception as exc:  # the core's use cases do not raise; a bug must not hang
-            self.problems.problem(
-                problem_key("discord interaction", exc), "an interaction failed", exc=exc
-            )
-            locale = await self._locale(interaction.payload)
-            replies = [Reply(failure_message(locale, exc))]
-        return line.close() + replies  # in the order they were said
+            take = self.files.accept(interaction, route, locale, reply)
+        except UserFacingError as exc:
+
+            async def refused(responded: bool) -> None:
+                await self.runs.finish(interaction, begin)
+
+            return Handled(interaction.target, reply_response(Message(body=str(exc))), refused)
+
+        async def taken(responded: bool) -> None:
+            if responded:
+                await take()
+            await self.runs.finish(interaction, begin)
+
+        return Handled(interaction.target, DEFERRED_PRIVATE, taken)
+
+    # -- commands ------------------------------------------------------------------------
 
     async def _command(self, interaction: Interaction, text: str) -> list[Reply]:
         payload = interaction.payload
@@ -247,7 +268,7 @@ class DiscordInteractions:
         inv = Invocation(
             channel_ref(payload),
             user_ref(payload),
-            await self._locale(payload),
+            await self.runs.locale(payload),
             admin_check=admin_check,
         )
         return await run_command(self.commands, self.service, inv, text)
@@ -256,16 +277,6 @@ class DiscordInteractions:
         name, _ = subcommand(interaction.command)
         order = [o.name for o in options_of(self.commands, name)]
         return command_text(interaction.command, order)
-
-    async def _begin(self, interaction: Interaction) -> bool:
-        record = {"interaction": stored(interaction.payload)}
-        return await self.deliveries.begin(interaction.key, PLATFORM, record)
-
-    async def _finish(self, interaction: Interaction, begin: asyncio.Task[Any]) -> None:
-        # A store that outlived the deadline must land before it is marked done, or a late
-        # row would be replayed as if the work had died.
-        await asyncio.wait({begin})
-        await self.deliveries.finish(interaction.key)
 
     # -- autocomplete --------------------------------------------------------------------
 
@@ -293,38 +304,44 @@ class DiscordInteractions:
         except Malformed as exc:
             self.dropped(exc)
             return
-        webhook = self._webhook(interaction)
-        if interaction.type == APPLICATION_COMMAND:
-            text = self._command_text(interaction)
-            await webhook.say_after_deferral(await self._command(interaction, text))
-            return
+        webhook = self.runs.webhook(interaction)
         payload = interaction.payload
-        click = Click.parse(
-            interaction.custom_id, user_ref(payload), channel_ref(payload), user_locale(payload)
-        )
-        if click is not None:
+        if interaction.type == APPLICATION_COMMAND:
+            route = self.files.route_for(interaction)
+            if route is None:
+                text = self._command_text(interaction)
+                await webhook.say_after_deferral(await self._command(interaction, text))
+                return
+            reply = DeferredReply(webhook)
+            try:
+                take = self.files.accept(interaction, route, await self.runs.locale(payload), reply)
+            except UserFacingError as exc:
+                await reply.result(Message(body=str(exc)))
+                return
+            await take()
+        elif interaction.type == MODAL_SUBMIT:
+            if (submission := _submission(interaction)) is not None:
+                await webhook.say_after_deferral(await self._submit(submission))
+        elif (
+            click := Click.parse(
+                interaction.custom_id, user_ref(payload), channel_ref(payload), user_locale(payload)
+            )
+        ) is not None:
             # Marked as a redelivery: an answer recorded before the crash gets its outcome.
             message = await self.interactions.click(click.again())
             await webhook.say_after_deferral([Reply(message)])
 
-    # -- helpers -------------------------------------------------------------------------
 
-    def _webhook(self, interaction: Interaction) -> Webhook:
-        assert interaction.target is not None
-        return Webhook(self.rest, interaction.target)
-
-    async def _locale(self, payload: InteractionPayload) -> Locale:
-        return await self.service.locale_for(channel_ref(payload), user_locale(payload))
-
-    async def _done(self, interaction: Interaction) -> str:
-        return translator(await self._locale(interaction.payload))(DONE)
-
-
-async def _finished(task: asyncio.Task[Any], timeout: float) -> bool:
-    """Whether `task` is done within `timeout` seconds (it goes on either way)."""
-    if not task.done():
-        await asyncio.wait({task}, timeout=timeout)
-    return task.done()
+def _submission(interaction: Interaction) -> Submission | None:
+    """The core's submission behind a submitted modal; None when the form is not ours."""
+    payload = interaction.payload
+    return Submission.parse(
+        interaction.custom_id,
+        modal_values(interaction.modal),
+        user_ref(payload),
+        channel_ref(payload),
+        user_locale(payload),
+    )
 
 
 __all__ = ["PLATFORM", "DiscordInteractions", "Handled"]

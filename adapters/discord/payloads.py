@@ -26,9 +26,13 @@ PING = 1
 APPLICATION_COMMAND = 2
 MESSAGE_COMPONENT = 3
 AUTOCOMPLETE = 4
-HANDLED_TYPES = frozenset({PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE})
+MODAL_SUBMIT = 5
+HANDLED_TYPES = frozenset(
+    {PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT}
+)
 # Option types that nest: a subcommand, a subcommand group.
 _NESTED = (1, 2)
+ATTACHMENT_OPTION = 11
 
 _SNOWFLAKE = re.compile(r"[0-9]{1,20}")
 MAX_TOKEN = 500  # interaction tokens are ~200 characters
@@ -64,17 +68,43 @@ class CommandOptionPayload(TypedDict):
     focused: NotRequired[bool]
 
 
+class AttachmentPayload(TypedDict):
+    id: str
+    filename: str
+    size: int
+    url: str  # a signed CDN URL, valid for a while
+    content_type: NotRequired[str]
+
+
+class ResolvedPayload(TypedDict, total=False):
+    attachments: dict[str, AttachmentPayload]  # by id: an attachment option's value
+
+
 class CommandDataPayload(TypedDict):
     id: str
     name: str
     type: NotRequired[int]
     options: NotRequired[list[CommandOptionPayload]]
     guild_id: NotRequired[str]
+    resolved: NotRequired[ResolvedPayload]
 
 
 class ComponentDataPayload(TypedDict):
     custom_id: str
     component_type: int
+
+
+class ModalComponentPayload(TypedDict):
+    type: int  # 1 action row (of one text input), 4 text input, 18 label (of one input)
+    custom_id: NotRequired[str]
+    value: NotRequired[str]
+    components: NotRequired[list[ModalComponentPayload]]
+    component: NotRequired[ModalComponentPayload]
+
+
+class ModalDataPayload(TypedDict):
+    custom_id: str  # the form's id (`bot.forms.Form.id`)
+    components: list[ModalComponentPayload]
 
 
 class InteractionPayload(TypedDict):
@@ -88,7 +118,7 @@ class InteractionPayload(TypedDict):
     user: NotRequired[UserPayload]  # in a DM
     locale: NotRequired[str]  # the acting user's client language
     guild_locale: NotRequired[str]
-    data: NotRequired[CommandDataPayload | ComponentDataPayload]
+    data: NotRequired[CommandDataPayload | ComponentDataPayload | ModalDataPayload]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +152,10 @@ class Interaction:
     def command(self) -> CommandDataPayload:
         return cast(CommandDataPayload, self.payload["data"])
 
+    @property
+    def modal(self) -> ModalDataPayload:
+        return cast(ModalDataPayload, self.payload["data"])
+
 
 def read_interaction(raw: object) -> Interaction:
     """Check what the adapter will read from an interaction; `Malformed` otherwise."""
@@ -145,10 +179,12 @@ def read_interaction(raw: object) -> Interaction:
     data = raw.get("data")
     if not isinstance(data, Mapping):
         raise Malformed("no data")
-    if kind == MESSAGE_COMPONENT:
+    if kind in (MESSAGE_COMPONENT, MODAL_SUBMIT):
         custom_id = data.get("custom_id")
         if not isinstance(custom_id, str) or len(custom_id) > MAX_CUSTOM_ID:
             raise Malformed("no custom_id")
+        if kind == MODAL_SUBMIT and not isinstance(data.get("components"), list):
+            raise Malformed("no modal components")
     elif not isinstance(data.get("name"), str) or not isinstance(data.get("options", []), list):
         raise Malformed("no command name")
     # Only the fields read are kept: the message, guild and channel objects Discord sends
@@ -245,12 +281,24 @@ def command_text(data: CommandDataPayload, order: Sequence[str] = ()) -> str:
     """``/quiz ask topic:gpu`` -> ``"ask gpu"``: the subcommand then its option values,
     in `order` (the names the command declares) and then as Discord sent them. Free text
     stays as typed (``schedule 09:30 mon-fri``): the core splits it into words, as it does
-    Slack's text."""
+    Slack's text. An attachment is not text (its id would mean nothing to the core): the
+    adapter hands the file over itself."""
     name, options = subcommand(data)
     rank = {n: i for i, n in enumerate(order)}
     options = sorted(options, key=lambda o: rank.get(str(o.get("name")), len(rank)))
-    values = [str(o["value"]) for o in options if "value" in o and o["value"] != ""]
+    values = [
+        _word(o["value"])
+        for o in options
+        if "value" in o and o["value"] != "" and o.get("type") != ATTACHMENT_OPTION
+    ]
     return " ".join(w for w in (name, *values) if w)
+
+
+def _word(value: object) -> str:
+    # A number option arrives as a float: 80.0 is typed "80".
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def focused_option(data: CommandDataPayload) -> tuple[str, str]:
@@ -260,6 +308,15 @@ def focused_option(data: CommandDataPayload) -> tuple[str, str]:
         if option.get("focused"):
             return str(option.get("name", "")), str(option.get("value", ""))
     return "", ""
+
+
+def option_values(data: CommandDataPayload) -> dict[str, str | int | float | bool]:
+    """The subcommand's option values by name (``{"gpu_memory": 80.0, "snapshot": "12"}``)."""
+    return {
+        str(o.get("name")): o["value"]
+        for o in subcommand(data)[1]
+        if "value" in o and isinstance(o["value"], str | int | float | bool)
+    }
 
 
 def _options(value: object) -> list[CommandOptionPayload]:
@@ -294,7 +351,9 @@ __all__ = [
     "AUTOCOMPLETE",
     "DM_WORKSPACE",
     "MESSAGE_COMPONENT",
+    "MODAL_SUBMIT",
     "PING",
+    "AttachmentPayload",
     "CommandDataPayload",
     "CommandOptionPayload",
     "ComponentDataPayload",
@@ -302,12 +361,14 @@ __all__ = [
     "InteractionPayload",
     "Malformed",
     "MemberPayload",
+    "ModalDataPayload",
     "Target",
     "UserPayload",
     "channel_ref",
     "command_text",
     "focused_option",
     "is_admin",
+    "option_values",
     "read_interaction",
     "stored",
     "subcommand",

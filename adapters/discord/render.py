@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bot.messages import Button, ButtonStyle, Message
+from bot.messages import Button, ButtonStyle, Image, Message
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,7 @@ ROW_LIMIT = 5
 BUTTONS_PER_ROW = 5
 LABEL_LIMIT = 80
 CUSTOM_ID_LIMIT = 100
+ATTACHMENT_DESCRIPTION_LIMIT = 1024
 
 ELLIPSIS = "…"
 COLOR = 0x5865F2  # Discord blurple
@@ -264,6 +265,15 @@ def _rendered(message: Message) -> Rendered:
     # A burst of clicks on one question gets a handful of distinct replies (per choice and
     # locale): each is rendered once. `Rendered` is only read from here on.
     return render(message)
+
+
+def image_attachment(image: Image) -> dict[str, Any]:
+    """The ``attachments`` entry of a message sent with `image` as ``files[0]`` (the embed
+    shows it as ``attachment://<filename>``)."""
+    attachment: dict[str, Any] = {"id": 0, "filename": image.filename}
+    if image.title:
+        attachment["description"] = truncate(image.title, ATTACHMENT_DESCRIPTION_LIMIT)
+    return attachment
 
 
 def message_json(message: Message) -> dict[str, Any]:

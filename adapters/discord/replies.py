@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from adapters.discord.payloads import Target
-from adapters.discord.render import message_json
+from adapters.discord.render import image_attachment, message_json
 from adapters.discord.rest import DiscordError, DiscordRest
 from bot.commands import Reply
 from bot.errors import PlatformError
@@ -75,6 +75,20 @@ class Webhook:
         data.pop("flags", None)  # an edit keeps the original's flags
         return await self._call("PATCH", f"{self._path}/messages/@original", data)
 
+    async def edit_original_with_image(self, message: Message) -> bool:
+        """Replace the original with `message` and its image attached (multipart:
+        ``payload_json`` and ``files[0]``), shown in the embed."""
+        if message.image is None:
+            return await self.edit_original(message)
+        image = message.image
+        data = {**message_json(message), "attachments": [image_attachment(image)]}
+        return await self._call(
+            "PATCH",
+            f"{self._path}/messages/@original",
+            data,
+            files=[(image.filename, image.data)],
+        )
+
     async def delete_original(self) -> bool:
         return await self._call("DELETE", f"{self._path}/messages/@original")
 
@@ -117,6 +131,21 @@ class Webhook:
         return False
 
 
+class DeferredReply:
+    """An interaction's deferred private reply ("thinking…"), edited in place as work goes
+    on: `status` shows a line, `result` the final message, with its image attached (the
+    memory clinic's progress and report: a `bot.clinic_flow.ClinicDelivery`)."""
+
+    def __init__(self, webhook: Webhook) -> None:
+        self.webhook = webhook
+
+    async def status(self, message: Message) -> None:
+        await self.webhook.edit_original(message)
+
+    async def result(self, message: Message) -> None:
+        await self.webhook.edit_original_with_image(message)
+
+
 class PrivateLine:
     """The acting user's private line while their interaction is handled: messages wait
     for the interaction's replies until `close`, then follow up (ephemeral) directly."""
@@ -147,6 +176,7 @@ __all__ = [
     "DEFERRED_PRIVATE",
     "EPHEMERAL",
     "PONG",
+    "DeferredReply",
     "PrivateLine",
     "Webhook",
     "choices_response",

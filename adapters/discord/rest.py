@@ -18,6 +18,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -35,6 +36,7 @@ USER_AGENT = "DiscordBot (https://github.com/quizbot/quizbot, 0.1) quizbot"
 # not post where it was asked to.
 NOT_IN_CHANNEL_CODES = frozenset({50001, 50013, 10003})
 RETRIED_STATUSES = frozenset({500, 502, 503, 504})
+DOWNLOAD_CHUNK = 1 << 16
 _TOKEN_IN_PATH = re.compile(r"/(interactions/\d+|webhooks/\d+)/[^/?]+")
 _IDS_IN_PATH = re.compile(r"/\d+")
 
@@ -155,6 +157,27 @@ class DiscordRest:
                     raise self._failed(route, exc) from exc
                 await self._sleep(0.25 * attempt)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def download(self, url: str, dest: Path, max_bytes: int) -> int:
+        """Stream a file (an attachment on Discord's CDN: its URL is signed, so no token
+        goes with it) into `dest`; its size. Stops, refused, once it passes `max_bytes`."""
+        if self._session is None:
+            raise RuntimeError("DiscordRest is not started: use `async with DiscordRest(...)`")
+        route = "GET attachment"
+        size = 0
+        try:
+            async with self._session.get(url, allow_redirects=False) as resp:
+                if resp.status != 200:
+                    raise self._refused(route, resp.status, "")
+                with dest.open("wb") as out:
+                    async for chunk in resp.content.iter_chunked(DOWNLOAD_CHUNK):
+                        size += len(chunk)
+                        if size > max_bytes:
+                            raise DiscordError(route, 413, None, "larger than its announced size")
+                        out.write(chunk)
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise self._failed(route, exc) from exc
+        return size
 
     def _auth(self) -> dict[str, str]:
         return {"Authorization": f"Bot {self._token}"}

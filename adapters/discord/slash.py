@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from bot.commands import CommandOption, CommandSet
+from adapters.discord.payloads import ATTACHMENT_OPTION
+from bot.commands import CommandOption, CommandSet, OptionKind
 from bot.domain import Locale
 from bot.i18n import N_, translator
 
@@ -26,6 +27,13 @@ ADMIN_TO_CHANGE = N_("{description} (changing it: Manage Server)")
 
 SUBCOMMAND = 1
 STRING = 3
+# Discord's option types for the core's `OptionKind`s.
+OPTION_TYPES = {
+    OptionKind.STRING: STRING,
+    OptionKind.INTEGER: 4,
+    OptionKind.NUMBER: 10,
+    OptionKind.ATTACHMENT: ATTACHMENT_OPTION,
+}
 GUILD_CONTEXT = 0
 DESCRIPTION_LIMIT = 100
 CHOICE_LIMIT = 25
@@ -96,10 +104,17 @@ def _subcommand(commands: CommandSet, name: str) -> dict[str, Any]:
 def _option(option: CommandOption) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": option.name,
-        "type": STRING,
+        "type": OPTION_TYPES[option.kind],
         **localized(option.description),
         "required": option.required,
     }
+    if option.kind in (OptionKind.INTEGER, OptionKind.NUMBER):
+        for key, bound in (("min_value", option.min_value), ("max_value", option.max_value)):
+            if bound is not None:
+                out[key] = int(bound) if option.kind is OptionKind.INTEGER else bound
+        return out
+    if option.kind is OptionKind.ATTACHMENT:
+        return out
     if option.choices:
         out["choices"] = [{"name": c, "value": c} for c in option.choices[:CHOICE_LIMIT]]
     elif option.suggest is not None:
@@ -115,4 +130,4 @@ def matching(names: Iterable[str], typed: str) -> list[dict[str, str]]:
     return [{"name": n[:100], "value": n[:100]} for n in found[:CHOICE_LIMIT]]
 
 
-__all__ = ["NAME", "localized", "matching", "options_of", "quiz_command"]
+__all__ = ["NAME", "OPTION_TYPES", "localized", "matching", "options_of", "quiz_command"]

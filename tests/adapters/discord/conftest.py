@@ -17,9 +17,11 @@ from bot.clock import FakeClock
 from bot.commands import CommandSet, core_commands
 from bot.demos import DemoDispatcher, install_demos
 from bot.domain import DemoJob, DemoResult, DemoState, Platform
+from bot.generated import install_generated
 from bot.interactions import Interactions
 from bot.ports import Chat
 from bot.quiz import QuizService
+from questions.families.source import FamilySource
 from storage.demo_runs import SqlDemoRunRepository
 from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.helpers import endpoint_served
@@ -153,3 +155,24 @@ async def demos(discord_service: QuizService) -> AsyncIterator[DemoKit]:
     kit = DemoKit(discord_service)
     yield kit
     await kit.dispatcher.aclose()
+
+
+# -- generated questions ------------------------------------------------------------------
+
+
+class GeneratedKit:
+    """Generated questions and their typed answers, wired as `build_core` wires them."""
+
+    def __init__(self, service: QuizService) -> None:
+        service.generated = FamilySource()
+        self.commands: CommandSet = core_commands()
+        self.interactions = Interactions(service)
+        install_generated(self.commands, self.interactions, service)
+
+    def options(self) -> dict[str, Any]:
+        return {"commands": self.commands, "interactions": self.interactions}
+
+
+@pytest.fixture
+def generated(discord_service: QuizService) -> GeneratedKit:
+    return GeneratedKit(discord_service)

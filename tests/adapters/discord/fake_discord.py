@@ -33,6 +33,7 @@ from tests.adapters.discord.fake_payloads import (
     EPHEMERAL,
     MEMBER_PERMISSIONS,
     Json,
+    option_type,
 )
 from tests.adapters.discord.fake_rest import (
     Call,
@@ -75,6 +76,8 @@ class FakeDiscord(RestRoutes):
         self.threads: dict[str, Json] = {}  # thread id (== its message id) -> channel
         self.interactions: dict[str, Interaction] = {}
         self.commands: list[Json] = []
+        self.files: dict[str, bytes] = {}  # attachment id -> its bytes
+        self.downloads: list[str] = []  # attachment ids, as fetched
         self._seq = itertools.count(1)
         self._sockets: list[tuple[web.WebSocketResponse, int, int]] = []  # ws, shard, count
         self._injected: list[_Injected] = []
@@ -89,6 +92,7 @@ class FakeDiscord(RestRoutes):
     async def __aenter__(self) -> FakeDiscord:
         app = web.Application(client_max_size=32 * 1024 * 1024)
         app.router.add_get("/gateway", self._gateway)
+        app.router.add_get("/attachments/{id}/{name}", self._attachment)
         if self.control:
             from tests.adapters.discord.fake_control import add_control_routes
 
@@ -155,22 +159,50 @@ class FakeDiscord(RestRoutes):
     async def command(
         self, sub: str, options: dict[str, Any] | None = None, *, itype: int = 2, **kw: Any
     ) -> Json:
-        """``/quiz <sub> name:value …``; ``focused`` marks the option being autocompleted."""
+        """``/quiz <sub> name:value …``; ``focused`` marks the option being autocompleted.
+        A value's type gives the option's: str 3, int 4, float 10, and an attachment from
+        `attach` 11 (resolved in the interaction, as Discord sends it)."""
         focused = kw.pop("focused", None)
-        opts = [
-            {"name": k, "type": 3, "value": v, **({"focused": True} if k == focused else {})}
-            for k, v in (options or {}).items()
-        ]
-        data = {
+        opts: list[Json] = []
+        attachments: dict[str, Json] = {}
+        for k, v in (options or {}).items():
+            option: Json = {"name": k, "type": option_type(v), "value": v}
+            if option["type"] == 11:
+                attachments[v["id"]] = v
+                option["value"] = v["id"]
+            if k == focused:
+                option["focused"] = True
+            opts.append(option)
+        data: Json = {
             "id": self._command_id(),
             "name": "quiz",
             "type": 1,
             "guild_id": self.guild_id,
             "options": [{"name": sub, "type": 1, "options": opts}],
         }
+        if attachments:
+            data["resolved"] = {"attachments": attachments}
         payload = self.interaction(itype, data, user_id=kw.pop("user_id", "9001"), **kw)
         await self.dispatch("INTERACTION_CREATE", payload)
         return payload
+
+    async def submit_modal(
+        self, custom_id: str, values: dict[str, str], *, user_id: str, **kw: Any
+    ) -> Json:
+        """A member submits the modal `custom_id` with `values` (text input id -> text)."""
+        rows = [
+            {"type": 1, "components": [{"type": 4, "custom_id": k, "value": v}]}
+            for k, v in values.items()
+        ]
+        data = {"custom_id": custom_id, "components": rows}
+        payload = self.interaction(5, data, user_id=user_id, **kw)
+        await self.dispatch("INTERACTION_CREATE", payload)
+        return payload
+
+    def modal_of(self, interaction: Json) -> Json | None:
+        """The form the bot opened in answer to `interaction` (None: it did not)."""
+        record = self.interactions.get(interaction["id"])
+        return record.modal if record is not None else None
 
     def _command_id(self) -> str:
         return next((c["id"] for c in self.commands if c["name"] == "quiz"), "1")

@@ -244,3 +244,16 @@ def role(rid: str, name: str, permissions: int) -> Json:
 
 def now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def option_type(value: Any) -> int:
+    """Discord's option type for a value a test gives `FakeDiscord.command`."""
+    if isinstance(value, dict):
+        return 11  # an attachment
+    if isinstance(value, bool):
+        return 5
+    if isinstance(value, int):
+        return 4
+    if isinstance(value, float):
+        return 10
+    return 3

@@ -8,6 +8,7 @@ with ``{"interaction": …, "resource": …}``, and 204 without it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,14 +46,44 @@ class Interaction:
     dispatched_at: float
     responded: bool = False
     original: Json | None = None
+    modal: Json | None = None  # the form the bot opened in answer (response type 9)
 
 
 class RestRoutes(DiscordPayloads):
-    """The REST resources over the state `FakeDiscord` keeps."""
+    """The REST resources over the state `FakeDiscord` keeps, and its CDN (attachments)."""
 
+    port: int
     threads: dict[str, Json]
     interactions: dict[str, Interaction]
     commands: list[Json]
+    files: dict[str, bytes]  # attachment id -> its bytes
+    downloads: list[str]  # attachment ids, as fetched
+    _changed: asyncio.Condition
+
+    # -- attachments (Discord's CDN) -----------------------------------------------------
+
+    def attach(self, filename: str, data: bytes, *, size: int | None = None) -> Json:
+        """A file a member attached to a command, served at its URL; `size` is what
+        Discord announces (the real size unless given)."""
+        aid = self.snowflake()
+        self.files[aid] = data
+        return {
+            "id": aid,
+            "filename": filename,
+            "size": len(data) if size is None else size,
+            "url": f"http://127.0.0.1:{self.port}/attachments/{aid}/{filename}",
+            "proxy_url": f"http://127.0.0.1:{self.port}/attachments/{aid}/{filename}",
+            "content_type": "application/octet-stream",
+        }
+
+    async def _attachment(self, request: web.Request) -> web.Response:
+        aid = request.match_info["id"]
+        self.downloads.append(aid)
+        async with self._changed:
+            self._changed.notify_all()
+        if aid not in self.files:
+            return web.Response(status=404, text="Not Found")
+        return web.Response(body=self.files[aid], content_type="application/octet-stream")
 
     def _route(
         self, method: str, path: str, body: Any, files: list[tuple[str, int]], call: Call
@@ -104,6 +135,12 @@ class RestRoutes(DiscordPayloads):
         data = body.get("data") or {}
         info: Json = {"id": iid, "type": inter.type}
         result: Json = {"interaction": info}
+        if rtype == 9:
+            if inter.type not in (2, 3):
+                raise RouteError(
+                    400, 50035, "Invalid Form Body: a modal answers a command or click"
+                )
+            inter.modal = data
         if rtype in (4, 5):
             flags = int(data.get("flags") or 0) | (LOADING if rtype == 5 else 0)
             msg = self.message(inter.channel_id, data, flags=flags, msg_type=20)
@@ -136,6 +173,8 @@ class RestRoutes(DiscordPayloads):
                 return json_response(target)
             if method == "PATCH":
                 target.update({k: v for k, v in (body or {}).items() if k != "attachments"})
+                if call.files:
+                    target["attachments"] = [{"filename": n, "size": z} for n, z in call.files]
                 target["flags"] = int(target.get("flags") or 0) & ~LOADING
                 call.result = dict(target)
                 return json_response(target)

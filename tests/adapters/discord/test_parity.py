@@ -4,13 +4,14 @@ with its options, and each one works end to end on the fake Discord."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
-from bot.clinic_flow import register_clinic_command
+from bot.clinic_flow import Clinic, register_clinic_command
 from bot.commands import CommandSet
+from bot.demo_runner import OffRunner
 from bot.generated import install_generated
 from bot.interactions import Interactions
 from bot.practice import install_practice
@@ -72,6 +73,13 @@ async def test_every_subcommand_is_synced_with_its_options(
     assert demo[0]["autocomplete"]
     assert {c["value"] for c in options(subs["lang"])["language"]["choices"]} == {"en", "el"}
     assert list(options(subs["schedule"])) == ["arguments"]  # free text, as /quiz help shows
+    clinic = options(subs["clinic"])
+    assert list(clinic) == ["snapshot", "gpu_memory"]
+    assert (clinic["snapshot"]["type"], clinic["snapshot"]["required"]) == (11, False)  # a file
+    gpu = clinic["gpu_memory"]
+    assert (gpu["type"], gpu["min_value"], gpu["max_value"]) == (10, 1, 4096)  # a number
+    share = options(subs["generated"])["share"]
+    assert (share["type"], share["min_value"], share["max_value"]) == (4, 0, 100)  # integer
     assert options(subs["close"]) == {} and options(subs["stats"]) == {}
     # Descriptions in English and Greek; admin-only ones say so.
     ask_el = subs["ask"]["description_localizations"]["el"]
@@ -90,8 +98,13 @@ async def test_without_a_dev_guild_commands_sync_globally(
         assert [c["name"] for c in put.json] == ["quiz"]
 
 
-# Each subcommand as a user runs it: (options, what the first reply says).
-CASES: dict[str, tuple[dict[str, str], str]] = {
+def snapshot_options(fake: FakeDiscord) -> dict[str, Any]:
+    return {"snapshot": fake.attach("train.pickle", b"\x80\x04N."), "gpu_memory": 80.0}
+
+
+# Each subcommand as a user runs it: (options, or a function of the fake that makes them;
+# what the first reply says).
+CASES: dict[str, tuple[dict[str, Any] | Callable[[FakeDiscord], dict[str, Any]], str]] = {
     "ask": ({"topic": "fragmentation"}, "Done."),
     "practice": ({"topic": "fragmentation"}, "Practice · fragmentation"),
     "leaderboard": ({"window": "week", "scope": "workspace"}, "Workspace leaderboard · this week"),
@@ -103,8 +116,9 @@ CASES: dict[str, tuple[dict[str, str], str]] = {
     "report": ({"scope": "workspace"}, "Question report · this workspace"),
     "close": ({}, "Done."),
     "lang": ({"language": "el"}, "Ελληνικά"),
-    "generated": ({}, "of this channel's questions are generated"),
-    "clinic": ({}, "snapshot attached"),
+    "generated": ({"share": 30}, "From now on 30% of this channel's questions are generated"),
+    # The file reaches the clinic (the runner is off here: it says so, downloading nothing).
+    "clinic": (snapshot_options, "QUIZBOT_RUNNER=off"),
 }
 
 
@@ -113,15 +127,21 @@ async def test_every_subcommand_works_end_to_end(
     fake: FakeDiscord, run_adapter: Runner, full: DemoKit
 ) -> None:
     assert set(CASES) == set(full.commands.handlers), "add the new subcommand to CASES"
-    async with run_adapter(**full.options()):
+    async with run_adapter(**full.options()) as adapter:
+        adapter.enable_clinic(Clinic(OffRunner(), adapter.service), 1 << 20)
         await ask(fake, "fragmentation", permissions=ADMIN)
         for name, (opts, expected) in CASES.items():
-            inter = await fake.command(name, opts, permissions=ADMIN, user_id="7501")
+            values = opts(fake) if callable(opts) else opts
+            inter = await fake.command(name, values, permissions=ADMIN, user_id="7501")
             first = (await said(fake, inter))[0]
             text = text_of(first) + str(first.get("components"))
             assert "Something went wrong" not in text and "Unknown command" not in text, name
             assert expected in text, (name, text)
+        # Without a file, /quiz clinic says how to send one.
+        (how,) = await said(fake, await fake.command("clinic", {"gpu_memory": 80.0}))
+        assert "snapshot attached" in text_of(how)
         await full.dispatcher.drain()
+    assert fake.downloads == []
     # `/quiz demo fragmentation` ran the demo (and the reveal, under policy button, did not).
     assert [j.demo for j in full.runner.jobs] == ["fragmentation"]
 

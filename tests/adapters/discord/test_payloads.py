@@ -131,7 +131,8 @@ def without(raw: dict[str, Any], *path: str) -> dict[str, Any]:
         (lambda r: without(r, "token"), "no token"),
         (lambda r: without(r, "id"), "no id"),
         (lambda r: {**r, "channel_id": "12; DROP"}, "no channel_id"),
-        (lambda r: {**r, "type": 5}, "unknown type"),
+        (lambda r: {**r, "type": 6}, "unknown type"),
+        (lambda r: {**r, "type": 5}, "no modal components"),  # a submitted modal
         (lambda r: {**r, "type": "3"}, "no type"),
         (lambda r: {**r, "data": {"custom_id": "x" * 101}}, "no custom_id"),
         (lambda r: {**r, "data": {"component_type": 2}}, "no custom_id"),

@@ -97,7 +97,9 @@ async def test_ask_where_the_bot_may_not_post_says_so_and_keeps_nothing_pending(
     async with run_adapter():
         inter = await fake.command("ask", user_id="7701")
         (reply,) = await said(fake, inter)
+        # In Discord's words: the permissions to grant, not Slack's /invite.
         assert "cannot post in this channel" in text_of(reply)
+        assert "View Channel" in text_of(reply) and "/invite" not in text_of(reply)
     open_posts = await store.posts.open_in_channel(channel_of(fake))  # type: ignore[attr-defined]
     assert open_posts == []
 

@@ -5,6 +5,7 @@ status 2 on a type-3 interaction without ``data``), and with DISCORD_PUBLIC_KEY 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import socket
 from collections.abc import Awaitable, Callable
@@ -13,7 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.app import serve
+from bot.app import FULL_COLLECTION_EVERY, serve
 from bot.config import load_settings
 from bot.errors import ConfigError
 from tests.adapters.discord.fake_discord import FakeDiscord
@@ -81,6 +82,7 @@ async def test_serve_answers_http_interactions_without_a_gateway(
     fake: FakeDiscord, environment: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DISCORD_PUBLIC_KEY", fake.http.public_key)
+    thresholds = gc.get_threshold()
     stop = asyncio.Event()
     task = asyncio.create_task(serve(load_settings(), stop))
     fake.http.endpoint = f"http://127.0.0.1:{environment}/discord/interactions"
@@ -103,8 +105,15 @@ async def test_serve_answers_http_interactions_without_a_gateway(
     async with aiohttp.ClientSession() as http, http.get(url) as resp:
         health = await resp.json()
     assert health["checks"]["discord"] == "ok"
+    # The composition root gives the adapter the memory clinic (the runner is off here).
+    snapshot = fake.attach("train.pickle", b"\x80\x04N.")
+    (reply,) = await said(fake, await fake.command("clinic", {"snapshot": snapshot}))
+    assert "QUIZBOT_RUNNER=off" in text_of(reply)
+    # While serving, the start-up heap is frozen and full collections are spaced out.
+    assert gc.get_freeze_count() > 0 and gc.get_threshold()[2] == FULL_COLLECTION_EVERY
     stop.set()
     await asyncio.wait_for(task, 20)
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds  # as it was
 
 
 async def test_a_public_key_without_a_token_names_the_missing_variable(
