@@ -1,37 +1,160 @@
-"""Small matplotlib helpers (Agg, no display). Imported only inside the executor's child."""
+"""Plots that make their point alone in a chat thread (Agg, no display, no pyplot state).
+
+Imported only inside the executor's child. Every figure gets the same style: 150 dpi,
+DejaVu Sans (it ships with matplotlib and has Greek with its accents, so the plot does
+not depend on the host's fonts or locale), sizes readable at chat-thumbnail width. The
+footer of every PNG carries the run's device line and honest label (`to_png(fig, label)`);
+the same two lines are stored in the PNG's `Source` and `Comment` text chunks, and no
+`Software` chunk or timestamp, so a given input gives byte-identical PNGs.
+"""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from bot.domain import Locale
+from gpu_runner.demos._units import MiB, format_bytes, format_number
+
+if TYPE_CHECKING:
+    from gpu_runner.demos._labels import RunLabel
 
 ALLOCATED = "#4C72B0"
 FREE = "#DD8452"
 UNMAPPED = "#D9D9D9"
 ACCENT = "#55A868"
 MUTED = "#8C8C8C"
-MiB = 1 << 20
+LIMIT = "#C44E52"  # caps, budgets, failing requests
+DPI = 150
+FONT = "DejaVu Sans"
+STYLE: dict[str, Any] = {
+    "font.family": [FONT],
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.titleweight": "bold",
+    "axes.labelsize": 9,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "axes.formatter.use_locale": False,  # numbers follow the demo's locale, not the host's
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+}
+FOOTER_LINE_IN = 0.17  # inches per footer line
 
 
 def figure(width: float = 8.0, height: float = 3.4, rows: int = 1, cols: int = 1) -> Any:
+    """A bare `Figure` (not pyplot: nothing global to leak) and its axes, flattened."""
     import matplotlib
 
     matplotlib.use("Agg")
+    # The child owns its process; styling through rcParams reaches every artist created.
+    rc: Any = matplotlib.rcParams
+    rc.update(STYLE)
     from matplotlib.figure import Figure
 
-    # A bare Figure (not pyplot): nothing global to leak between demos.
-    fig = Figure(figsize=(width, height), dpi=100)
+    fig = Figure(figsize=(width, height), dpi=DPI)
     axes = fig.subplots(rows, cols, squeeze=False)
     return fig, [ax for row in axes for ax in row]
 
 
-def to_png(fig: Any) -> bytes:
+def footer_lines(label: RunLabel | None) -> list[str]:
+    if label is None:
+        return []
+    return [line for line in (label.device, label.plot_note) if line]
+
+
+def to_png(fig: Any, label: RunLabel | None = None) -> bytes:
+    """The PNG, with the label's device line and note in the footer and text chunks."""
+    lines = footer_lines(label)
+    height = float(fig.get_figheight())
+    bottom = (len(lines) * FOOTER_LINE_IN + 0.06) / height if lines else 0.0
+    for i, line in enumerate(reversed(lines)):
+        fig.text(
+            0.01,
+            (0.04 + i * FOOTER_LINE_IN) / height,
+            line,
+            fontsize=7.5,
+            color="#555555",
+            style="italic" if i == 0 and len(lines) > 1 else "normal",
+        )
+    fig.tight_layout(rect=(0.0, bottom, 1.0, 1.0))
+    metadata: dict[str, str | None] = {"Software": None}
+    if label is not None:
+        metadata["Source"] = label.device
+        metadata["Comment"] = label.plot_note or None
     buf = io.BytesIO()
-    fig.tight_layout()
-    # No "Software" text chunk: the same demo gives byte-identical PNGs.
-    fig.savefig(buf, format="png", metadata={"Software": None})
+    fig.savefig(buf, format="png", metadata=metadata)
     return buf.getvalue()
+
+
+def byte_ticks(ax: Any, locale: Locale, axis: str = "y") -> None:
+    """Tick labels in readable sizes (`512 B`, `1 KiB`, `20 MiB`) for data in bytes."""
+    from matplotlib.ticker import FuncFormatter
+
+    formatter = FuncFormatter(lambda v, _pos: "0" if v == 0 else format_bytes(v, locale))
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(formatter)
+
+
+def number_ticks(ax: Any, locale: Locale, axis: str = "y", digits: int = 0) -> None:
+    """Plain numbers in the locale's format (Greek: decimal comma)."""
+    from matplotlib.ticker import FuncFormatter
+
+    formatter = FuncFormatter(lambda v, _pos: format_number(v, digits, locale))
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(formatter)
+
+
+def mark_level(
+    ax: Any,
+    value: float,
+    text: str,
+    *,
+    axis: str = "y",
+    colour: str = LIMIT,
+    where: float = 0.99,
+) -> None:
+    """A dashed limit line (cap, budget, request) labelled where it is drawn."""
+    if axis == "y":
+        ax.axhline(value, color=colour, linestyle="--", linewidth=1.0)
+        ax.annotate(
+            text,
+            (where, value),
+            xycoords=("axes fraction", "data"),
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            color=colour,
+        )
+    else:
+        ax.axvline(value, color=colour, linestyle="--", linewidth=1.0)
+        ax.annotate(
+            text,
+            (value, where),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, 0),
+            textcoords="offset points",
+            ha="left",
+            va="top",
+            fontsize=8,
+            color=colour,
+        )
+
+
+def bar_total(ax: Any, x: float, height: float, text: str) -> None:
+    """A bar's headline figure, in bold just above it."""
+    ax.annotate(
+        text,
+        (x, height),
+        xytext=(0, 2),
+        textcoords="offset points",
+        ha="center",
+        va="bottom",
+        fontsize=8.5,
+        fontweight="bold",
+    )
 
 
 def segment_map(
@@ -40,8 +163,11 @@ def segment_map(
     *,
     title: str,
     legend: tuple[str, str] = ("allocated", "free (inactive)"),
+    locale: Locale = Locale.EN,
 ) -> None:
-    """One horizontal bar per segment; each block a cell coloured by state, in MiB."""
+    """One horizontal bar per segment, each block a cell coloured by state; x in MiB."""
+    from matplotlib.patches import Patch
+
     rows = [seg for seg in snapshot if seg["segment_type"] == "large"] or list(snapshot)
     for y, seg in enumerate(rows):
         start = int(seg["address"])
@@ -54,25 +180,28 @@ def segment_map(
                 ax.text(
                     left + width / 2,
                     y,
-                    f"{width:g}",
+                    format_number(width, 0 if width.is_integer() else 1, locale),
                     ha="center",
                     va="center",
-                    fontsize=7,
+                    fontsize=7.5,
                     color="white",
                 )
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{int(s['total_size']) / MiB:g} MiB" for s in rows], fontsize=8)
-    ax.set_xlabel("MiB")
-    ax.set_title(title, fontsize=10, loc="left")
+    ax.set_yticklabels(
+        [format_bytes(int(s["total_size"]), locale) for s in rows],
+        fontsize=8,
+    )
+    ax.set_xlabel(
+        "θέση μέσα στο τμήμα (MiB)" if locale is Locale.EL else "offset in the segment (MiB)",
+        loc="left",
+    )
+    ax.set_title(title, loc="left")
     ax.invert_yaxis()
-    from matplotlib.patches import Patch
-
     ax.legend(
         handles=[Patch(color=ALLOCATED, label=legend[0]), Patch(color=FREE, label=legend[1])],
-        loc="lower right",
-        bbox_to_anchor=(1.0, 1.0),
+        loc="upper right",
+        bbox_to_anchor=(1.0, -0.17),
         ncol=2,
-        fontsize=7,
         frameon=False,
     )
 
@@ -84,9 +213,13 @@ def grouped_bars(
     *,
     ylabel: str,
     title: str,
-    fmt: str = "{:g}",
+    fmt: str | Callable[[float], str] = "{:g}",
+    vertical_labels: bool = False,
 ) -> None:
-    """Bars grouped per label; `series` = (name, values, colour)."""
+    """Bars grouped per label; `series` = (name, values, colour); each bar labelled with
+    `fmt` (a format string, or a function such as a locale's size formatter), upright
+    when `vertical_labels` (many narrow bars)."""
+    label_of = fmt.format if isinstance(fmt, str) else fmt
     n = len(series)
     width = 0.8 / max(n, 1)
     for i, (name, values, colour) in enumerate(series):
@@ -94,15 +227,19 @@ def grouped_bars(
         bars = ax.bar(xs, values, width=width, label=name, color=colour)
         for bar, v in zip(bars, values, strict=True):
             ax.annotate(
-                fmt.format(v),
+                label_of(v),
                 (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                xytext=(0, 2),
+                textcoords="offset points",
                 ha="center",
                 va="bottom",
-                fontsize=7,
+                rotation=90 if vertical_labels else 0,
+                fontsize=7.5,
             )
     ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_xticklabels(labels)
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title)
+    ax.margins(y=0.15)
     if n > 1:
-        ax.legend(fontsize=7)
+        ax.legend()
