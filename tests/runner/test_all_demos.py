@@ -39,7 +39,7 @@ def test_demo_runs_on_cpu_with_report_metrics_plot_and_device_line(
     executor: Executor, demo: str
 ) -> None:
     if demo == "activation-checkpointing" and executor.info.torch is None:
-        pytest.skip("needs torch")
+        pytest.skip("needs torch (pip install 'quizbot[gpu]')")
     result = executor.run(DemoJob(7, demo, Locale.EN))
     assert result.state is DemoState.SUCCEEDED, result.error
     assert result.run_id == 7 and result.demo == demo
@@ -53,6 +53,9 @@ def test_demo_runs_on_cpu_with_report_metrics_plot_and_device_line(
         assert result.device.startswith(SIMULATED_DEVICE)
         assert "· simulated*" in result.report.splitlines()[0]
         assert "not yet checked on a GPU" in result.report
+    elif executor.info.torch is None:  # the mixed demos' arithmetic alone
+        assert result.device == "arithmetic only, no GPU (torch not installed)"
+        assert "· arithmetic, no GPU*" in result.report.splitlines()[0]
     else:
         assert result.device.startswith("CPU · torch ") and "(no GPU)" in result.device
         assert "simulated" not in result.report.lower()
