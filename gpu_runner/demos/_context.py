@@ -2,6 +2,8 @@
 
 A demo runs only in the executor's child process. The context tells it which locale to
 write in, its validated parameters, and what the child found: torch or not, CUDA or not.
+It also formats numbers in the locale (`num`, `size`, `mib`, `pct`) and labels the run
+(`label`, `title`, `output`: see `_labels`), so every demo says what it is the same way.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from bot.domain import Locale
 from bot.errors import MissingExtraError
 from gpu_runner.demos import _units
 from gpu_runner.demos._labels import (
+    NO_TORCH_DEVICE,
     SIMULATED_DEVICE,
     RunKind,
     RunLabel,
@@ -90,7 +93,7 @@ class RunContext:
             return f"{t.cuda.get_device_name()} · torch {t.__version__} · CUDA {t.version.cuda}"
         if self.torch is not None:
             return f"CPU · torch {self.torch.__version__} (no GPU)"
-        return "CPU, torch not installed (no GPU)"
+        return NO_TORCH_DEVICE
 
     def label(
         self, kind: RunKind, *, cpu_note: tuple[str, str] | None = None, cpu_check: bool = False
