@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-test.txt 2>/dev/null | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint check bench clean catalogs
+.PHONY: run test test-newest lint check bench clean catalogs
 
 $(STAMP):
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,11 +23,29 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+## The suite again on the newest Python here (>= 3.12; 3.13 on the project's machines),
+## without torch: the CPU torch wheel is built for 3.11 only, and torch's tests skip cleanly.
+## Lint and mypy run once, in `make test`.
+VENV_NEWEST ?= .venv-newest
+PY_NEWEST ?= $(shell scripts/newest_python.sh)
+STAMP_NEWEST := $(VENV_NEWEST)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+$(STAMP_NEWEST):
+	test -x $(VENV_NEWEST)/bin/python || $(PY_NEWEST) -m venv $(VENV_NEWEST)
+	$(VENV_NEWEST)/bin/python -m pip install -q --upgrade pip
+	$(VENV_NEWEST)/bin/python -m pip install -q -e '.[dev,postgres,celery]'
+	rm -f $(VENV_NEWEST)/.installed-*; touch $(STAMP_NEWEST)
+
+test-newest:
+	@if [ -z "$(PY_NEWEST)" ]; then echo "no Python >= 3.12 here: the newest-Python pass is skipped"; \
+	else $(MAKE) --no-print-directory $(STAMP_NEWEST) && $(VENV_NEWEST)/bin/python --version \
+	  && $(VENV_NEWEST)/bin/python -m pytest $(PYTEST_ARGS); fi
+
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VENV_NEWEST) .pytest_cache .mypy_cache .ruff_cache
 
 ## Compile the gettext catalogs (bot/locale/*/LC_MESSAGES/*.po -> .mo).
 catalogs: $(STAMP)

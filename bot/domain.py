@@ -344,7 +344,7 @@ class DemoResult:
     run_id: int
     demo: str
     state: DemoState
-    device: str  # "NVIDIA H200 · torch 2.x · CUDA 13" or "simulated allocator, no GPU"
+    device: str  # "NVIDIA H200 · torch 2.x · CUDA 13" or "simulated allocator (torch 2.13 rules)"
     report: str = ""
     metrics: Mapping[str, Any] = field(default_factory=dict)
     png: bytes | None = None

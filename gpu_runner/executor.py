@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from bot.domain import DemoJob, DemoResult, DemoState
-from gpu_runner.demos import DEFAULT_REGISTRY, Registry, load_registry
+from gpu_runner.demos import DEFAULT_REGISTRY, SIMULATED_DEVICE, Registry, load_registry
 from gpu_runner.environment import demo_environment, per_demo_environment
 from gpu_runner.isolation import DEFAULT_DEMO_USER, demo_credentials, make_non_dumpable
 from gpu_runner.wire import CLINIC, ClinicRequest, dumps, result_from_payload
@@ -70,7 +70,7 @@ class DeviceInfo:
         """What the bot says while a demo runs: "NVIDIA H200 · torch 2.13.0 · CUDA 13.0"."""
         if self.gpus and self.names:
             return f"{self.names[0]} · torch {self.torch} · CUDA {self.cuda}"
-        return "simulated allocator, no GPU"
+        return SIMULATED_DEVICE
 
     @property
     def has_gpu(self) -> bool:

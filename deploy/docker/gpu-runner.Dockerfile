@@ -3,8 +3,16 @@
 # (no second torch: the `gpu` extra's torch requirement is the base image's).
 # Build from the repository root:
 #   docker build -f deploy/docker/gpu-runner.Dockerfile -t quizbot-gpu-runner .
+#
+# The base is the PyTorch whose allocator rules the demos and the simulator describe
+# (gpu_runner.sim.RULES_TORCH = "2.13"; tests/deploy checks the two agree): torch 2.13.0 on
+# CUDA 13.0, the official image's <torch>-cuda<major.minor>-cudnn9-runtime tag. CUDA 13.0 is
+# the stable CUDA of the 2.12 and 2.13 wheels (CUDA 12.8 builds stopped after 2.11); it needs
+# an NVIDIA driver >= 580 on the host. The tag was chosen from that naming scheme without
+# pulling it here: if a registry mirror lacks it, use the 2.13.x tag it has and keep
+# RULES_TORCH's minor version.
 
-FROM pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime AS build
+FROM pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY bot ./bot
@@ -15,7 +23,7 @@ COPY gpu_runner ./gpu_runner
 # Wheels for quizbot and its dependencies, torch excluded (not a base dependency).
 RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[celery]"
 
-FROM pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime
+FROM pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 COPY --from=build /wheels /wheels

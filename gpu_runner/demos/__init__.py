@@ -8,6 +8,7 @@ process can validate requests without loading either.
 from __future__ import annotations
 
 from gpu_runner.demos._context import DemoOutput, RunContext
+from gpu_runner.demos._labels import SIMULATED_DEVICE, RunKind, RunLabel
 from gpu_runner.demos._registry import (
     Demo,
     DemoKind,
@@ -69,6 +70,7 @@ def default_registry() -> Registry:
 
 __all__ = [
     "DEFAULT_REGISTRY",
+    "SIMULATED_DEVICE",
     "Demo",
     "DemoKind",
     "DemoOutput",
@@ -78,6 +80,8 @@ __all__ = [
     "ParamValue",
     "Registry",
     "RunContext",
+    "RunKind",
+    "RunLabel",
     "default_registry",
     "load_registry",
 ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gpu_runner.demos._context import SIMULATED_DEVICE, RunContext
+from gpu_runner.demos._labels import RunKind, RunLabel
 
 # A simulated H200 (nvidia-smi reports 143 771 MiB); rule figures do not depend on it.
 SIM_TOTAL_MEMORY = 143_771 << 20
@@ -190,6 +191,13 @@ class CudaDevice:
 
     def device_line(self) -> str:
         return self._ctx.device_line()
+
+
+def device_label(ctx: RunContext, dev: Device, cpu_check: bool = False) -> RunLabel:
+    """The run's label: measured on the GPU, or the simulator's (with a CPU torch check)."""
+    if dev.simulated:
+        return ctx.label(RunKind.SIMULATED, cpu_check=cpu_check)
+    return ctx.label(RunKind.GPU)
 
 
 def set_allocator_settings(torch: Any, conf: str) -> None:

@@ -2,21 +2,31 @@
 
 A demo runs only in the executor's child process. The context tells it which locale to
 write in, its validated parameters, and what the child found: torch or not, CUDA or not.
+It also formats numbers in the locale (`num`, `size`, `mib`, `pct`) and labels the run
+(`label`, `title`, `output`: see `_labels`), so every demo says what it is the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import builtins
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.domain import Locale
 from bot.errors import MissingExtraError
+from gpu_runner.demos import _units
+from gpu_runner.demos._labels import (
+    NO_TORCH_DEVICE,
+    SIMULATED_DEVICE,
+    RunKind,
+    RunLabel,
+    arithmetic_label,
+    cpu_label,
+    gpu_label,
+    simulated_label,
+)
 from gpu_runner.demos._registry import Number, ParamValue
-
-SIMULATED_DEVICE = "simulated allocator, no GPU"
-MiB = 1 << 20
-GiB = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +35,7 @@ class RunContext:
     locale: Locale
     params: Mapping[str, ParamValue]
     simulate: bool = False  # the request asked for the simulator / CPU path
-    torch: Any = None  # the torch module when importable, else None
+    torch: Any = None  # the torch module when loaded, else None
     cuda: bool = False  # CUDA is available and not declined by `simulate`
     gpu_cap: int | None = None  # bytes this child may reserve on the GPU
 
@@ -65,14 +75,81 @@ class RunContext:
     def torch_version(self) -> str:
         return str(self.torch.__version__) if self.torch is not None else ""
 
+    # -- numbers in the locale's format (see _units) ------------------------------------
+
+    def num(self, value: builtins.float, digits: builtins.int = 0) -> str:
+        """`15728 -> "15,728"` (Greek `15.728`); `digits` decimals."""
+        return _units.format_number(value, digits, self.locale)
+
+    def size(self, nbytes: builtins.float, *, exact: builtins.bool = False) -> str:
+        """`512 B`, `1 KiB`, `608.07 MiB`, `1.25 GiB` (Greek: decimal comma); `exact` for
+        allocator figures: `3074 MiB`, never a rounded `3 GiB`."""
+        return _units.format_bytes(nbytes, self.locale, exact=exact)
+
+    def mib(self, nbytes: builtins.float, digits: builtins.int = 0) -> str:
+        return _units.format_mib(nbytes, digits, self.locale)
+
+    def gib(self, nbytes: builtins.float, digits: builtins.int = 2) -> str:
+        return _units.format_gib(nbytes, digits, self.locale)
+
+    def pct(self, fraction: builtins.float, digits: builtins.int = 1) -> str:
+        return _units.format_percent(fraction, digits, self.locale)
+
+    # -- what this run is -------------------------------------------------------------
+
     def device_line(self) -> str:
-        """ "NVIDIA H200 · torch 2.13.0 · CUDA 13.0", "CPU · torch 2.13.0 (no GPU)", ..."""
+        """ "NVIDIA H200 · torch 2.13.0 · CUDA 13.0", "CPU · torch 2.13.0+cpu (no GPU)", ..."""
         if self.cuda:
             t = self.torch
             return f"{t.cuda.get_device_name()} · torch {t.__version__} · CUDA {t.version.cuda}"
         if self.torch is not None:
             return f"CPU · torch {self.torch.__version__} (no GPU)"
-        return "CPU, torch not installed (no GPU)"
+        return NO_TORCH_DEVICE
+
+    def label(
+        self, kind: RunKind, *, cpu_note: tuple[str, str] | None = None, cpu_check: bool = False
+    ) -> RunLabel:
+        """The run's honest label. `cpu_note` (en, el) says what a CPU run measured;
+        `cpu_check` marks a simulated run that also checked something with CPU torch."""
+        if kind is RunKind.GPU:
+            return gpu_label(self.device_line())
+        if kind is RunKind.SIMULATED:
+            return simulated_label(self.locale, self.torch_version if cpu_check else "")
+        if kind is RunKind.CPU:
+            return cpu_label(
+                self.locale,
+                self.device_line(),
+                self.tr(*cpu_note) if cpu_note else "",
+                gpu_unused=self.cuda,
+            )
+        return arithmetic_label(self.locale)
+
+    def torch_label(self, torch_ran: bool, cpu_note: tuple[str, str]) -> RunLabel:
+        """For a demo whose torch part ran or not: measured on the GPU, run on the CPU (what
+        `cpu_note` says), or arithmetic alone (torch not installed)."""
+        if not torch_ran:
+            return self.label(RunKind.ARITHMETIC)
+        return self.label(RunKind.GPU if self.cuda else RunKind.CPU, cpu_note=cpu_note)
+
+    def title(self, en: str, el: str, label: RunLabel) -> str:
+        """The report's bold first line, tagged with what the run is."""
+        return f"*{self.tr(en, el)}{label.tag}*"
+
+    def output(
+        self, lines: Sequence[str], metrics: Mapping[str, Any], fig: Any, label: RunLabel
+    ) -> DemoOutput:
+        """Report (closed by the label's note), metrics, the PNG with the label in its
+        footer, and the device line: every demo ends here, so none can skip a label."""
+        from gpu_runner.demos import _plot
+
+        report = [*lines, label.note] if label.note else list(lines)
+        return DemoOutput(
+            "\n".join(report),
+            metrics,
+            _plot.to_png(fig, label),
+            label.device,
+            label.simulated,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,35 +161,10 @@ class DemoOutput:
     simulated: bool = False
 
 
-def mib(nbytes: float, digits: int = 0) -> str:
-    """``52428800 -> "50 MiB"``; `digits` decimals when asked."""
-    value = nbytes / MiB
-    return f"{value:.{digits}f} MiB"
-
-
-def size(nbytes: int) -> str:
-    """Bytes below 1 MiB, else MiB with as many decimals as needed (up to 2)."""
-    if nbytes < MiB:
-        return f"{nbytes:,} B"
-    value = nbytes / MiB
-    return f"{value:.0f} MiB" if value.is_integer() else f"{value:.2f} MiB"
-
-
-def gib(nbytes: float, digits: int = 2) -> str:
-    return f"{nbytes / GiB:.{digits}f} GiB"
-
-
-def simulated_note(ctx: RunContext) -> str:
-    return ctx.tr(
-        "_Simulated: figures from a model of PyTorch's CUDA caching allocator "
-        "(same rules, no GPU). Byte counts and OOM outcomes match a GPU run; "
-        "timings and free device memory are n/a._",
-        "_Προσομοίωση: τα νούμερα βγαίνουν από μοντέλο του caching allocator της PyTorch "
-        "(ίδιοι κανόνες, χωρίς GPU). Τα bytes και τα OOM συμπίπτουν με εκτέλεση σε GPU· "
-        "χρόνοι και ελεύθερη μνήμη της συσκευής: n/a._",
-    )
-
-
-def title_line(ctx: RunContext, en: str, el: str, simulated: bool) -> str:
-    tag = ctx.tr(" · simulated", " · προσομοίωση") if simulated else ""
-    return f"*{ctx.tr(en, el)}{tag}*"
+__all__ = [
+    "SIMULATED_DEVICE",
+    "DemoOutput",
+    "RunContext",
+    "RunKind",
+    "RunLabel",
+]

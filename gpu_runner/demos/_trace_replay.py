@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from gpu_runner.demos._alloc import AllocatorOOM, Handle, stat
-from gpu_runner.demos._step_plots import Segment, segments_of
+from gpu_runner.demos._alloc import AllocatorOOM, Handle, SimDevice, stat
+from gpu_runner.demos._plot import Segment, segments_of
 
 
 class TraceDevice(Protocol):
@@ -25,36 +25,14 @@ class TraceDevice(Protocol):
     def snapshot(self) -> list[dict[str, Any]]: ...
 
 
-class SimTraceDevice:
+class SimTraceDevice(SimDevice):
     """The simulator exactly as a question's answer is computed: a fresh allocator of
     the trace's size and settings, `set_per_process_memory_fraction` when one is given."""
 
     def __init__(self, inputs: Mapping[str, Any]) -> None:
-        from gpu_runner.sim import CachingAllocator
-
-        self._a = CachingAllocator(int(inputs["total_memory"]), conf=str(inputs["conf"]))
+        super().__init__(str(inputs["conf"]), int(inputs["total_memory"]))
         if inputs["memory_fraction"] is not None:
             self._a.set_per_process_memory_fraction(float(inputs["memory_fraction"]))
-
-    def alloc(self, nbytes: int) -> Handle:
-        from gpu_runner.sim import OutOfMemoryError
-
-        try:
-            return Handle(nbytes, self._a.malloc(nbytes))
-        except OutOfMemoryError as exc:
-            raise AllocatorOOM(str(exc)) from None
-
-    def free(self, handle: Handle) -> None:
-        self._a.free(handle.obj)
-
-    def empty_cache(self) -> None:
-        self._a.empty_cache()
-
-    def stats(self) -> dict[str, int]:
-        return dict(self._a.memory_stats())
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        return [dict(s) for s in self._a.memory_snapshot()]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,12 @@
 
 A stack of (Linear + GELU) layers, three ways: no checkpointing, `checkpoint()` per layer,
 and `checkpoint_sequential()` with √layers segments (its last segment is never
-checkpointed). Without CUDA the point is device-independent: a `TorchDispatchMode` counts
-the bytes of every storage ops create and subtracts them when the storage dies
-(``saved_tensors_hooks`` alone undercount: checkpoint inputs live outside them).
+checkpointed: the report says how much that keeps). The weight gradients are allocated
+before the step, like the weights (as after a first step with `zero_grad(set_to_none=False)`),
+and counted apart: the figures are activations only. Without CUDA the point is
+device-independent: a `TorchDispatchMode` counts the bytes of every storage ops create and
+subtracts them when the storage dies (``saved_tensors_hooks`` alone undercount: checkpoint
+inputs live outside them).
 """
 
 from __future__ import annotations
@@ -13,54 +16,17 @@ import importlib
 import math
 import statistics
 import time
-import weakref
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._context import DemoOutput, RunContext, gib, mib, title_line
+from gpu_runner.demos._context import DemoOutput, RunContext, RunKind
+from gpu_runner.demos._live_bytes import live_bytes_tracker
 from gpu_runner.demos._registry import Demo, DemoKind, Param
 
 MiB = 1 << 20
 MODES = ("none", "per-layer", "sqrt")
 CPU_REAL_LIMIT = 512 * MiB  # bigger configurations are always accounted on meta
 SPEC_CONFIG = {"layers": 24, "width": 4096, "batch": 16384}  # bf16, the GPU-sized model
-
-
-def live_bytes_tracker(torch: Any, ignore: set[int]) -> Any:
-    # Imported by name so type checking does not depend on torch being installed.
-    dispatch: Any = importlib.import_module("torch.utils._python_dispatch")
-    tree_flatten = importlib.import_module("torch.utils._pytree").tree_flatten
-
-    class LiveBytes(dispatch.TorchDispatchMode):  # type: ignore[misc]
-        """Bytes of the storages created under the mode that are still alive, and the peak."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.live = 0
-            self.peak = 0
-            self._sizes: dict[int, int] = {}
-
-        def __torch_dispatch__(
-            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
-        ) -> Any:
-            out = func(*args, **(kwargs or {}))
-            for t in tree_flatten(out)[0]:
-                if not isinstance(t, torch.Tensor):
-                    continue
-                storage = t.untyped_storage()
-                key = id(storage)
-                if key in self._sizes or key in ignore:
-                    continue  # a view of a storage already counted, or a weight / input
-                self._sizes[key] = n = int(storage.nbytes())
-                self.live += n
-                self.peak = max(self.peak, self.live)
-                weakref.finalize(storage, self._dead, key)
-            return out
-
-        def _dead(self, key: int) -> None:
-            self.live -= self._sizes.pop(key)
-
-    return LiveBytes()
 
 
 def build(torch: Any, layers: int, width: int, device: str, dtype: Any) -> Any:
@@ -81,8 +47,26 @@ def forward(torch: Any, model: Any, x: Any, mode: str) -> Any:
         for layer in model:
             h = checkpoint(layer, h, use_reentrant=False)
         return h
-    segments = max(1, round(math.sqrt(len(model))))
-    return checkpoint_sequential(model, segments, x, use_reentrant=False)
+    return checkpoint_sequential(model, sqrt_segments(len(model)), x, use_reentrant=False)
+
+
+def sqrt_segments(layers: int) -> int:
+    return max(1, round(math.sqrt(layers)))
+
+
+def last_segment_layers(layers: int, segments: int) -> int:
+    """Layers `checkpoint_sequential` runs without checkpointing: its last segment takes
+    what the first `segments - 1` segments of `layers // segments` layers leave."""
+    return layers - (layers // segments) * (segments - 1)
+
+
+def preallocate_grads(torch: Any, model: Any) -> int:
+    """Give every weight its gradient before the step (zeros, as `zero_grad(set_to_none=
+    False)` leaves them): backward then accumulates in place, and the bytes it allocates are
+    activations and their gradients only. Returns the gradients' bytes."""
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    return sum(int(p.grad.untyped_storage().nbytes()) for p in model.parameters())
 
 
 def account(
@@ -94,7 +78,9 @@ def account(
         torch.manual_seed(0)
         model = build(torch, layers, width, device, dtype)
         x = torch.randn(batch, width, dtype=dtype, device=device, requires_grad=True)
+        grads = preallocate_grads(torch, model)
         ignore = {id(p.untyped_storage()) for p in model.parameters()}
+        ignore |= {id(p.grad.untyped_storage()) for p in model.parameters()}
         ignore.add(id(x.untyped_storage()))
         tracker = live_bytes_tracker(torch, ignore)
         start = time.perf_counter()
@@ -106,6 +92,7 @@ def account(
         out[mode] = {
             "after_forward_bytes": after,
             "peak_bytes": tracker.peak,
+            "weight_grad_bytes": grads,
             "step_s": round(elapsed, 3) if device != "meta" else None,
         }
         del model, x, h
@@ -119,10 +106,11 @@ def measure_cuda(torch: Any, layers: int, width: int, batch: int) -> dict[str, d
         torch.manual_seed(0)
         model = build(torch, layers, width, "cuda", torch.bfloat16)
         x = torch.randn(batch, width, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+        grads = preallocate_grads(torch, model)  # part of the baseline, like the weights
         times = []
         after = peak = 0
         for _ in range(3):
-            model.zero_grad(set_to_none=True)
+            model.zero_grad(set_to_none=False)
             x.grad = None
             torch.cuda.synchronize()
             base = torch.cuda.memory_allocated()
@@ -138,6 +126,7 @@ def measure_cuda(torch: Any, layers: int, width: int, batch: int) -> dict[str, d
         out[mode] = {
             "after_forward_bytes": int(after),
             "peak_bytes": int(peak),
+            "weight_grad_bytes": grads,
             "step_s": round(statistics.median(times), 4),
         }
         del model, x
@@ -173,27 +162,97 @@ def run(ctx: RunContext) -> DemoOutput:
             "batch": batch,
             "dtype": "bfloat16" if ctx.cuda else "float32",
             "device": where,
+            "sqrt_segments": sqrt_segments(layers),
         },
         "modes": small,
-        "spec_config_meta": {"config": {**SPEC_CONFIG, "dtype": "bfloat16"}, "modes": big},
+        "weight_grad_bytes": small["none"]["weight_grad_bytes"],
+        "spec_config_meta": {
+            "config": {**SPEC_CONFIG, "dtype": "bfloat16"},
+            "modes": big,
+            "weight_grad_bytes": big["none"]["weight_grad_bytes"],
+        },
         "simulated": False,
     }
+    label = (
+        ctx.label(RunKind.GPU)
+        if ctx.cuda
+        else ctx.label(
+            RunKind.CPU,
+            cpu_note=(
+                "activation bytes counted from the storages torch created "
+                + ("on CPU tensors" if where == "cpu" else "on the meta device (no RAM used)")
+                + "; no GPU step times",
+                "bytes ενεργοποιήσεων από τα storages που δημιούργησε το torch "
+                + ("σε τανυστές CPU" if where == "cpu" else "στη συσκευή meta (χωρίς RAM)")
+                + "· χωρίς χρόνους GPU",
+            ),
+        )
+    )
+    lines = [
+        ctx.title(
+            "Gradient (activation) checkpointing",
+            "Gradient checkpointing (επανυπολογισμός ενεργοποιήσεων)",
+            label,
+        ),
+        *_report(ctx, metrics, where),
+    ]
+    fig, (ax,) = _plot.figure(8.0, 3.6)
+    _plot.grouped_bars(
+        ax,
+        ["none", "per-layer", f"sqrt ({sqrt_segments(layers)})"],
+        [
+            (
+                ctx.tr("after forward", "μετά το forward"),
+                [small[m]["after_forward_bytes"] / MiB for m in MODES],
+                _plot.ALLOCATED,
+            ),
+            (
+                ctx.tr("peak in backward", "μέγιστο στο backward"),
+                [small[m]["peak_bytes"] / MiB for m in MODES],
+                _plot.FREE,
+            ),
+        ],
+        ylabel=ctx.tr(
+            "activations, weight grads apart (MiB)", "ενεργοποιήσεις, χωρίς κλίσεις βαρών (MiB)"
+        ),
+        fmt=lambda v: ctx.num(v),
+        title=ctx.tr(
+            f"{layers} layers: checkpointing keeps "
+            f"{ctx.num(small['per-layer']['after_forward_bytes'] / MiB)} of "
+            f"{ctx.mib(small['none']['after_forward_bytes'])} after forward",
+            f"{layers} επίπεδα: το checkpointing κρατά "
+            f"{ctx.num(small['per-layer']['after_forward_bytes'] / MiB)} από "
+            f"{ctx.mib(small['none']['after_forward_bytes'])} μετά το forward",
+        ),
+    )
+    _plot.number_ticks(ax, ctx.locale)
+    return ctx.output(lines, metrics, fig, label)
+
+
+def _report(ctx: RunContext, m: dict[str, Any], where: str) -> list[str]:
     t = ctx.tr
+    c, small = m["config"], m["modes"]
+    big, big_grads = m["spec_config_meta"]["modes"], m["spec_config_meta"]["weight_grad_bytes"]
+    layers, width, batch = c["layers"], c["width"], c["batch"]
 
     def row(mode: str, r: dict[str, Any], fmt: Any) -> str:
         step = (
-            "" if r["step_s"] is None else t(f", step {r['step_s']} s", f", βήμα {r['step_s']} s")
+            ""
+            if r["step_s"] is None
+            else t(f", step {ctx.num(r['step_s'], 3)} s", f", βήμα {ctx.num(r['step_s'], 3)} s")
         )
         return (
             f"- {mode}: "
             + t("after forward ", "μετά το forward ")
-            + f"`{fmt(r['after_forward_bytes'])}`, peak `{fmt(r['peak_bytes'])}`{step}"
+            + f"`{fmt(r['after_forward_bytes'])}`, "
+            + t("peak in backward ", "μέγιστο στο backward ")
+            + f"`{fmt(r['peak_bytes'])}`{step}"
         )
 
     kind = {
         "cuda": t(
-            "measured on the GPU (bf16, above weights and input)",
-            "μέτρηση στη GPU (bf16, πάνω από βάρη και είσοδο)",
+            "measured on the GPU (bf16, above weights, weight grads and input)",
+            "μέτρηση στη GPU (bf16, πάνω από βάρη, κλίσεις βαρών και είσοδο)",
         ),
         "cpu": t(
             "live activation bytes on CPU tensors (fp32)",
@@ -204,53 +263,59 @@ def run(ctx: RunContext) -> DemoOutput:
             "ζωντανά bytes ενεργοποιήσεων στη συσκευή meta (fp32, χωρίς RAM)",
         ),
     }[where]
-    lines = [
-        title_line(
-            ctx,
-            "Gradient (activation) checkpointing",
-            "Gradient checkpointing (επανυπολογισμός ενεργοποιήσεων)",
-            False,
-        ),
+    segments, big_segments = c["sqrt_segments"], sqrt_segments(SPEC_CONFIG["layers"])
+    last = last_segment_layers(layers, segments)
+    big_last = last_segment_layers(SPEC_CONFIG["layers"], big_segments)
+    per_layer = small["none"]["after_forward_bytes"] / layers
+    big_per_layer = big["none"]["after_forward_bytes"] / SPEC_CONFIG["layers"]
+    return [
         t(
-            f"{layers} × (Linear({width}, {width}) + GELU), batch {batch}: {kind}",
-            f"{layers} × (Linear({width}, {width}) + GELU), batch {batch}: {kind}",
+            f"{layers} × (Linear({width}, {width}) + GELU), batch {batch}: {kind}. The weight "
+            f"gradients ({ctx.mib(m['weight_grad_bytes'])}) exist before the step, like the "
+            "weights, and are not counted:",
+            f"{layers} × (Linear({width}, {width}) + GELU), batch {batch}: {kind}. Οι κλίσεις "
+            f"των βαρών ({ctx.mib(m['weight_grad_bytes'])}) υπάρχουν πριν από το βήμα, όπως τα "
+            "βάρη, και δεν μετρώνται:",
         ),
-        *[row(m, small[m], lambda n: mib(n)) for m in MODES],
+        *[row(mode, small[mode], ctx.mib) for mode in MODES],
         t(
             f"At GPU scale ({SPEC_CONFIG['layers']} × {SPEC_CONFIG['width']}, batch "
-            f"{SPEC_CONFIG['batch']}, bf16, meta accounting):",
+            f"{ctx.num(SPEC_CONFIG['batch'])}, bf16, meta accounting; weight grads "
+            f"{ctx.gib(big_grads)} apart):",
             f"Σε κλίμακα GPU ({SPEC_CONFIG['layers']} × {SPEC_CONFIG['width']}, batch "
-            f"{SPEC_CONFIG['batch']}, bf16, λογιστική στη meta):",
+            f"{ctx.num(SPEC_CONFIG['batch'])}, bf16, λογιστική στη meta· κλίσεις βαρών "
+            f"{ctx.gib(big_grads)} χωριστά):",
         ),
-        *[row(m, big[m], lambda n: gib(n)) for m in MODES],
+        *[row(mode, big[mode], ctx.gib) for mode in MODES],
         t(
-            "Checkpointing keeps only segment inputs and recomputes the rest in backward: "
+            f"sqrt is `checkpoint_sequential(model, {segments}, x)`, which never checkpoints its "
+            f"last segment (its output is needed at once in backward): the last {last} layers "
+            f"keep all their activations, {ctx.mib(last * per_layer)} of the "
+            f"{ctx.mib(small['sqrt']['after_forward_bytes'])} after forward. At GPU scale "
+            f"round(√{SPEC_CONFIG['layers']}) = {big_segments} segments of "
+            f"{SPEC_CONFIG['layers'] // big_segments} layers leave the last {big_last} "
+            f"unchecked: {ctx.gib(big_last * big_per_layer)} of "
+            f"{ctx.gib(big['sqrt']['after_forward_bytes'])}.",
+            f"Το sqrt είναι `checkpoint_sequential(model, {segments}, x)`, που δεν κάνει ποτέ "
+            f"checkpoint το τελευταίο τμήμα (η έξοδός του χρειάζεται αμέσως στο backward): τα "
+            f"τελευταία {last} επίπεδα κρατούν όλες τις ενεργοποιήσεις τους, "
+            f"{ctx.mib(last * per_layer)} από τα {ctx.mib(small['sqrt']['after_forward_bytes'])}"
+            f" μετά το forward. Σε κλίμακα GPU, round(√{SPEC_CONFIG['layers']}) = "
+            f"{big_segments} τμήματα των {SPEC_CONFIG['layers'] // big_segments} επιπέδων "
+            f"αφήνουν τα τελευταία {big_last} χωρίς checkpoint: "
+            f"{ctx.gib(big_last * big_per_layer)} από "
+            f"{ctx.gib(big['sqrt']['after_forward_bytes'])}.",
+        ),
+        t(
+            "Checkpointing keeps only segment inputs and recomputes the rest in backward, one "
+            "segment just before its gradients, while the segments already done are freed: "
             "less activation memory for about one extra forward pass.",
-            "Το checkpointing κρατά μόνο τις εισόδους των τμημάτων και ξαναϋπολογίζει τα "
-            "υπόλοιπα στο backward: λιγότερη μνήμη ενεργοποιήσεων με κόστος περίπου ένα "
+            "Το checkpointing κρατά μόνο τις εισόδους των τμημάτων και επανυπολογίζει τα "
+            "υπόλοιπα στο backward, κάθε τμήμα λίγο πριν από τις κλίσεις του, ενώ όσα "
+            "τελείωσαν αποδεσμεύονται: λιγότερη μνήμη ενεργοποιήσεων με κόστος περίπου ένα "
             "επιπλέον forward.",
         ),
     ]
-    fig, (ax,) = _plot.figure(8.0, 3.2)
-    _plot.grouped_bars(
-        ax,
-        list(MODES),
-        [
-            (
-                t("after forward", "μετά το forward"),
-                [small[m]["after_forward_bytes"] / MiB for m in MODES],
-                _plot.ALLOCATED,
-            ),
-            (t("peak", "μέγιστο"), [small[m]["peak_bytes"] / MiB for m in MODES], _plot.FREE),
-        ],
-        ylabel="MiB",
-        fmt="{:.0f}",
-        title=t(
-            f"Activation memory, {layers} layers: with and without checkpointing",
-            f"Μνήμη ενεργοποιήσεων, {layers} επίπεδα: με και χωρίς checkpointing",
-        ),
-    )
-    return DemoOutput("\n".join(lines), metrics, _plot.to_png(fig), ctx.device_line(), False)
 
 
 DEMO = Demo(

@@ -1,68 +1,116 @@
 """Adam in mixed precision: what each parameter costs (weights, grads, fp32 master, m, v).
 
-The arithmetic holds on any device: bf16 weights (2 B) + bf16 grads (2 B) + fp32 master
+The headline is ZeRO's accounting: bf16 weights (2 B) + bf16 grads (2 B) + fp32 master
 weights (4 B) + Adam's two fp32 moments (8 B) = 16 B per parameter — the same 16 B as plain
-fp32 training. Mixed precision saves activation memory and time, not optimizer memory.
-With torch, a small model's buffers are measured after one optimizer step.
+fp32 training. A step that hands the optimizer fp32 gradients (`master.grad =
+grad.float()`, as loops with an fp32 master usually do) keeps 4 B more: 20 B. With torch,
+one such step of a small model is measured stage by stage: `memory_allocated()` deltas on
+a GPU, a tracker of the storages torch creates on the CPU.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._context import DemoOutput, RunContext, gib, title_line
+from gpu_runner.demos._context import DemoOutput, RunContext
+from gpu_runner.demos._live_bytes import live_bytes_tracker
 from gpu_runner.demos._registry import Demo, DemoKind, Param
 
+PARTS = ("weights", "grads", "master", "master_grads", "adam_m", "adam_v")
+ZERO = "mixed (ZeRO: 16 B)"
+WITH_FP32_GRADS = "mixed + fp32 grads"
 SCHEMES: dict[str, dict[str, int]] = {
-    "fp32": {"weights": 4, "grads": 4, "master": 0, "adam_m": 4, "adam_v": 4},
-    "mixed (bf16 + fp32 master)": {"weights": 2, "grads": 2, "master": 4, "adam_m": 4, "adam_v": 4},
-    "bf16, no master": {"weights": 2, "grads": 2, "master": 0, "adam_m": 4, "adam_v": 4},
+    "fp32": {"weights": 4, "grads": 4, "master": 0, "master_grads": 0, "adam_m": 4, "adam_v": 4},
+    ZERO: {"weights": 2, "grads": 2, "master": 4, "master_grads": 0, "adam_m": 4, "adam_v": 4},
+    WITH_FP32_GRADS: {
+        "weights": 2,
+        "grads": 2,
+        "master": 4,
+        "master_grads": 4,
+        "adam_m": 4,
+        "adam_v": 4,
+    },
+    "bf16, no master": {
+        "weights": 2,
+        "grads": 2,
+        "master": 0,
+        "master_grads": 0,
+        "adam_m": 4,
+        "adam_v": 4,
+    },
 }
-PARTS = ("weights", "grads", "master", "adam_m", "adam_v")
 GPUS = {"H100 80GB": 80 * 10**9, "H200 141GB": 141 * 10**9}
+ALLOCATED = "allocated_bytes.all.current"
+# What each stage of the measured step adds, in order (the moments: m, v and Adam's step).
+STAGES = ("master", "weights", "grads", "master_grads", "adam_state")
+
+
+def breakdown(stats: Sequence[Mapping[str, int]], parameters: int) -> dict[str, Any]:
+    """Bytes of each stage from `memory_stats()` read before the step and after each stage."""
+    if len(stats) != len(STAGES) + 1:
+        raise ValueError(f"need {len(STAGES) + 1} readings, got {len(stats)}")
+    readings = [int(s[ALLOCATED]) for s in stats]
+    parts = {
+        f"{name}_bytes": after - before
+        for name, before, after in zip(STAGES, readings[:-1], readings[1:], strict=True)
+    }
+    total = readings[-1] - readings[0]
+    return {
+        "parameters": parameters,
+        **parts,
+        "total_bytes": total,
+        "bytes_per_parameter": round(total / parameters, 3),
+    }
 
 
 def measure(torch: Any, cuda: bool) -> dict[str, Any]:
-    """Bytes of each buffer after one mixed-precision AdamW step on a small model."""
+    """One mixed-precision AdamW step on a small model, measured stage by stage."""
     device = "cuda" if cuda else "cpu"
     torch.manual_seed(0)
-    with torch.device(device):
-        master = torch.nn.Sequential(
-            torch.nn.Linear(512, 512), torch.nn.GELU(), torch.nn.Linear(512, 512)
-        )
-        x = torch.randn(64, 512)
-    work = [p.detach().to(torch.bfloat16).requires_grad_() for p in master.parameters()]
-    n = sum(p.numel() for p in work)
-    w0, b0, w1, b1 = work
-    h = torch.nn.functional.gelu(x.to(torch.bfloat16) @ w0.T + b0) @ w1.T + b1
-    h.float().pow(2).mean().backward()
-    for m, w in zip(master.parameters(), work, strict=True):
-        m.grad = w.grad.float()  # the fp32 gradient an optimizer step reads
-    opt = torch.optim.AdamW(master.parameters(), lr=1e-3)
-    opt.step()
-    states = [t for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
-    moments = [t for s in opt.state.values() for k, t in s.items() if k.startswith("exp_avg")]
-    out = {
-        "parameters": n,
-        "weights_bytes": sum(w.nbytes for w in work),
-        "grads_bytes": sum(w.grad.nbytes for w in work),
-        "master_bytes": sum(p.nbytes for p in master.parameters()),
-        "adam_moments_bytes": sum(t.nbytes for t in moments),
-        "adam_state_bytes": sum(t.nbytes for t in states),  # + one `step` scalar per tensor
-        "device": device,
-    }
-    out["bytes_per_parameter"] = round(
-        (
-            out["weights_bytes"]
-            + out["grads_bytes"]
-            + out["master_bytes"]
-            + out["adam_moments_bytes"]
-        )
-        / n,
-        3,
-    )
-    return out
+    x = torch.randn(64, 512, device=device).to(torch.bfloat16)
+    if cuda:
+        # cuBLAS allocates its workspace on the first matmul: before the baseline.
+        (x @ x.T).sum().item()
+        torch.cuda.synchronize()
+    tracker: Any = None if cuda else live_bytes_tracker(torch, {id(x.untyped_storage())})
+
+    def reading() -> dict[str, int]:
+        if cuda:
+            torch.cuda.synchronize()
+            return {ALLOCATED: int(torch.cuda.memory_allocated())}
+        return {ALLOCATED: int(tracker.live)}
+
+    stats = [reading()]
+    if tracker is not None:
+        tracker.__enter__()
+    try:
+        with torch.device(device):
+            master = torch.nn.Sequential(
+                torch.nn.Linear(512, 512), torch.nn.GELU(), torch.nn.Linear(512, 512)
+            )
+        stats.append(reading())
+        work = [p.detach().to(torch.bfloat16).requires_grad_() for p in master.parameters()]
+        stats.append(reading())
+        w0, b0, w1, b1 = work
+        h = torch.nn.functional.gelu(x @ w0.T + b0) @ w1.T + b1
+        h.float().pow(2).mean().backward()
+        del h  # the activations go; the bf16 grads stay
+        stats.append(reading())
+        for m, w in zip(master.parameters(), work, strict=True):
+            m.grad = w.grad.float()  # the fp32 gradient the optimizer step reads
+        stats.append(reading())
+        opt = torch.optim.AdamW(master.parameters(), lr=1e-3)
+        opt.step()  # creates m and v (and a step counter) per parameter tensor
+        stats.append(reading())
+    finally:
+        if tracker is not None:
+            tracker.__exit__(None, None, None)
+    parameters = sum(p.numel() for p in work)
+    del opt  # kept alive until the last reading: its state is what is measured
+    how = "memory_allocated() deltas" if cuda else "live storages (dispatch-mode tracker)"
+    return {**breakdown(stats, parameters), "device": device, "method": how}
 
 
 def run(ctx: RunContext) -> DemoOutput:
@@ -72,6 +120,7 @@ def run(ctx: RunContext) -> DemoOutput:
     check = measure(ctx.torch, ctx.cuda) if ctx.torch is not None else None
     metrics: dict[str, Any] = {
         "parameters": n,
+        "headline": ZERO,
         "bytes_per_parameter": per_param,
         "breakdown": SCHEMES,
         "total_bytes": totals,
@@ -79,94 +128,150 @@ def run(ctx: RunContext) -> DemoOutput:
         "measured": check,
         "simulated": False,
     }
-    t = ctx.tr
-    mixed = SCHEMES["mixed (bf16 + fp32 master)"]
+    label = ctx.torch_label(
+        check is not None,
+        cpu_note=(
+            "the step ran on the CPU; bytes counted from the storages torch created "
+            "(no caching allocator there)",
+            "το βήμα έτρεξε στη CPU· bytes από τα storages που δημιούργησε το torch "
+            "(χωρίς caching allocator)",
+        ),
+    )
     lines = [
-        title_line(
-            ctx,
+        ctx.title(
             "Adam memory per parameter (mixed precision)",
             "Μνήμη του Adam ανά παράμετρο (μικτή ακρίβεια)",
-            False,
+            label,
+        ),
+        *_report(ctx, metrics, check),
+    ]
+    fig, (ax,) = _plot.figure(8.0, 3.6)
+    _stacked_plot(ctx, ax, check)
+    return ctx.output(lines, metrics, fig, label)
+
+
+def _report(ctx: RunContext, m: dict[str, Any], check: dict[str, Any] | None) -> list[str]:
+    t = ctx.tr
+    per, n = m["bytes_per_parameter"], m["parameters"]
+    z = SCHEMES[ZERO]
+    fits = m["fits"]
+    lines = [
+        t(
+            f"ZeRO's accounting, per parameter: weights {z['weights']} B (bf16) + grads "
+            f"{z['grads']} B (bf16) + fp32 master {z['master']} B + Adam m {z['adam_m']} B + v "
+            f"{z['adam_v']} B = *{per[ZERO]} B*; plain fp32 is also {per['fp32']} B, bf16 "
+            f"without a master copy {per['bf16, no master']} B.",
+            f"Λογαριασμός του ZeRO, ανά παράμετρο: βάρη {z['weights']} B (bf16) + κλίσεις "
+            f"{z['grads']} B (bf16) + fp32 master {z['master']} B + Adam m {z['adam_m']} B + v "
+            f"{z['adam_v']} B = *{per[ZERO]} B*· σε καθαρό fp32 επίσης {per['fp32']} B, bf16 "
+            f"χωρίς master αντίγραφο {per['bf16, no master']} B.",
         ),
         t(
-            f"Mixed precision, per parameter: weights {mixed['weights']} B (bf16) + grads "
-            f"{mixed['grads']} B + fp32 master {mixed['master']} B + Adam m {mixed['adam_m']} B "
-            f"+ v {mixed['adam_v']} B = *{per_param['mixed (bf16 + fp32 master)']} B*; "
-            f"plain fp32 is also {per_param['fp32']} B, bf16 without a master copy "
-            f"{per_param['bf16, no master']} B.",
-            f"Μικτή ακρίβεια, ανά παράμετρο: βάρη {mixed['weights']} B (bf16) + κλίσεις "
-            f"{mixed['grads']} B + fp32 master {mixed['master']} B + Adam m {mixed['adam_m']} B "
-            f"+ v {mixed['adam_v']} B = *{per_param['mixed (bf16 + fp32 master)']} B*· σε "
-            f"καθαρό fp32 επίσης {per_param['fp32']} B, bf16 χωρίς master αντίγραφο "
-            f"{per_param['bf16, no master']} B.",
+            f"A step that hands the optimizer fp32 grads (`master.grad = grad.float()`) keeps "
+            f"{SCHEMES[WITH_FP32_GRADS]['master_grads']} B more while it runs: "
+            f"*{per[WITH_FP32_GRADS]} B*.",
+            f"Ένα βήμα που δίνει στον βελτιστοποιητή (optimizer) κλίσεις fp32 "
+            f"(`master.grad = grad.float()`) κρατά {SCHEMES[WITH_FP32_GRADS]['master_grads']} B "
+            f"ακόμη όσο εκτελείται: *{per[WITH_FP32_GRADS]} B*.",
         ),
         t(
-            f"For {n / 1e9:g} billion parameters: {gib(totals['mixed (bf16 + fp32 master)'], 1)} "
-            "before any activation — "
-            + ", ".join(
-                f"{gpu}: {'fits' if metrics['fits'][gpu]['fp32'] else 'does not fit'}"
-                for gpu in GPUS
-            )
+            f"For {ctx.num(n / 1e9, 1)} billion parameters: {ctx.gib(m['total_bytes'][ZERO], 1)}"
+            f" ({ctx.gib(m['total_bytes'][WITH_FP32_GRADS], 1)} with fp32 grads) before any "
+            "activation — "
+            + ", ".join(f"{gpu}: {'fits' if fits[gpu][ZERO] else 'does not fit'}" for gpu in GPUS)
             + ".",
-            f"Για {n / 1e9:g} δισ. παραμέτρους: {gib(totals['mixed (bf16 + fp32 master)'], 1)} "
-            "πριν από οποιαδήποτε ενεργοποίηση — "
-            + ", ".join(
-                f"{gpu}: {'χωράει' if metrics['fits'][gpu]['fp32'] else 'δεν χωράει'}"
-                for gpu in GPUS
-            )
+            f"Για {ctx.num(n / 1e9, 1)} δισ. παραμέτρους: {ctx.gib(m['total_bytes'][ZERO], 1)} "
+            f"({ctx.gib(m['total_bytes'][WITH_FP32_GRADS], 1)} με κλίσεις fp32) πριν από "
+            "οποιαδήποτε ενεργοποίηση — "
+            + ", ".join(f"{gpu}: {'χωράει' if fits[gpu][ZERO] else 'δεν χωράει'}" for gpu in GPUS)
             + ".",
         ),
     ]
     if check is not None:
         lines.append(
             t(
-                f"Measured on {check['device']} ({check['parameters']:,} parameters, one AdamW "
-                f"step): weights {check['weights_bytes']:,} B, grads {check['grads_bytes']:,} B, "
-                f"master {check['master_bytes']:,} B, Adam m+v {check['adam_moments_bytes']:,} B "
-                f"→ *{check['bytes_per_parameter']} B/parameter*.",
-                f"Μέτρηση σε {check['device']} ({check['parameters']:,} παράμετροι, ένα βήμα "
-                f"AdamW): βάρη {check['weights_bytes']:,} B, κλίσεις {check['grads_bytes']:,} B, "
-                f"master {check['master_bytes']:,} B, Adam m+v {check['adam_moments_bytes']:,} B "
-                f"→ *{check['bytes_per_parameter']} B/παράμετρο*.",
-            )
-        )
-    else:
-        lines.append(
-            t(
-                "Measurement: n/a (needs torch: pip install 'quizbot[gpu]').",
-                "Μέτρηση: n/a (χρειάζεται torch: pip install 'quizbot[gpu]').",
+                f"Measured on {check['device']} ({check['method']}), one AdamW step of "
+                f"{ctx.num(check['parameters'])} parameters: fp32 master "
+                f"{ctx.size(check['master_bytes'])}, bf16 weights "
+                f"{ctx.size(check['weights_bytes'])}, bf16 grads "
+                f"{ctx.size(check['grads_bytes'])}, fp32 grads "
+                f"{ctx.size(check['master_grads_bytes'])}, Adam state "
+                f"{ctx.size(check['adam_state_bytes'])} → "
+                f"*{ctx.num(check['bytes_per_parameter'], 2)} B/parameter*.",
+                f"Μέτρηση σε {check['device']} ({check['method']}), ένα βήμα AdamW για "
+                f"{ctx.num(check['parameters'])} παραμέτρους: fp32 master "
+                f"{ctx.size(check['master_bytes'])}, βάρη bf16 {ctx.size(check['weights_bytes'])}"
+                f", κλίσεις bf16 {ctx.size(check['grads_bytes'])}, κλίσεις fp32 "
+                f"{ctx.size(check['master_grads_bytes'])}, κατάσταση Adam "
+                f"{ctx.size(check['adam_state_bytes'])} → "
+                f"*{ctx.num(check['bytes_per_parameter'], 2)} B/παράμετρο*.",
             )
         )
     lines.append(
         t(
-            "ZeRO/FSDP shard these 16 B across GPUs; 8-bit optimizers shrink m and v.",
-            "Τα ZeRO/FSDP μοιράζουν αυτά τα 16 B σε πολλές GPU· οι 8-bit optimizers "
+            "ZeRO/FSDP shard these bytes across GPUs; 8-bit optimizers shrink m and v.",
+            "Τα ZeRO/FSDP μοιράζουν αυτά τα bytes σε πολλές GPU· οι 8-bit optimizers "
             "μικραίνουν τα m και v.",
         )
     )
+    return lines
 
-    fig, (ax,) = _plot.figure(8.0, 3.2)
+
+def _stacked_plot(ctx: RunContext, ax: Any, check: dict[str, Any] | None) -> None:
+    t = ctx.tr
     colours = {
         "weights": _plot.ALLOCATED,
         "grads": "#8172B3",
         "master": _plot.MUTED,
+        "master_grads": "#CCB974",
         "adam_m": _plot.FREE,
-        "adam_v": "#C44E52",
+        "adam_v": _plot.LIMIT,
     }
-    labels = list(SCHEMES)
+    names = {
+        "weights": t("weights", "βάρη"),
+        "grads": t("grads", "κλίσεις"),
+        "master": "fp32 master",
+        "master_grads": t("fp32 grads", "κλίσεις fp32"),
+        "adam_m": "Adam m",
+        "adam_v": "Adam v",
+    }
+    columns = dict(SCHEMES)
+    if check is not None:
+        p = check["parameters"]
+        # m and v are equal halves of the measured Adam state (its step counters are bytes).
+        half = check["adam_state_bytes"] / 2 / p
+        columns[t("measured", "μέτρηση")] = {
+            "weights": check["weights_bytes"] / p,
+            "grads": check["grads_bytes"] / p,
+            "master": check["master_bytes"] / p,
+            "master_grads": check["master_grads_bytes"] / p,
+            "adam_m": half,
+            "adam_v": half,
+        }
+    shown = {
+        ZERO: t("mixed\n(ZeRO: 16 B)", "μικτή\n(ZeRO: 16 B)"),
+        WITH_FP32_GRADS: t("mixed\n+ fp32 grads", "μικτή\n+ κλίσεις fp32"),
+        "bf16, no master": t("bf16,\nno master", "bf16,\nχωρίς master"),
+    }
+    labels = [shown.get(k, k) for k in columns]
     bottom = [0.0] * len(labels)
     for part in PARTS:
-        values = [SCHEMES[k][part] for k in labels]
-        ax.bar(labels, values, bottom=bottom, color=colours[part], label=part)
+        values = [float(c[part]) for c in columns.values()]
+        ax.bar(labels, values, bottom=bottom, color=colours[part], label=names[part])
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    for i, total in enumerate(bottom):
+        digits = 0 if round(total, 2).is_integer() else 2
+        _plot.bar_total(ax, i, total, f"{ctx.num(total, digits)} B")
     ax.set_ylabel(t("bytes per parameter", "bytes ανά παράμετρο"))
+    ax.margins(y=0.12)
     ax.set_title(
-        t("Training memory per parameter with Adam", "Μνήμη εκπαίδευσης ανά παράμετρο με Adam"),
-        fontsize=10,
+        t(
+            "Mixed precision saves no optimizer memory: 16 B/parameter, 20 B with fp32 grads",
+            "Η μικτή ακρίβεια δεν γλιτώνει μνήμη βελτιστοποιητή: 16 B/παράμετρο, 20 B με "
+            "κλίσεις fp32",
+        ),
     )
-    ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.12))
-    device = ctx.device_line() if check is not None else "arithmetic, no GPU (torch not installed)"
-    return DemoOutput("\n".join(lines), metrics, _plot.to_png(fig), device, False)
+    ax.legend(ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
 
 
 DEMO = Demo(

@@ -19,15 +19,8 @@ from typing import Any
 
 from gpu_runner.demos import _plot
 from gpu_runner.demos._alloc import CudaDevice
-from gpu_runner.demos._context import (
-    SIMULATED_DEVICE,
-    DemoOutput,
-    RunContext,
-    simulated_note,
-    title_line,
-)
+from gpu_runner.demos._context import DemoOutput, RunContext, RunKind
 from gpu_runner.demos._registry import Demo, DemoKind, DemoRequestError, JsonParam
-from gpu_runner.demos._step_plots import segment_steps, stamp
 from gpu_runner.demos._trace_inputs import (
     DEFAULT_INPUTS,
     MAX_OPS,
@@ -35,7 +28,7 @@ from gpu_runner.demos._trace_inputs import (
     effective_cap,
 )
 from gpu_runner.demos._trace_replay import SimTraceDevice, Step, exact_fraction, replay
-from gpu_runner.demos._units import exact_bytes, nbytes, number, unit_for
+from gpu_runner.demos._units import unit_for
 
 LISTED_STEPS = 24  # longer traces list only the steps that changed reserved memory
 
@@ -73,14 +66,13 @@ def run_on_gpu(
 
 def describe(ctx: RunContext, i: int, step: Step, before: Step | None) -> str:
     """One line per step: what the allocator did, from its counters before and after."""
-    el = ctx.el
     op = step.op
-    was = exact_bytes(before.reserved if before else 0, el=el)
-    now = exact_bytes(step.reserved, el=el)
+    was = ctx.size(before.reserved if before else 0, exact=True)
+    now = ctx.size(step.reserved, exact=True)
     grew = step.device_allocs > (before.device_allocs if before else 0)
     released = step.device_frees > (before.device_frees if before else 0)
     if op[0] == "malloc":
-        head = f"`malloc {op[1]} {exact_bytes(op[2], el=el)}`"
+        head = f"`malloc {op[1]}` {ctx.size(op[2], exact=True)}"
         if step.outcome == "oom":
             what = ctx.tr(
                 f"*out of memory*: the malloc raises (reserved {was} → {now})",
@@ -130,9 +122,9 @@ def describe(ctx: RunContext, i: int, step: Step, before: Step | None) -> str:
 def show(ctx: RunContext, key: str, value: int, exact: bool = True) -> str:
     """A statistic as its kind reads best: sizes in units (and bytes), counts as counts."""
     if "bytes" not in key:
-        return number(value, el=ctx.el)
-    human = exact_bytes(value, el=ctx.el)
-    return f"{human} ({number(value, el=ctx.el)} B)" if exact and value >= 1024 else human
+        return ctx.num(value)
+    human = ctx.size(value, exact=True)
+    return f"{human} ({ctx.num(value)} B)" if exact and value >= 1024 else human
 
 
 def run(ctx: RunContext) -> DemoOutput:
@@ -141,6 +133,7 @@ def run(ctx: RunContext) -> DemoOutput:
     sim, sim_stats = replay(SimTraceDevice(inputs), inputs)
     steps, gpu = (sim, {}) if not ctx.cuda else run_on_gpu(ctx, inputs, sim_stats)
     simulated = not ctx.cuda
+    label = ctx.label(RunKind.SIMULATED if simulated else RunKind.GPU)
     value = steps[-1].value
     cap = effective_cap(inputs)
     t = ctx.tr
@@ -149,24 +142,19 @@ def run(ctx: RunContext) -> DemoOutput:
         if inputs["conf"]
         else t("default allocator settings", "ρυθμίσεις του allocator από προεπιλογή")
     )
-    total = inputs["total_memory"]
+    total = ctx.size(inputs["total_memory"], exact=True)
+    capped = (
+        t(f"memory cap {ctx.size(cap, exact=True)}.", f"όριο μνήμης {ctx.size(cap, exact=True)}.")
+        if cap is not None
+        else t("no memory cap.", "χωρίς όριο μνήμης.")
+    )
     lines = [
-        title_line(
-            ctx,
+        ctx.title(
             f"Allocator trace · {len(steps)} operations",
             f"Ίχνος του allocator · {len(steps)} λειτουργίες",
-            simulated,
+            label,
         ),
-        t(
-            f"A {exact_bytes(total)} device, {conf}, "
-            + (f"memory cap {exact_bytes(cap)}." if cap is not None else "no memory cap."),
-            f"Συσκευή {exact_bytes(total, el=True)}, {conf}, "
-            + (
-                f"όριο μνήμης {exact_bytes(cap, el=True)}."
-                if cap is not None
-                else "χωρίς όριο μνήμης."
-            ),
-        ),
+        t(f"A {total} device, {conf}, {capped}", f"Συσκευή {total}, {conf}, {capped}"),
     ]
     for i, step in enumerate(steps):
         before = steps[i - 1] if i else None
@@ -181,15 +169,7 @@ def run(ctx: RunContext) -> DemoOutput:
         "gpu_value": None if simulated else value,
         "agree": None,
         "ooms": [i + 1 for i, s in enumerate(steps) if s.outcome == "oom"],
-        "steps": [
-            {
-                "outcome": s.outcome,
-                "allocated": s.allocated,
-                "reserved": s.reserved,
-                "value": s.value,
-            }
-            for s in steps
-        ],
+        "steps": step_figures(steps),
         "simulator_steps": None,
         "cap_bytes": cap,
         "total_memory": inputs["total_memory"],
@@ -198,22 +178,16 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     if not simulated:
         metrics["agree"] = value == sim[-1].value
-        metrics["simulator_steps"] = [
-            {
-                "outcome": s.outcome,
-                "allocated": s.allocated,
-                "reserved": s.reserved,
-                "value": s.value,
-            }
-            for s in sim
-        ]
+        metrics["simulator_steps"] = step_figures(sim)
         lines.append(verdict(ctx, ask, value, sim[-1].value, gpu["not_comparable"]))
-    else:
-        lines.append(simulated_note(ctx))
-    png = plot(ctx, steps, ask, value, cap, simulated)
-    return DemoOutput(
-        "\n".join(lines), metrics, png, "" if simulated else ctx.device_line(), simulated
-    )
+    return ctx.output(lines, metrics, plot(ctx, steps, ask, value, cap), label)
+
+
+def step_figures(steps: list[Step]) -> list[dict[str, Any]]:
+    return [
+        {"outcome": s.outcome, "allocated": s.allocated, "reserved": s.reserved, "value": s.value}
+        for s in steps
+    ]
 
 
 def verdict(ctx: RunContext, ask: str, gpu: int, sim: int, reasons: list[str]) -> str:
@@ -242,53 +216,51 @@ def verdict(ctx: RunContext, ask: str, gpu: int, sim: int, reasons: list[str]) -
     return line
 
 
-def label(op: list[Any], el: bool) -> str:
+def step_label(ctx: RunContext, op: list[Any]) -> str:
     if op[0] == "malloc":
-        return f"{op[1]} +{nbytes(op[2], el=el, digits=1)}"
+        return f"{op[1]} +{ctx.size(op[2])}"
     if op[0] == "free":
         return f"free {op[1]}"
     return "empty_cache"
 
 
-def plot(
-    ctx: RunContext, steps: list[Step], ask: str, value: int, cap: int | None, simulated: bool
-) -> bytes:
+def plot(ctx: RunContext, steps: list[Step], ask: str, value: int, cap: int | None) -> Any:
+    """The segment map after every step, the cap and any failed request drawn; the title
+    states the asked statistic's final value."""
     t = ctx.tr
     top = max([s.reserved for s in steps] + [cap or 0])
     unit, scale = unit_for(top)
-    fig, (ax,) = _plot.figure(max(6.5, min(13.0, 2.5 + 0.2 * len(steps))), 4.2)
+    fig, (ax,) = _plot.figure(max(7.0, min(13.0, 2.5 + 0.2 * len(steps))), 4.2)
     ooms = [i for i, s in enumerate(steps) if s.outcome == "oom"]
-    segment_steps(
+    _plot.segment_steps(
         ax,
         [s.segments for s in steps],
-        [label(s.op, ctx.el) for s in steps],
+        [step_label(ctx, s.op) for s in steps],
         scale=scale,
-        unit=unit,
-        legend=(t("allocated", "κατανεμημένη"), t("free, cached", "ελεύθερη, στην cache")),
-        ylabel=t("reserved memory", "δεσμευμένη μνήμη"),
+        legend=(
+            t("allocated", "κατανεμημένη (allocated)"),
+            t("free, cached", "ελεύθερη, στην cache"),
+            t("request that failed (OOM)", "αίτημα που απέτυχε (OOM)"),
+        ),
         oom_steps=ooms,
-        oom_label=t("request that failed (OOM)", "αίτημα που απέτυχε (OOM)"),
         failed_requests=[int(steps[i].op[2]) for i in ooms],
         cap=cap,
-        cap_label=t(f"cap {exact_bytes(cap or 0)}", f"όριο {exact_bytes(cap or 0, el=True)}"),
-    )
-    ax.set_xlabel(t("step", "βήμα"))
-    device = SIMULATED_DEVICE if simulated else ctx.device_line()
-    tag = t(" · simulated", " · προσομοίωση") if simulated else ""
-    stamp(
-        fig,
-        ax,
-        t(
-            f"After {len(steps)} steps: {ask} = {show(ctx, ask, value, False)}{tag}",
-            f"Μετά από {len(steps)} βήματα: {ask} = {show(ctx, ask, value, False)}{tag}",
-        ),
-        device,
-        t(
-            "segment map after each step (segments stacked in address order)",
-            "χάρτης τμημάτων μετά από κάθε βήμα (τμήματα κατά σειρά διεύθυνσης)",
+        cap_label=t(
+            f"cap {ctx.size(cap or 0, exact=True)}", f"όριο {ctx.size(cap or 0, exact=True)}"
         ),
     )
-    return _plot.to_png(fig)
+    _plot.number_ticks(ax, ctx.locale, digits=None)
+    ax.set_xlabel(t("step (operation of the trace)", "βήμα (λειτουργία του ίχνους)"))
+    ax.set_ylabel(t(f"reserved memory ({unit})", f"δεσμευμένη (reserved) μνήμη ({unit})"))
+    failed = f", {len(ooms)} OOM" if ooms else ""
+    ax.set_title(
+        t(
+            f"After {len(steps)} steps{failed}: {ask} = {show(ctx, ask, value, False)}",
+            f"Μετά από {len(steps)} βήματα{failed}: {ask} = {show(ctx, ask, value, False)}",
+        ),
+        loc="left",
+    )
+    return fig
 
 
 DEMO = Demo(

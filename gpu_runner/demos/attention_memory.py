@@ -21,10 +21,8 @@ import time
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._context import DemoOutput, RunContext, title_line
+from gpu_runner.demos._context import DemoOutput, RunContext, RunKind, RunLabel
 from gpu_runner.demos._registry import Demo, DemoKind, Param
-from gpu_runner.demos._step_plots import stamp
-from gpu_runner.demos._units import nbytes, number, unit_for
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -140,84 +138,98 @@ def run(ctx: RunContext) -> DemoOutput:
         "measured_with": how,
         "simulated": False,
     }
-    lines = report(ctx, rows, (batch, heads, dim, dtype_name), how)
-    png = plot(ctx, rows, dtype_name)
-    device = ctx.device_line() if ctx.torch is not None else "arithmetic, no GPU (no torch)"
-    return DemoOutput("\n".join(lines), metrics, png, device, False)
+    label = run_label(ctx, any(r["measured"] for r in rows))
+    lines = [
+        ctx.title(
+            "Attention memory: naive N×N scores vs scaled_dot_product_attention",
+            "Μνήμη του attention: αφελής πίνακας βαθμολογιών N×N vs scaled_dot_product_attention",
+            label,
+        ),
+        *report(ctx, rows, (batch, heads, dim, dtype_name), how),
+    ]
+    return ctx.output(lines, metrics, plot(ctx, rows, dtype_name), label)
+
+
+def run_label(ctx: RunContext, measured: bool) -> RunLabel:
+    """GPU; CPU (peaks from the profiler, or none when every length is over the budget);
+    arithmetic alone without torch."""
+    if ctx.torch is None:
+        return ctx.label(RunKind.ARITHMETIC)
+    if ctx.cuda:
+        return ctx.label(RunKind.GPU)
+    what = (
+        (
+            "peaks from torch.profiler's CPU allocation events; GPU timings n/a",
+            "μέγιστα από τα γεγονότα δέσμευσης του torch.profiler στη CPU· χρόνοι GPU: n/a",
+        )
+        if measured
+        else (
+            "nothing measured: every length is over the CPU measuring budget "
+            f"({CPU_BUDGET >> 20} MiB); shape arithmetic only",
+            "καμία μέτρηση: κάθε μήκος ξεπερνά το όριο μέτρησης στη CPU "
+            f"({CPU_BUDGET >> 20} MiB)· μόνο αριθμητική σχημάτων",
+        )
+    )
+    return ctx.label(RunKind.CPU, cpu_note=what)
 
 
 def report(
     ctx: RunContext, rows: list[dict[str, Any]], cfg: tuple[int, int, int, str], how: str
 ) -> list[str]:
-    t, el = ctx.tr, ctx.el
+    t = ctx.tr
     batch, heads, dim, dtype = cfg
     last = rows[-1]
-    n, s = last["seq_len"], last["score_buffer_bytes"]
+    n, s = ctx.num(last["seq_len"]), last["score_buffer_bytes"]
+    elem = 2 if dtype == "bfloat16" else 4
     lines = [
-        title_line(
-            ctx,
-            "Attention memory: naive N×N scores vs scaled_dot_product_attention",
-            "Μνήμη του attention: αφελές N×N πίνακας βαθμολογιών vs scaled_dot_product_attention",
-            False,
-        ),
         t(
             f"batch {batch} × {heads} heads × head_dim {dim}, {dtype}, inference. The naive "
-            f"score buffer `q @ k.T` at N = {number(n)} is {batch}·{heads}·N² · "
-            f"{2 if dtype == 'bfloat16' else 4} B = *{nbytes(s)}*; scaling and soft-max make a "
-            f"second one, so the naive peak is about *{nbytes(2 * s)}* — ×4 for every doubling "
-            "of N.",
+            f"score buffer `q @ k.T` at N = {n} is {batch}·{heads}·N² · {elem} B = "
+            f"*{ctx.size(s)}*; scaling and soft-max make a second one, so the naive peak is "
+            f"about *{ctx.size(2 * s)}* — ×4 for every doubling of N.",
             f"batch {batch} × {heads} κεφαλές × head_dim {dim}, {dtype}, inference. Ο αφελής "
-            f"πίνακας βαθμολογιών `q @ k.T` για N = {number(n, el=True)} είναι "
-            f"{batch}·{heads}·N² · {2 if dtype == 'bfloat16' else 4} B = "
-            f"*{nbytes(s, el=True)}*· η κλιμάκωση και το soft-max φτιάχνουν δεύτερο ίδιο, άρα "
-            f"η μέγιστη μνήμη είναι περίπου *{nbytes(2 * s, el=True)}* — ×4 σε κάθε διπλασιασμό "
-            "του N.",
+            f"πίνακας βαθμολογιών `q @ k.T` για N = {n} είναι {batch}·{heads}·N² · {elem} B = "
+            f"*{ctx.size(s)}*· η κλιμάκωση και το soft-max φτιάχνουν δεύτερο ίδιο, άρα η "
+            f"μέγιστη μνήμη είναι περίπου *{ctx.size(2 * s)}* — ×4 σε κάθε διπλασιασμό του N.",
         ),
     ]
-    method = {
+    methods = {
         "cuda": t(
             "Measured on the GPU: `max_memory_allocated()` above the start, per call.",
             "Μέτρηση στη GPU: `max_memory_allocated()` πάνω από την αρχή, ανά κλήση.",
         ),
         "cpu-profiler": t(
-            "Measured on the CPU: every allocation `torch.profiler` (profile_memory=True) "
+            "Measured on the CPU: every allocation `torch.profiler` (`profile_memory=True`) "
             "records during the call, peak above the start.",
             "Μέτρηση στη CPU: κάθε δέσμευση που καταγράφει ο `torch.profiler` "
-            "(profile_memory=True) κατά την κλήση, μέγιστο πάνω από την αρχή.",
+            "(`profile_memory=True`) κατά την κλήση, μέγιστο πάνω από την αρχή.",
         ),
-        "arithmetic": t(
-            "Shape arithmetic only: torch is not installed (pip install 'quizbot[gpu]').",
-            "Μόνο αριθμητική σχημάτων: δεν υπάρχει torch (pip install 'quizbot[gpu]').",
-        ),
-    }[how]
-    lines.append(method)
+    }
+    if how in methods:  # arithmetic alone: the label's closing note says so
+        lines.append(methods[how])
     skipped = [r["seq_len"] for r in rows if not r["measured"]]
     if skipped and how != "arithmetic":
         lines.append(
             t(
-                f"N ≥ {number(skipped[0])}: arithmetic only (the naive buffers would exceed "
+                f"N ≥ {ctx.num(skipped[0])}: arithmetic only (the naive buffers would exceed "
                 "this run's measuring budget).",
-                f"N ≥ {number(skipped[0], el=True)}: μόνο αριθμητική (τα αφελή buffers θα "
+                f"N ≥ {ctx.num(skipped[0])}: μόνο αριθμητική (τα αφελή buffers θα "
                 "ξεπερνούσαν το όριο μέτρησης αυτής της εκτέλεσης).",
             )
         )
     for row in rows:
         if not row["measured"] or row["naive_peak_bytes"] is None:
             continue
+        timing = (
+            f" ({ctx.num(row['naive_ms'], 2)} vs {ctx.num(row['sdpa_ms'], 2)} ms)"
+            if "naive_ms" in row
+            else ""
+        )
         lines.append(
-            f"- N = {number(row['seq_len'], el=el)}: "
+            f"- N = {ctx.num(row['seq_len'])}: "
             + t("naive ", "αφελές ")
-            + f"`{nbytes(row['naive_peak_bytes'], el=el)}` · SDPA "
-            f"`{nbytes(row['sdpa_peak_bytes'], el=el)}`"
-            + (
-                t(
-                    f" ({number(row['naive_ms'], 2)} vs {number(row['sdpa_ms'], 2)} ms)",
-                    f" ({number(row['naive_ms'], 2, el=True)} vs "
-                    f"{number(row['sdpa_ms'], 2, el=True)} ms)",
-                )
-                if "naive_ms" in row
-                else ""
-            )
+            + f"{ctx.size(row['naive_peak_bytes'])} · SDPA {ctx.size(row['sdpa_peak_bytes'])}"
+            + timing
         )
     lines.append(
         t(
@@ -234,64 +246,66 @@ def report(
     return lines
 
 
-def plot(ctx: RunContext, rows: list[dict[str, Any]], dtype: str) -> bytes:
+def finding(ctx: RunContext, rows: list[dict[str, Any]]) -> str:
+    """The plot's title: the last two measured points' growth, else the arithmetic."""
     t = ctx.tr
-    top = max(r["naive_predicted_bytes"] for r in rows)
-    unit, scale = unit_for(top)
-    fig, (ax,) = _plot.figure(7.5, 4.0)
+    done = [r for r in rows if r["measured"] and r["naive_peak_bytes"] is not None]
+    if len(done) >= 2:
+        a, d = done[-2], done[-1]
+        naive, sdpa = (d[k] / max(a[k], 1) for k in ("naive_peak_bytes", "sdpa_peak_bytes"))
+        n, x, y = ctx.num(d["seq_len"]), ctx.num(naive, 1), ctx.num(sdpa, 1)
+        return t(
+            f"N = {n}: naive {ctx.size(d['naive_peak_bytes'])} vs SDPA "
+            f"{ctx.size(d['sdpa_peak_bytes'])}; doubling N: ×{x} vs ×{y}",
+            f"N = {n}: αφελές {ctx.size(d['naive_peak_bytes'])} vs SDPA "
+            f"{ctx.size(d['sdpa_peak_bytes'])}· διπλάσιο N: ×{x} vs ×{y}",
+        )
+    last = rows[-1]
+    n, need = ctx.num(last["seq_len"]), ctx.size(last["naive_predicted_bytes"])
+    return t(
+        f"N = {n}: naive attention needs about {need} (×4 per doubling of N)",
+        f"N = {n}: το αφελές attention θέλει περίπου {need} (×4 ανά διπλασιασμό του N)",
+    )
+
+
+def plot(ctx: RunContext, rows: list[dict[str, Any]], dtype: str) -> Any:
+    """Peak memory against N on log–log axes (base 2: a doubling of N is one step, the
+    naive line climbs two); the arithmetic drawn dashed, measured points marked."""
+    t = ctx.tr
+    fig, (ax,) = _plot.figure(8.0, 4.2)
     xs = [r["seq_len"] for r in rows]
     ax.plot(
         xs,
-        [r["naive_predicted_bytes"] / scale for r in rows],
+        [r["naive_predicted_bytes"] for r in rows],
         "--",
         color=_plot.MUTED,
         label=t("2 × score buffer (arithmetic)", "2 × πίνακας βαθμολογιών (αριθμητική)"),
     )
     done = [r for r in rows if r["measured"] and r["naive_peak_bytes"] is not None]
-    if done:
-        for key, colour, marker, name in (
-            ("naive_peak_bytes", _plot.FREE, "o", t("naive, measured", "αφελές, μέτρηση")),
-            ("sdpa_peak_bytes", _plot.ALLOCATED, "s", t("SDPA, measured", "SDPA, μέτρηση")),
-        ):
+    for key, colour, marker, name in (
+        ("naive_peak_bytes", _plot.FREE, "o", t("naive, measured", "αφελές, μέτρηση")),
+        ("sdpa_peak_bytes", _plot.ALLOCATED, "s", t("SDPA, measured", "SDPA, μέτρηση")),
+    ):
+        if done:
             ax.plot(
                 [r["seq_len"] for r in done],
-                [max(r[key], 1) / scale for r in done],
+                [max(r[key], 1) for r in done],
                 marker=marker,
                 color=colour,
                 label=name,
             )
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    ax.set_yscale("log", base=2)
     ax.set_xticks(xs)
-    ax.set_xticklabels([number(x, el=ctx.el) for x in xs])
+    ax.set_xticklabels([ctx.num(x) for x in xs])
+    ax.minorticks_off()
+    _plot.byte_ticks(ax, ctx.locale)
     ax.set_xlabel(t("sequence length N (log scale)", "μήκος ακολουθίας N (λογαριθμική κλίμακα)"))
-    ax.set_ylabel(
-        t(f"peak memory above start ({unit})", f"μέγιστη μνήμη πάνω από την αρχή ({unit})")
-    )
+    ax.set_ylabel(t("peak above the start (log scale)", "μέγιστη μνήμη (λογαριθμική)"))
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7.5, loc="upper left", frameon=False)
-    last = rows[-1]
-    if len(done) >= 2:
-        a, d = done[-2], done[-1]
-        grow = [d[k] / max(a[k], 1) for k in ("naive_peak_bytes", "sdpa_peak_bytes")]
-        finding = t(
-            f"N = {number(d['seq_len'])}: naive {nbytes(d['naive_peak_bytes'])} vs SDPA "
-            f"{nbytes(d['sdpa_peak_bytes'])}; doubling N: ×{number(grow[0], 1)} vs "
-            f"×{number(grow[1], 1)}",
-            f"N = {number(d['seq_len'], el=True)}: αφελές {nbytes(d['naive_peak_bytes'], el=True)}"
-            f" vs SDPA {nbytes(d['sdpa_peak_bytes'], el=True)}· διπλάσιο N: "
-            f"×{number(grow[0], 1, el=True)} vs ×{number(grow[1], 1, el=True)}",
-        )
-    else:
-        finding = t(
-            f"N = {number(last['seq_len'])}: naive needs about "
-            f"{nbytes(last['naive_predicted_bytes'])} (×4 per doubling of N)",
-            f"N = {number(last['seq_len'], el=True)}: το αφελές θέλει περίπου "
-            f"{nbytes(last['naive_predicted_bytes'], el=True)} (×4 ανά διπλασιασμό του N)",
-        )
-    device = ctx.device_line() if ctx.torch is not None else t("arithmetic only", "μόνο αριθμητική")
-    stamp(fig, ax, finding, device, f"{dtype}, inference, {t('log–log', 'λογαριθμικοί άξονες')}")
-    return _plot.to_png(fig)
+    ax.legend(loc="upper left", frameon=False, title=f"{dtype}, inference")
+    ax.set_title(finding(ctx, rows), loc="left")
+    return fig
 
 
 DEMO = Demo(

@@ -12,8 +12,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._alloc import Device, open_device, stat
-from gpu_runner.demos._context import DemoOutput, RunContext, mib, simulated_note, title_line
+from gpu_runner.demos._alloc import Device, device_label, open_device, stat
+from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._registry import Demo, DemoKind, Param
 
 MiB = 1 << 20
@@ -84,28 +84,34 @@ def run(ctx: RunContext) -> DemoOutput:
         "uncached": uncached,
         "simulated": dev.simulated,
     }
+    label = device_label(ctx, dev)
     t = ctx.tr
 
     def timing(r: dict[str, Any]) -> str:
-        return "n/a" if r["us_per_iter"] is None else f"{r['us_per_iter']:.1f} µs/iter"
+        if r["us_per_iter"] is None and dev.simulated:
+            return t("timing n/a (simulated)", "χρόνος n/a (προσομοίωση)")
+        if r["us_per_iter"] is None:  # no caching_allocator_disabled() in this torch
+            return t("timing n/a (this torch cannot switch the cache off)", "χρόνος n/a")
+        return f"{ctx.num(r['us_per_iter'], 1)} µs/iter"
 
     lines = [
-        title_line(ctx, "Why a caching allocator?", "Γιατί caching allocator;", dev.simulated),
+        ctx.title("Why a caching allocator?", "Γιατί caching allocator;", label),
         t(
-            f"{n} × (`x = empty({mib(size)})`; `del x`):",
-            f"{n} × (`x = empty({mib(size)})`; `del x`):",
+            f"{ctx.num(n)} × `x = empty({ctx.mib(size)}); del x`:",
+            f"{ctx.num(n)} × `x = empty({ctx.mib(size)}); del x`:",
         ),
         t(
             f"- cached: {cached['device_allocs']} cudaMalloc, {cached['device_frees']} cudaFree, "
-            f"reserved {mib(cached['reserved_bytes'])}, {timing(cached)}",
+            f"reserved {ctx.mib(cached['reserved_bytes'])}, {timing(cached)}",
             f"- με cache: {cached['device_allocs']} cudaMalloc, {cached['device_frees']} "
-            f"cudaFree, reserved {mib(cached['reserved_bytes'])}, {timing(cached)}",
+            f"cudaFree, δεσμευμένη (reserved) {ctx.mib(cached['reserved_bytes'])}, "
+            f"{timing(cached)}",
         ),
         t(
-            f"- uncached: {uncached['device_allocs']} cudaMalloc, {uncached['device_frees']} "
-            f"cudaFree, {timing(uncached)}",
-            f"- χωρίς cache: {uncached['device_allocs']} cudaMalloc, "
-            f"{uncached['device_frees']} cudaFree, {timing(uncached)}",
+            f"- uncached: {_count(ctx, uncached['device_allocs'])} cudaMalloc, "
+            f"{_count(ctx, uncached['device_frees'])} cudaFree, {timing(uncached)}",
+            f"- χωρίς cache: {_count(ctx, uncached['device_allocs'])} cudaMalloc, "
+            f"{_count(ctx, uncached['device_frees'])} cudaFree, {timing(uncached)}",
         ),
         t(
             "cudaFree synchronizes the device and cudaMalloc is a driver call; the cache "
@@ -116,10 +122,7 @@ def run(ctx: RunContext) -> DemoOutput:
             "η PyTorch κρατά δεσμευμένα τα αποδεσμευμένα μπλοκ.",
         ),
     ]
-    if dev.simulated:
-        lines.append(simulated_note(ctx))
-
-    fig, axes = _plot.figure(8.0, 3.2, cols=2 if not dev.simulated else 1)
+    fig, axes = _plot.figure(8.0, 3.4, cols=2 if not dev.simulated else 1)
     _plot.grouped_bars(
         axes[0],
         ["cudaMalloc", "cudaFree"],
@@ -136,9 +139,17 @@ def run(ctx: RunContext) -> DemoOutput:
             ),
         ],
         ylabel=t("device calls", "κλήσεις συσκευής"),
-        fmt="{:.0f}",
-        title=t(f"Device calls for {n} tensors", f"Κλήσεις συσκευής για {n} τανυστές"),
+        fmt=lambda v: ctx.num(v),
+        title=t(
+            f"{ctx.num(n)} tensors: {cached['device_allocs']} cudaMalloc with the cache, "
+            f"{_count(ctx, uncached['device_allocs'])} + {_count(ctx, uncached['device_frees'])} "
+            "calls without",
+            f"{ctx.num(n)} τανυστές: {cached['device_allocs']} cudaMalloc με cache, "
+            f"{_count(ctx, uncached['device_allocs'])} + {_count(ctx, uncached['device_frees'])} "
+            "κλήσεις χωρίς",
+        ),
     )
+    _plot.number_ticks(axes[0], ctx.locale)
     if not dev.simulated:
         _plot.grouped_bars(
             axes[1],
@@ -150,13 +161,15 @@ def run(ctx: RunContext) -> DemoOutput:
                     _plot.ALLOCATED,
                 )
             ],
-            ylabel="µs / iteration",
-            fmt="{:.1f}",
+            ylabel=t("µs per allocate + free", "µs ανά δέσμευση + αποδέσμευση"),
+            fmt=lambda v: ctx.num(v, 1),
             title=t("Time per allocate + free", "Χρόνος ανά δέσμευση + αποδέσμευση"),
         )
-    return DemoOutput(
-        "\n".join(lines), metrics, _plot.to_png(fig), dev.device_line(), dev.simulated
-    )
+    return ctx.output(lines, metrics, fig, label)
+
+
+def _count(ctx: RunContext, value: int | None) -> str:
+    return "n/a" if value is None else ctx.num(value)
 
 
 DEMO = Demo(

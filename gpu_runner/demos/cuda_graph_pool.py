@@ -9,15 +9,32 @@ allocator (the simulator has no graph pools), clearly labelled.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+from collections.abc import Mapping
 from typing import Any
 
 from gpu_runner.demos import _plot
 from gpu_runner.demos._alloc import SimDevice
-from gpu_runner.demos._context import DemoOutput, RunContext, mib, title_line
+from gpu_runner.demos._context import DemoOutput, RunContext, RunKind
+from gpu_runner.demos._labels import gpu_check_clause
 from gpu_runner.demos._registry import Demo, DemoKind, Param
 
 MiB = 1 << 20
+POOL_PREFIX = "reserved_bytes_by_private_pools."
+POOL_SUFFIX = ".all.current"
+
+
+def private_pool_bytes(stats: Mapping[str, int]) -> int | None:
+    """Bytes reserved by private pools (CUDA graphs, MemPools) from `memory_stats()`.
+
+    torch 2.13 flattens ``reserved_bytes_by_private_pools[(id0, id1)]`` into
+    ``reserved_bytes_by_private_pools.<id0>_<id1>.{all,large_pool,small_pool}.<metric>``:
+    `all` already sums the two pools, so only the `.all.current` keys count. None when the
+    torch has no such statistic (before 2.13).
+    """
+    keys = [k for k in stats if k.startswith(POOL_PREFIX) and k.endswith(POOL_SUFFIX)]
+    return sum(int(stats[k]) for k in keys) if keys else None
 
 
 def measure_cuda(torch: Any, size: int) -> list[dict[str, Any]]:
@@ -32,18 +49,13 @@ def measure_cuda(torch: Any, size: int) -> list[dict[str, Any]]:
 
     def record(name: str) -> None:
         torch.cuda.synchronize()
-        s = torch.cuda.memory_stats()
-        private = sum(
-            v
-            for k, v in s.items()
-            if k.startswith("reserved_bytes_by_private_pools") and k.endswith("current")
-        )
+        private = private_pool_bytes(torch.cuda.memory_stats())
         steps.append(
             {
                 "step": name,
                 "reserved_bytes": int(torch.cuda.memory_reserved()),
                 "allocated_bytes": int(torch.cuda.memory_allocated()),
-                "private_pool_bytes": int(private) or None,
+                "private_pool_bytes": private,
             }
         )
 
@@ -114,25 +126,51 @@ def run(ctx: RunContext) -> DemoOutput:
     steps = model_sim(size) if simulated else measure_cuda(ctx.require_torch(), size)
     metrics = {"size_bytes": size, "steps": steps, "simulated": simulated}
     t = ctx.tr
+    label = ctx.label(RunKind.SIMULATED if simulated else RunKind.GPU)
+    if simulated:
+        clause = gpu_check_clause(ctx.locale)
+        label = dataclasses.replace(
+            label,
+            note=t(
+                "_Simulated model: the graph's pool is a second simulated allocator with the "
+                "same rules (the simulator has no graph pools); nothing was captured. The bytes "
+                f"follow CUDACachingAllocator's rules; {clause}._",
+                "_Μοντέλο προσομοίωσης: το pool του graph είναι δεύτερος προσομοιωμένος "
+                "allocator με τους ίδιους κανόνες (ο προσομοιωτής δεν έχει graph pools)· δεν "
+                "έγινε capture. Τα bytes ακολουθούν τους κανόνες του CUDACachingAllocator· "
+                f"{clause}._",
+            ),
+            plot_note=t(
+                f"simulated model (a second allocator stands for the graph's pool); {clause}",
+                f"μοντέλο προσομοίωσης (δεύτερος allocator στη θέση του pool)· {clause}",
+            ),
+        )
 
     def pool_text(s: dict[str, Any]) -> str:
         p = s["private_pool_bytes"]
-        return "" if p is None else t(f", graph pool {mib(p)}", f", pool του graph {mib(p)}")
+        return (
+            "" if p is None else t(f", graph pool {ctx.mib(p)}", f", pool του graph {ctx.mib(p)}")
+        )
 
+    kept = max((s["private_pool_bytes"] or 0) for s in steps)
     lines = [
-        title_line(
-            ctx,
+        ctx.title(
             "CUDA graphs keep a private memory pool",
             "Τα CUDA graphs κρατούν δικό τους χώρο μνήμης (pool)",
-            simulated,
+            label,
         ),
         t(
-            f"`out = relu(x * 2 + 1)` captured with `torch.cuda.graph`, x of {mib(size)}:",
-            f"`out = relu(x * 2 + 1)` σε capture με `torch.cuda.graph`, x {mib(size)}:",
+            f"`out = relu(x * 2 + 1)` captured with `torch.cuda.graph`, x of {ctx.mib(size)}:",
+            f"`out = relu(x * 2 + 1)` σε capture με `torch.cuda.graph`, x {ctx.mib(size)}:",
         ),
         *[
-            f"- `{s['step']}` → reserved {mib(s['reserved_bytes'])}, allocated "
-            f"{mib(s['allocated_bytes'])}{pool_text(s)}"
+            f"- `{s['step']}` → "
+            + t(
+                f"reserved {ctx.mib(s['reserved_bytes'])}, allocated "
+                f"{ctx.mib(s['allocated_bytes'])}{pool_text(s)}",
+                f"δεσμευμένη (reserved) {ctx.mib(s['reserved_bytes'])}, κατανεμημένη "
+                f"(allocated) {ctx.mib(s['allocated_bytes'])}{pool_text(s)}",
+            )
             for s in steps
         ],
         t(
@@ -146,36 +184,38 @@ def run(ctx: RunContext) -> DemoOutput:
             "`empty_cache()`) ή μοιραστείτε ένα pool ανάμεσα σε graphs (`graph_pool_handle()`).",
         ),
     ]
-    if simulated:
-        lines.append(
-            t(
-                "_Simulated model: the graph's pool is a second simulated allocator with the same "
-                "rules (the simulator has no graph pools); byte figures follow those rules, "
-                "nothing was captured._",
-                "_Μοντέλο προσομοίωσης: το pool του graph είναι δεύτερος προσομοιωμένος "
-                "allocator με τους ίδιους κανόνες (ο προσομοιωτής δεν έχει graph pools)· τα bytes "
-                "ακολουθούν αυτούς τους κανόνες, δεν έγινε capture._",
-            )
-        )
-    fig, (ax,) = _plot.figure(8.0, 3.2)
+    fig, (ax,) = _plot.figure(8.0, 3.6)
     _plot.grouped_bars(
         ax,
         [s["step"].replace("; ", ";\n").replace(", ", ",\n") for s in steps],
         [
-            ("reserved", [s["reserved_bytes"] / MiB for s in steps], _plot.FREE),
-            ("allocated", [s["allocated_bytes"] / MiB for s in steps], _plot.ALLOCATED),
+            (
+                t("reserved", "δεσμευμένη (reserved)"),
+                [s["reserved_bytes"] / MiB for s in steps],
+                _plot.FREE,
+            ),
+            (
+                t("allocated", "κατανεμημένη (allocated)"),
+                [s["allocated_bytes"] / MiB for s in steps],
+                _plot.ALLOCATED,
+            ),
             (
                 t("graph pool", "pool του graph"),
                 [(s["private_pool_bytes"] or 0) / MiB for s in steps],
                 _plot.ACCENT,
             ),
         ],
-        ylabel="MiB",
-        fmt="{:.0f}",
-        title=t("Memory around a CUDA graph", "Μνήμη γύρω από ένα CUDA graph"),
+        ylabel=t("memory (MiB)", "μνήμη (MiB)"),
+        fmt=lambda v: ctx.num(v),
+        title=t(
+            f"The graph keeps its {ctx.mib(kept)} pool reserved, output or not, until it is "
+            "deleted",
+            f"Το graph κρατά το pool των {ctx.mib(kept)} δεσμευμένο, με ή χωρίς έξοδο, ώσπου "
+            "να διαγραφεί",
+        ),
     )
-    device = "simulated allocator, no GPU" if simulated else ctx.device_line()
-    return DemoOutput("\n".join(lines), metrics, _plot.to_png(fig), device, simulated)
+    _plot.number_ticks(ax, ctx.locale)
+    return ctx.output(lines, metrics, fig, label)
 
 
 DEMO = Demo(

@@ -23,10 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._context import DemoOutput, RunContext, title_line
+from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._registry import Demo, DemoKind, Param
-from gpu_runner.demos._step_plots import OOM, stamp
-from gpu_runner.demos._units import nbytes
 
 MiB = 1 << 20
 FIRST_BUCKET_BYTES = 1 << 20  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
@@ -153,10 +151,20 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     if measured is not None:
         metrics["rule_matches_ddp"] = all(measured[k]["buckets"] == rule for k in ("copy", "view"))
-    lines = report(ctx, metrics)
-    png = plot(ctx, metrics)
-    device = ctx.device_line() if measured else "arithmetic, no GPU (no torch)"
-    return DemoOutput("\n".join(lines), metrics, png, device, False)
+    label = ctx.torch_label(
+        measured is not None,
+        (
+            "buckets of a real world-size-1 DDP (gloo); bytes of the gradients' and buckets' "
+            "storages, memory_allocated() n/a",
+            "buckets ενός πραγματικού DDP (gloo, world size 1)· bytes από τα storages κλίσεων "
+            "και buckets, memory_allocated(): n/a",
+        ),
+    )
+    lines = [
+        ctx.title("DDP gradient buckets", "Buckets κλίσεων (gradients) στο DDP", label),
+        *report(ctx, metrics),
+    ]
+    return ctx.output(lines, metrics, plot(ctx, metrics), label)
 
 
 def span(names: list[str]) -> str:
@@ -166,10 +174,10 @@ def span(names: list[str]) -> str:
 
 
 def report(ctx: RunContext, m: dict[str, Any]) -> list[str]:
-    t, el = ctx.tr, ctx.el
+    t = ctx.tr
     cfg = m["config"]
     cap = cfg["bucket_cap_mb"]
-    grads = m["gradient_bytes"]
+    grads = ctx.size(m["gradient_bytes"])
     limits = (
         t(
             f"`bucket_cap_mb` unset: the first bucket closes at 1 MiB, the rest at "
@@ -184,13 +192,12 @@ def report(ctx: RunContext, m: dict[str, Any]) -> list[str]:
         )
     )
     lines = [
-        title_line(ctx, "DDP gradient buckets", "Buckets κλίσεων (gradients) στο DDP", False),
         t(
             f"{cfg['layers']} × Linear({cfg['width']}, {cfg['width']}), fp32 gradients "
-            f"{nbytes(grads)}. {limits}; a bucket closes once its bytes reach the limit, "
+            f"{grads}. {limits}; a bucket closes once its bytes reach the limit, "
             "filled in the order gradients become ready (last layer first).",
             f"{cfg['layers']} × Linear({cfg['width']}, {cfg['width']}), κλίσεις fp32 "
-            f"{nbytes(grads, el=True)}. {limits}· ένα bucket κλείνει μόλις τα bytes του φτάσουν "
+            f"{grads}. {limits}· ένα bucket κλείνει μόλις τα bytes του φτάσουν "
             "το όριο, με τη σειρά που ετοιμάζονται οι κλίσεις (πρώτα το τελευταίο επίπεδο).",
         ),
     ]
@@ -203,9 +210,8 @@ def report(ctx: RunContext, m: dict[str, Any]) -> list[str]:
     for i, (names, n) in enumerate(zip(m["rule_buckets"], m["rule_bucket_bytes"], strict=True)):
         lines.append(
             t(
-                f"- bucket {i}: layers {span(names)} ({len(names)} tensors), {nbytes(n)}",
-                f"- bucket {i}: επίπεδα {span(names)} ({len(names)} τανυστές), "
-                f"{nbytes(n, el=True)}",
+                f"- bucket {i}: layers {span(names)} ({len(names)} tensors), {ctx.size(n)}",
+                f"- bucket {i}: επίπεδα {span(names)} ({len(names)} τανυστές), {ctx.size(n)}",
             )
         )
     if over:
@@ -218,52 +224,8 @@ def report(ctx: RunContext, m: dict[str, Any]) -> list[str]:
             )
         )
     measured = m["measured"]
-    if measured is None:
-        lines.append(
-            t(
-                "Rules only: torch is not installed (pip install 'quizbot[gpu]').",
-                "Μόνο οι κανόνες: δεν υπάρχει torch (pip install 'quizbot[gpu]').",
-            )
-        )
-    else:
-        agree = (
-            t("the same buckets", "ίδια buckets")
-            if m["rule_matches_ddp"]
-            else t("*different buckets* (see metrics)", "*διαφορετικά buckets* (δείτε τα metrics)")
-        )
-        lines.append(
-            t(
-                f"Real DDP (world size 1, {measured['backend']}, 3 iterations): {agree}.",
-                f"Πραγματικό DDP (world size 1, {measured['backend']}, 3 επαναλήψεις): {agree}.",
-            )
-        )
-        for key, label in (("copy", "False"), ("view", "True")):
-            r = measured[key]
-            extra = (
-                f" · `memory_allocated()` +{nbytes(r['memory_allocated_above_model_bytes'], el=el)}"
-                if "memory_allocated_above_model_bytes" in r
-                else ""
-            )
-            grads_, buffers = (
-                nbytes(r["grad_bytes"], el=el),
-                nbytes(r["bucket_buffer_bytes"], el=el),
-            )
-            what = (
-                t(
-                    f"every `param.grad` is a view into the bucket buffers ({buffers})",
-                    f"κάθε `param.grad` είναι όψη μέσα στα buffers των buckets ({buffers})",
-                )
-                if r["grads_are_bucket_views"]
-                else t(
-                    f"`param.grad` {grads_} in storages of their own + bucket buffers {buffers}",
-                    f"`param.grad` {grads_} σε δική τους μνήμη (storage) + buffers των buckets "
-                    f"{buffers}",
-                )
-            )
-            lines.append(
-                f"- `gradient_as_bucket_view={label}`: {what} = "
-                f"*{nbytes(r['total_bytes'], el=el)}*{extra}"
-            )
+    if measured is not None:
+        lines += measured_lines(ctx, m)
     lines.append(
         t(
             "With `gradient_as_bucket_view=True` each `param.grad` is a view into its bucket, "
@@ -275,39 +237,51 @@ def report(ctx: RunContext, m: dict[str, Any]) -> list[str]:
     return lines
 
 
-def plot(ctx: RunContext, m: dict[str, Any]) -> bytes:
-    t, el = ctx.tr, ctx.el
-    fig, (left, right) = _plot.figure(9.0, 3.6, cols=2)
-    # Left: the buckets in reduction order, as one stacked bar, each bucket's limit marked.
-    start = 0.0
-    colours = [_plot.ALLOCATED, _plot.ACCENT]
-    cap = (m["config"]["bucket_cap_mb"] or DEFAULT_CAP_MB) * MiB
-    first = FIRST_BUCKET_BYTES if m["config"]["bucket_cap_mb"] is None else cap
-    for i, (names, n) in enumerate(zip(m["rule_buckets"], m["rule_bucket_bytes"], strict=True)):
-        left.barh(0, n / MiB, left=start, height=0.6, color=colours[i % 2], edgecolor="white")
-        left.text(
-            start + n / MiB / 2,
-            0,
-            f"#{i}\n{span(names)}\n{nbytes(n, el=el, digits=1)}",
-            ha="center",
-            va="center",
-            color="white",
-            fontsize=7.5,
-        )
-        limit = first if i == 0 else cap
-        if limit <= n:
-            left.plot([start + limit / MiB] * 2, [-0.38, 0.38], color=OOM, linewidth=1.5)
-        start += n / MiB
-    left.plot([], [], color=OOM, linewidth=1.5, label=t("bucket limit reached", "όριο bucket"))
-    left.legend(fontsize=7, frameon=False, loc="upper right")
-    left.set_ylim(-0.6, 0.75)
-    left.set_yticks([])
-    left.set_xlabel("MiB")
-    left.set_title(
-        t("buckets in all-reduce order (layers)", "buckets με τη σειρά του all-reduce (επίπεδα)"),
-        fontsize=8.5,
-        loc="left",
+def measured_lines(ctx: RunContext, m: dict[str, Any]) -> list[str]:
+    """What the real DDP did: its buckets against the rules, and its gradient memory."""
+    t = ctx.tr
+    measured = m["measured"]
+    agree = (
+        t("the same buckets", "ίδια buckets")
+        if m["rule_matches_ddp"]
+        else t("*different buckets* (see metrics)", "*διαφορετικά buckets* (δείτε τα metrics)")
     )
+    lines = [
+        t(
+            f"Real DDP (world size 1, {measured['backend']}, 3 iterations): {agree}.",
+            f"Πραγματικό DDP (world size 1, {measured['backend']}, 3 επαναλήψεις): {agree}.",
+        )
+    ]
+    for key, setting in (("copy", "False"), ("view", "True")):
+        r = measured[key]
+        extra = (
+            f" · `memory_allocated()` +{ctx.size(r['memory_allocated_above_model_bytes'])}"
+            if "memory_allocated_above_model_bytes" in r
+            else ""
+        )
+        grads, buffers = ctx.size(r["grad_bytes"]), ctx.size(r["bucket_buffer_bytes"])
+        what = (
+            t(
+                f"every `param.grad` is a view into the bucket buffers ({buffers})",
+                f"κάθε `param.grad` είναι όψη μέσα στα buffers των buckets ({buffers})",
+            )
+            if r["grads_are_bucket_views"]
+            else t(
+                f"`param.grad` {grads} in storages of their own + bucket buffers {buffers}",
+                f"`param.grad` {grads} σε δική τους μνήμη (storage) + buffers των buckets "
+                f"{buffers}",
+            )
+        )
+        lines.append(
+            f"- `gradient_as_bucket_view={setting}`: {what} = *{ctx.size(r['total_bytes'])}*{extra}"
+        )
+    return lines
+
+
+def plot(ctx: RunContext, m: dict[str, Any]) -> Any:
+    t = ctx.tr
+    fig, (left, right) = _plot.figure(9.0, 3.8, cols=2)
+    bucket_plot(ctx, left, m)
     # Right: gradient memory, copies vs views (measured when torch ran, else the rule).
     measured = m["measured"]
     keys = ("copy", "view")
@@ -318,6 +292,7 @@ def plot(ctx: RunContext, m: dict[str, Any]) -> bytes:
         else m["gradient_bytes"] * (k == "copy")
         for k in keys
     ]
+    total = [g + b for g, b in zip(grads, buckets, strict=True)]
     labels = ["False", "True"]
     right.bar(labels, [g / MiB for g in grads], color=_plot.ALLOCATED, label="param.grad")
     right.bar(
@@ -327,28 +302,68 @@ def plot(ctx: RunContext, m: dict[str, Any]) -> bytes:
         color=_plot.FREE,
         label=t("bucket buffers (not shared)", "buffers των buckets (χωριστά)"),
     )
-    for x, (g, b) in enumerate(zip(grads, buckets, strict=True)):
-        right.annotate(
-            nbytes(g + b, el=el), (x, (g + b) / MiB), ha="center", va="bottom", fontsize=8
-        )
-    right.set_ylabel("MiB")
+    for x, n in enumerate(total):
+        _plot.bar_total(right, x, n / MiB, ctx.size(n))
+    right.set_ylabel(t("gradient memory (MiB)", "μνήμη κλίσεων (MiB)"))
     right.set_xlabel("gradient_as_bucket_view")
-    right.set_ylim(0, max(g + b for g, b in zip(grads, buckets, strict=True)) / MiB * 1.25)
-    right.legend(fontsize=7, frameon=False, loc="upper right")
+    right.set_ylim(0, max(total) / MiB * 1.3)
+    _plot.number_ticks(right, ctx.locale, digits=None)
+    right.legend(loc="upper right", frameon=False)
     how = t("measured", "μέτρηση") if measured else t("rules", "κανόνες")
-    right.set_title(
-        t(f"gradient memory ({how})", f"μνήμη κλίσεων ({how})"), fontsize=8.5, loc="left"
+    right.set_title(t(f"gradient memory ({how})", f"μνήμη κλίσεων ({how})"), loc="left")
+    buckets_n, before, after = len(m["rule_buckets"]), ctx.size(total[0]), ctx.size(total[1])
+    fig.suptitle(
+        t(
+            f"{buckets_n} buckets, last layer first; gradient_as_bucket_view=True: "
+            f"{before} → {after} of gradient memory",
+            f"{buckets_n} buckets, πρώτα το τελευταίο επίπεδο· gradient_as_bucket_view=True: "
+            f"{before} → {after} μνήμη κλίσεων",
+        ),
+        fontsize=10,
+        fontweight="bold",
     )
-    total = [g + b for g, b in zip(grads, buckets, strict=True)]
-    finding = t(
-        f"{len(m['rule_buckets'])} buckets; gradient_as_bucket_view=True: "
-        f"{nbytes(total[0])} → {nbytes(total[1])} of gradient memory",
-        f"{len(m['rule_buckets'])} buckets· gradient_as_bucket_view=True: "
-        f"{nbytes(total[0], el=True)} → {nbytes(total[1], el=True)} μνήμη κλίσεων",
+    return fig
+
+
+def bucket_plot(ctx: RunContext, ax: Any, m: dict[str, Any]) -> None:
+    """The buckets in reduction order as one stacked bar, where each limit was reached."""
+    t = ctx.tr
+    start = 0.0
+    colours = [_plot.ALLOCATED, _plot.ACCENT]
+    cap = (m["config"]["bucket_cap_mb"] or DEFAULT_CAP_MB) * MiB
+    first = FIRST_BUCKET_BYTES if m["config"]["bucket_cap_mb"] is None else cap
+    whole = sum(m["rule_bucket_bytes"])
+    for i, (names, n) in enumerate(zip(m["rule_buckets"], m["rule_bucket_bytes"], strict=True)):
+        ax.barh(0, n / MiB, left=start, height=0.6, color=colours[i % 2], edgecolor="white")
+        inside = n >= 0.15 * whole  # a narrow bucket is labelled above its bar
+        ax.text(
+            start + n / MiB / 2,
+            0 if inside else 0.42,
+            f"#{i}\n{span(names)}\n{ctx.size(n)}",
+            ha="center",
+            va="center" if inside else "bottom",
+            color="white" if inside else "black",
+            fontsize=7.5,
+        )
+        limit = first if i == 0 else cap
+        if limit <= n:
+            ax.plot([start + limit / MiB] * 2, [-0.38, 0.38], color=_plot.LIMIT, linewidth=1.5)
+        start += n / MiB
+    ax.plot([], [], color=_plot.LIMIT, linewidth=1.5, label=t("bucket limit", "όριο bucket"))
+    ax.legend(frameon=False, loc="upper right")
+    ax.set_ylim(-0.6, 1.1)
+    ax.set_yticks([])
+    ax.set_xlabel(
+        t(
+            "bucket bytes, in all-reduce order (MiB)",
+            "bytes των buckets, με τη σειρά του all-reduce (MiB)",
+        )
     )
-    device = ctx.device_line() if measured else t("rules only", "μόνο κανόνες")
-    stamp(fig, right, finding, device)
-    return _plot.to_png(fig)
+    _plot.number_ticks(ax, ctx.locale, axis="x", digits=None)
+    ax.set_title(
+        t("buckets: #, layers, bytes", "buckets: #, επίπεδα, bytes"),
+        loc="left",
+    )
 
 
 DEMO = Demo(

@@ -12,9 +12,10 @@ import weakref
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._alloc import Device, open_device, stat
-from gpu_runner.demos._context import DemoOutput, RunContext, mib, simulated_note, title_line
+from gpu_runner.demos._alloc import Device, device_label, open_device, stat
+from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._registry import Demo, DemoKind, Param
+from gpu_runner.demos._units import format_signed_mib
 
 MiB = 1 << 20
 
@@ -108,33 +109,37 @@ def run(ctx: RunContext) -> DemoOutput:
         "cpu_storage": cpu,
         "simulated": dev.simulated,
     }
+    label = device_label(ctx, dev, cpu_check=cpu is not None)
     t = ctx.tr
 
     def row(s: dict[str, Any]) -> str:
         delta = s["device_free_delta_bytes"]
-        free = "n/a" if delta is None else f"{delta / MiB:+.0f} MiB"
-        return (
-            f"- `{s['step']}` → allocated {mib(s['allocated_bytes'])}, reserved "
-            f"{mib(s['reserved_bytes'])}, " + t("device free ", "ελεύθερη συσκευής ") + free
+        free = "n/a" if delta is None else format_signed_mib(delta, ctx.locale)
+        return f"- `{s['step']}` → " + t(
+            f"allocated {ctx.mib(s['allocated_bytes'])}, reserved "
+            f"{ctx.mib(s['reserved_bytes'])}, Δ free (`mem_get_info`) since the start {free}",
+            f"κατανεμημένη (allocated) {ctx.mib(s['allocated_bytes'])}, δεσμευμένη "
+            f"(reserved) {ctx.mib(s['reserved_bytes'])}, Δ ελεύθερης (`mem_get_info`) από "
+            f"την αρχή {free}",
         )
 
+    kept = shared_steps[1]
     lines = [
-        title_line(
-            ctx,
+        ctx.title(
             "empty_cache() does not free a live tensor",
             "Το empty_cache() δεν αποδεσμεύει ζωντανό τανυστή",
-            dev.simulated,
+            label,
         ),
         *[row(s) for s in view_steps],
         t(
             f"Two 4 MiB tensors in one 20 MiB segment: freeing one + `empty_cache()` keeps "
-            f"reserved {mib(shared_steps[1]['reserved_bytes'])} "
-            f"(inactive split {mib(shared_steps[1]['inactive_split_bytes'])}); after the "
-            f"second, {mib(shared_steps[2]['reserved_bytes'])}.",
+            f"reserved {ctx.mib(kept['reserved_bytes'])}, its free "
+            f"{ctx.mib(kept['inactive_split_bytes'])} included (inactive split); after the "
+            f"second, {ctx.mib(shared_steps[2]['reserved_bytes'])}.",
             f"Δύο τανυστές 4 MiB σε ένα τμήμα 20 MiB: αποδέσμευση του ενός + `empty_cache()` "
-            f"αφήνει reserved {mib(shared_steps[1]['reserved_bytes'])} "
-            f"(inactive split {mib(shared_steps[1]['inactive_split_bytes'])}); μετά τον "
-            f"δεύτερο, {mib(shared_steps[2]['reserved_bytes'])}.",
+            f"αφήνει δεσμευμένα {ctx.mib(kept['reserved_bytes'])}, μαζί τα ελεύθερα "
+            f"{ctx.mib(kept['inactive_split_bytes'])} (inactive split)· μετά τον δεύτερο, "
+            f"{ctx.mib(shared_steps[2]['reserved_bytes'])}.",
         ),
     ]
     if cpu is not None:
@@ -142,41 +147,51 @@ def run(ctx: RunContext) -> DemoOutput:
             t(
                 f"CPU torch check: after `del x` the storage is "
                 f"{'freed' if cpu['freed_after_del_x'] else 'alive'} (the view's storage is "
-                f"{mib(cpu['view_storage_bytes'])}); after `del v` it is "
+                f"{ctx.mib(cpu['view_storage_bytes'])}); after `del v` it is "
                 f"{'freed' if cpu['freed_after_del_v'] else 'alive'} (`weakref.finalize`).",
                 f"Έλεγχος με torch στη CPU: μετά το `del x` το storage "
                 f"{'αποδεσμεύτηκε' if cpu['freed_after_del_x'] else 'ζει'} (το storage της "
-                f"όψης είναι {mib(cpu['view_storage_bytes'])})· μετά το `del v` "
+                f"όψης είναι {ctx.mib(cpu['view_storage_bytes'])})· μετά το `del v` "
                 f"{'αποδεσμεύτηκε' if cpu['freed_after_del_v'] else 'ζει'} (`weakref.finalize`).",
             )
         )
     lines.append(
         t(
-            "`empty_cache()` only returns cached blocks nobody uses; it never frees a tensor, "
-            "and a view keeps its base's whole storage.",
-            "Το `empty_cache()` επιστρέφει μόνο μπλοκ της cache που δεν χρησιμοποιεί κανείς· "
-            "δεν αποδεσμεύει ποτέ τανυστή, και μια όψη (view) κρατά ολόκληρο το storage.",
+            "`empty_cache()` releases only segments whose blocks are all free: it never frees a "
+            "tensor, a view keeps its base's whole block, and a free block that shares a "
+            "segment with a live one stays reserved.",
+            "Το `empty_cache()` αποδεσμεύει μόνο τμήματα που έχουν όλα τα μπλοκ τους ελεύθερα: "
+            "δεν αποδεσμεύει ποτέ τανυστή, μια όψη (view) κρατά ολόκληρο το μπλοκ της βάσης, "
+            "και ένα ελεύθερο μπλοκ στο ίδιο τμήμα με ζωντανό μένει δεσμευμένο.",
         )
     )
-    if dev.simulated:
-        lines.append(simulated_note(ctx))
-
-    fig, (ax,) = _plot.figure(8.0, 3.2)
-    labels = ["x", "del x +\nempty_cache", "del v", "empty_cache"]
+    fig, (ax,) = _plot.figure(8.0, 3.4)
     _plot.grouped_bars(
         ax,
-        labels,
+        ["x = empty(n)", "v = x[:16]\ndel x\nempty_cache()", "del v", "empty_cache()"],
         [
-            ("allocated", [s["allocated_bytes"] / MiB for s in view_steps], _plot.ALLOCATED),
-            ("reserved", [s["reserved_bytes"] / MiB for s in view_steps], _plot.FREE),
+            (
+                t("allocated", "κατανεμημένη (allocated)"),
+                [s["allocated_bytes"] / MiB for s in view_steps],
+                _plot.ALLOCATED,
+            ),
+            (
+                t("reserved", "δεσμευμένη (reserved)"),
+                [s["reserved_bytes"] / MiB for s in view_steps],
+                _plot.FREE,
+            ),
         ],
-        ylabel="MiB",
-        fmt="{:.0f}",
-        title=t("A 16-byte view keeps the whole block", "Μια όψη 16 bytes κρατά όλο το μπλοκ"),
+        ylabel=t("memory (MiB)", "μνήμη (MiB)"),
+        fmt=lambda v: ctx.num(v),
+        title=t(
+            f"A 16-byte view keeps {ctx.size(size)} until del v; only then can empty_cache() "
+            "release it",
+            f"Όψη 16 bytes κρατά {ctx.size(size)} ως το del v· μόνο τότε τα αποδεσμεύει το "
+            "empty_cache()",
+        ),
     )
-    return DemoOutput(
-        "\n".join(lines), metrics, _plot.to_png(fig), dev.device_line(), dev.simulated
-    )
+    _plot.number_ticks(ax, ctx.locale)
+    return ctx.output(lines, metrics, fig, label)
 
 
 DEMO = Demo(

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._alloc import AllocatorOOM, Device, open_device, stat
-from gpu_runner.demos._context import DemoOutput, RunContext, mib, simulated_note, title_line
+from gpu_runner.demos._alloc import AllocatorOOM, Device, device_label, open_device, stat
+from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._registry import Demo, DemoKind, Param
 
 MiB = 1 << 20
+PAGE = 20 * MiB  # a large-pool expandable page (large_segment_size)
 NATIVE = "expandable_segments:False"
 EXPANDABLE = "expandable_segments:True"
 LAYERS = 16
@@ -27,6 +28,9 @@ def growing_batch(dev: Device, cap: int | None) -> dict[str, Any]:
     ooms: list[list[int]] = []
     reserved: list[int] = []
     allocated: list[int] = []
+    retry_steps: list[int] = []  # steps whose allocation flushed the cache and retried
+    oom_steps: list[int] = []
+    retries = 0
     for n in range(8, 17):
         acts = []
         for layer in range(LAYERS):
@@ -36,8 +40,13 @@ def growing_batch(dev: Device, cap: int | None) -> dict[str, Any]:
             except AllocatorOOM:
                 # A training loop skips the batch that did not fit.
                 ooms.append([n, layer + 1])
+                oom_steps.append(len(reserved))
                 break
             finally:
+                now = stat(dev.stats(), "num_alloc_retries")
+                if now > retries:
+                    retry_steps.append(len(reserved))
+                retries = now
                 reserved.append(dev.reserved())
                 allocated.append(dev.allocated())
         for h in acts:
@@ -51,18 +60,20 @@ def growing_batch(dev: Device, cap: int | None) -> dict[str, Any]:
         "peak_allocated_bytes": stat(s, "allocated_bytes.all.peak"),
         "reserved_trace": reserved,
         "allocated_trace": allocated,
+        "retry_steps": retry_steps,
+        "oom_steps": oom_steps,
     }
 
 
 def q3_layout(dev: Device) -> dict[str, Any]:
-    """Q3's OOM scenario again: does the 300 MiB request fit now?"""
+    """Q3's OOM scenario again: does the 300 MiB request fit now, and how?"""
     dev.cap(1024 * MiB)
     big = dev.alloc(800 * MiB)
     dev.free(big)
     tensors = [dev.alloc(50 * MiB) for _ in range(16)]
     for h in tensors[::2]:
         dev.free(h)
-    frees = stat(dev.stats(), "num_device_free")
+    before = dev.stats()
     try:
         extra = dev.alloc(300 * MiB)
         ok = True
@@ -72,8 +83,13 @@ def q3_layout(dev: Device) -> dict[str, Any]:
     out = {
         "succeeded": ok,
         "reserved_bytes": dev.reserved(),
-        "num_device_free": stat(s, "num_device_free") - frees,
+        "num_device_free": stat(s, "num_device_free") - stat(before, "num_device_free"),
         "num_alloc_retries": stat(s, "num_alloc_retries"),
+        # Bytes mapped (expandable) or cudaMalloc'd, and unmapped or cudaFree'd, by the request.
+        "new_device_bytes": stat(s, "reserved_bytes.all.allocated")
+        - stat(before, "reserved_bytes.all.allocated"),
+        "released_bytes": stat(s, "reserved_bytes.all.freed")
+        - stat(before, "reserved_bytes.all.freed"),
     }
     for h in [*tensors[1::2], *([extra] if extra is not None else [])]:
         dev.free(h)
@@ -114,7 +130,6 @@ def run(ctx: RunContext) -> DemoOutput:
             "shrink_grow": s11,
         }
     dev.restart(NATIVE)
-    nat, exp = results["native"], results["expandable"]
     metrics: dict[str, Any] = {
         "cap_bytes": cap,
         **{
@@ -122,6 +137,7 @@ def run(ctx: RunContext) -> DemoOutput:
                 "ooms": r["capped"]["ooms"],
                 "oom_at": r["capped"]["oom_at"],
                 "num_alloc_retries": r["capped"]["num_alloc_retries"],
+                "retry_steps": r["capped"]["retry_steps"],
                 "peak_reserved_bytes": r["capped"]["peak_reserved_bytes"],
                 "peak_allocated_bytes": r["capped"]["peak_allocated_bytes"],
                 "uncapped_peak_reserved_bytes": r["uncapped_peak_reserved_bytes"],
@@ -132,68 +148,83 @@ def run(ctx: RunContext) -> DemoOutput:
         },
         "simulated": dev.simulated,
     }
+    label = device_label(ctx, dev)
+    lines = [
+        ctx.title(
+            "expandable_segments for changing sizes",
+            "expandable_segments για μεταβλητά μεγέθη",
+            label,
+        ),
+        *_report(ctx, metrics, cap),
+    ]
+    fig, (ax,) = _plot.figure(8.0, 3.6)
+    _trace_plot(ctx, ax, results, cap)
+    return ctx.output(lines, metrics, fig, label)
+
+
+def _report(ctx: RunContext, m: dict[str, Any], cap: int) -> list[str]:
     t = ctx.tr
+    nat, exp = m["native"], m["expandable"]
 
     def where(r: dict[str, Any]) -> str:
-        at = r["capped"]["oom_at"]
+        at = r["oom_at"]
         return (
             t(f" (batch {at[0][0]}, layer {at[0][1]})", f" (batch {at[0][0]}, επίπεδο {at[0][1]})")
             if at
             else ""
         )
 
-    lines = [
-        title_line(
-            ctx,
-            "expandable_segments for changing sizes",
-            "expandable_segments για μεταβλητά μεγέθη",
-            dev.simulated,
+    q3 = exp["q3_layout"]
+    pages = q3["new_device_bytes"] / PAGE
+    return [
+        t(
+            f"Growing batch (8 → 16), {LAYERS} layers, cap {ctx.mib(cap)}:",
+            f"Batch που μεγαλώνει (8 → 16), {LAYERS} επίπεδα, όριο {ctx.mib(cap)}:",
         ),
         t(
-            f"Growing batch (8 → 16), {LAYERS} layers, cap {mib(cap)}:",
-            f"Batch που μεγαλώνει (8 → 16), {LAYERS} επίπεδα, όριο {mib(cap)}:",
+            f"- native: {nat['ooms']} OOM{where(nat)}, {nat['num_alloc_retries']} retries "
+            f"(each flushes the cache), peak reserved `{ctx.mib(nat['peak_reserved_bytes'])}`",
+            f"- native: {nat['ooms']} OOM{where(nat)}, {nat['num_alloc_retries']} "
+            "επαναπροσπάθειες (η καθεμία αδειάζει την cache), μέγιστη δεσμευμένη (reserved) "
+            f"`{ctx.mib(nat['peak_reserved_bytes'])}`",
         ),
         t(
-            f"- native: {nat['capped']['ooms']} OOM{where(nat)}, "
-            f"{nat['capped']['num_alloc_retries']} retries, peak reserved "
-            f"`{mib(nat['capped']['peak_reserved_bytes'])}`",
-            f"- native: {nat['capped']['ooms']} OOM{where(nat)}, "
-            f"{nat['capped']['num_alloc_retries']} επαναλήψεις, μέγιστο reserved "
-            f"`{mib(nat['capped']['peak_reserved_bytes'])}`",
+            f"- expandable: {exp['ooms']} OOM, {exp['num_alloc_retries']} retries, peak reserved "
+            f"`{ctx.mib(exp['peak_reserved_bytes'])}` for peak allocated "
+            f"`{ctx.mib(exp['peak_allocated_bytes'], 2)}`",
+            f"- expandable: {exp['ooms']} OOM, {exp['num_alloc_retries']} επαναπροσπάθειες, "
+            f"μέγιστη δεσμευμένη (reserved) `{ctx.mib(exp['peak_reserved_bytes'])}` για μέγιστη "
+            f"κατανεμημένη (allocated) `{ctx.mib(exp['peak_allocated_bytes'], 2)}`",
         ),
         t(
-            f"- expandable: {exp['capped']['ooms']} OOM, "
-            f"{exp['capped']['num_alloc_retries']} retries, peak reserved "
-            f"`{mib(exp['capped']['peak_reserved_bytes'])}` for peak allocated "
-            f"`{mib(exp['capped']['peak_allocated_bytes'], 2)}`",
-            f"- expandable: {exp['capped']['ooms']} OOM, "
-            f"{exp['capped']['num_alloc_retries']} επαναλήψεις, μέγιστο reserved "
-            f"`{mib(exp['capped']['peak_reserved_bytes'])}` για μέγιστο allocated "
-            f"`{mib(exp['capped']['peak_allocated_bytes'], 2)}`",
-        ),
-        t(
-            f"- without a cap: peak reserved native `{mib(nat['uncapped_peak_reserved_bytes'])}` "
-            f"vs expandable `{mib(exp['uncapped_peak_reserved_bytes'])}`",
-            f"- χωρίς όριο: μέγιστο reserved native "
-            f"`{mib(nat['uncapped_peak_reserved_bytes'])}` έναντι expandable "
-            f"`{mib(exp['uncapped_peak_reserved_bytes'])}`",
+            "- without a cap: peak reserved native "
+            f"`{ctx.mib(nat['uncapped_peak_reserved_bytes'])}` vs expandable "
+            f"`{ctx.mib(exp['uncapped_peak_reserved_bytes'])}`",
+            f"- χωρίς όριο: μέγιστη δεσμευμένη native "
+            f"`{ctx.mib(nat['uncapped_peak_reserved_bytes'])}` έναντι expandable "
+            f"`{ctx.mib(exp['uncapped_peak_reserved_bytes'])}`",
         ),
         t(
             f"- Q3's 300 MiB request: native {_ok(ctx, nat['q3_layout']['succeeded'])}, "
-            f"expandable {_ok(ctx, exp['q3_layout']['succeeded'])} (free pages under the "
-            f"holes unmapped and re-mapped: reserved `{mib(exp['q3_layout']['reserved_bytes'])}`)",
+            f"expandable {_ok(ctx, q3['succeeded'])}: the retry unmapped "
+            f"{ctx.mib(q3['released_bytes'])} of free pages under the holes "
+            f"({q3['num_device_free']} unmap calls) and mapped {ctx.num(pages, 0)} new "
+            f"{ctx.mib(PAGE)} pages at the end of the range: reserved "
+            f"`{ctx.mib(q3['reserved_bytes'])}`",
             f"- το αίτημα 300 MiB του Q3: native {_ok(ctx, nat['q3_layout']['succeeded'])}, "
-            f"expandable {_ok(ctx, exp['q3_layout']['succeeded'])} (οι ελεύθερες σελίδες "
-            f"κάτω από τα κενά αποχαρτογραφούνται και ξαναχαρτογραφούνται: reserved "
-            f"`{mib(exp['q3_layout']['reserved_bytes'])}`)",
+            f"expandable {_ok(ctx, q3['succeeded'])}: η επαναπροσπάθεια αποχαρτογράφησε "
+            f"{ctx.mib(q3['released_bytes'])} ελεύθερων σελίδων κάτω από τα κενά "
+            f"({q3['num_device_free']} κλήσεις unmap) και χαρτογράφησε {ctx.num(pages, 0)} νέες "
+            f"σελίδες των {ctx.mib(PAGE)} στο τέλος της περιοχής: δεσμευμένη "
+            f"`{ctx.mib(q3['reserved_bytes'])}`",
         ),
         t(
             f"- 8 × 16 MiB, then 4 × 32 MiB: reserved native "
-            f"`{mib(nat['shrink_grow']['reserved_after'])}`, expandable "
-            f"`{mib(exp['shrink_grow']['reserved_after'])}`",
-            f"- 8 × 16 MiB, μετά 4 × 32 MiB: reserved native "
-            f"`{mib(nat['shrink_grow']['reserved_after'])}`, expandable "
-            f"`{mib(exp['shrink_grow']['reserved_after'])}`",
+            f"`{ctx.mib(nat['shrink_grow']['reserved_after'])}`, expandable "
+            f"`{ctx.mib(exp['shrink_grow']['reserved_after'])}`",
+            f"- 8 × 16 MiB, μετά 4 × 32 MiB: δεσμευμένη native "
+            f"`{ctx.mib(nat['shrink_grow']['reserved_after'])}`, expandable "
+            f"`{ctx.mib(exp['shrink_grow']['reserved_after'])}`",
         ),
         t(
             "With expandable segments `segment.all.current` stays 0 and "
@@ -202,29 +233,70 @@ def run(ctx: RunContext) -> DemoOutput:
             "`inactive_split_bytes` δεν τα μετρά: έτσι είναι σχεδιασμένο.",
         ),
     ]
-    if dev.simulated:
-        lines.append(simulated_note(ctx))
 
-    fig, (ax,) = _plot.figure(8.0, 3.4)
-    for mode, colour in (("native", _plot.FREE), ("expandable", _plot.ACCENT)):
-        trace = results[mode]["capped"]["reserved_trace"]
-        ax.plot([v / MiB for v in trace], color=colour, label=f"reserved · {mode}")
-    alloc_trace = results["expandable"]["capped"]["allocated_trace"]
-    ax.plot([v / MiB for v in alloc_trace], color=_plot.ALLOCATED, linewidth=0.8, label="allocated")
-    ax.axhline(cap / MiB, color=_plot.MUTED, linestyle="--", linewidth=0.8, label="cap")
-    ax.set_xlabel(t("layer step (batch 8 → 16)", "βήμα επιπέδου (batch 8 → 16)"))
-    ax.set_ylabel("MiB")
+
+def _trace_plot(ctx: RunContext, ax: Any, results: dict[str, Any], cap: int) -> None:
+    t = ctx.tr
+    native = results["native"]["capped"]
+    expandable = results["expandable"]["capped"]
+    for mode, run_, colour in (
+        ("native", native, _plot.FREE),
+        ("expandable", expandable, _plot.ACCENT),
+    ):
+        ax.plot(
+            [v / MiB for v in run_["reserved_trace"]],
+            color=colour,
+            label=t(f"reserved · {mode}", f"δεσμευμένη · {mode}"),
+        )
+    ax.plot(
+        [v / MiB for v in expandable["allocated_trace"]],
+        color=_plot.ALLOCATED,
+        linewidth=0.8,
+        label=t("allocated", "κατανεμημένη"),
+    )
+    _plot.mark_level(ax, cap / MiB, t(f"cap {ctx.mib(cap)}", f"όριο {ctx.mib(cap)}"), where=0.5)
+    trace = native["reserved_trace"]
+    for step in native["retry_steps"]:
+        if step in native["oom_steps"]:
+            continue
+        ax.axvline(step, color=_plot.MUTED, linestyle=":", linewidth=1.0)
+        ax.annotate(
+            t("retry: cache\nflushed", "επαναπροσπάθεια:\nάδειασμα cache"),
+            (step, 0.80),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, 0),
+            textcoords="offset points",
+            ha="left",
+            va="top",
+            fontsize=7.5,
+            color="#555555",
+        )
+    for step in native["oom_steps"]:
+        ax.plot([step], [trace[step] / MiB], marker="X", color=_plot.LIMIT, markersize=9)
+        ax.annotate(
+            "OOM",
+            (step, trace[step] / MiB),
+            xytext=(-8, 6),
+            textcoords="offset points",
+            ha="right",
+            fontsize=8,
+            color=_plot.LIMIT,
+        )
+    ax.set_xlabel(t("step (one per layer; batch 8 → 16)", "βήμα (ένα ανά επίπεδο· batch 8 → 16)"))
+    ax.set_ylabel(t("memory (MiB)", "μνήμη (MiB)"))
+    ax.set_ylim(0, cap / MiB * 1.12)
+    nat, exp = native, expandable
     ax.set_title(
         t(
-            "Reserved memory over time: native vs expandable segments",
-            "Reserved μνήμη στον χρόνο: native έναντι expandable segments",
+            f"Native: {nat['num_alloc_retries']} cache flushes and {nat['ooms']} OOM under the cap;"
+            f" expandable: {exp['ooms']} OOM, peak {ctx.mib(exp['peak_reserved_bytes'])}",
+            f"Native: {nat['num_alloc_retries']} αδειάσματα cache και {nat['ooms']} OOM κάτω από "
+            f"το όριο· expandable: {exp['ooms']} OOM, μέγιστο "
+            f"{ctx.mib(exp['peak_reserved_bytes'])}",
         ),
-        fontsize=10,
+        fontsize=9.5,
     )
-    ax.legend(fontsize=7, loc="upper left")
-    return DemoOutput(
-        "\n".join(lines), metrics, _plot.to_png(fig), dev.device_line(), dev.simulated
-    )
+    ax.legend(loc="upper left", ncol=3, bbox_to_anchor=(0.0, 0.9))
 
 
 def _ok(ctx: RunContext, ok: bool) -> str:

@@ -7,8 +7,8 @@ then every other one freed. The free memory is plentiful but scattered.
 from __future__ import annotations
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._alloc import free_blocks, open_device, stat
-from gpu_runner.demos._context import DemoOutput, RunContext, mib, simulated_note, title_line
+from gpu_runner.demos._alloc import device_label, free_blocks, open_device, stat
+from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._registry import Demo, DemoKind, Param
 
 MiB = 1 << 20
@@ -41,48 +41,58 @@ def run(ctx: RunContext) -> DemoOutput:
         "fragmentation_index": round(index, 6),
         "simulated": dev.simulated,
     }
+    label = device_label(ctx, dev)
+    t = ctx.tr
     lines = [
-        title_line(ctx, "Fragmentation", "Κατακερματισμός μνήμης", dev.simulated),
-        ctx.tr(
-            f"One {mib(n * size)} segment, {n} × {mib(size)} tensors carved from it, "
+        ctx.title("Fragmentation", "Κατακερματισμός μνήμης", label),
+        t(
+            f"One {ctx.mib(n * size)} segment, {n} × {ctx.mib(size)} tensors carved from it, "
             "every other one freed:",
-            f"Ένα τμήμα (segment) {mib(n * size)}, {n} τανυστές × {mib(size)} μέσα σε αυτό, "
-            "αποδεσμεύουμε τον έναν στους δύο:",
+            f"Ένα τμήμα (segment) {ctx.mib(n * size)}, {n} τανυστές × {ctx.mib(size)} μέσα σε "
+            "αυτό, αποδεσμεύουμε τον έναν στους δύο:",
         ),
-        f"- allocated `{mib(metrics['allocated_bytes'])}` · reserved "
-        f"`{mib(metrics['reserved_bytes'])}` ({metrics['segments']} segment)",
-        ctx.tr(
-            f"- free: `{mib(total_free)}` in {len(holes)} holes, the largest `{mib(largest)}`",
-            f"- ελεύθερα: `{mib(total_free)}` σε {len(holes)} κενά, το μεγαλύτερο `{mib(largest)}`",
+        t(
+            f"- allocated `{ctx.mib(metrics['allocated_bytes'])}` · reserved "
+            f"`{ctx.mib(metrics['reserved_bytes'])}` ({metrics['segments']} segment)",
+            f"- κατανεμημένη (allocated) `{ctx.mib(metrics['allocated_bytes'])}` · δεσμευμένη "
+            f"(reserved) `{ctx.mib(metrics['reserved_bytes'])}` ({metrics['segments']} τμήμα)",
         ),
-        ctx.tr(
-            f"- fragmentation index 1 − largest/total free = *{index:.3f}*",
-            f"- δείκτης κατακερματισμού 1 − μεγαλύτερο/συνολικό ελεύθερο = *{index:.3f}*",
+        t(
+            f"- free: `{ctx.mib(total_free)}` in {len(holes)} holes, the largest "
+            f"`{ctx.mib(largest)}`",
+            f"- ελεύθερα: `{ctx.mib(total_free)}` σε {len(holes)} κενά, το μεγαλύτερο "
+            f"`{ctx.mib(largest)}`",
         ),
-        ctx.tr(
-            f"A request above {mib(largest)} cannot use this free memory: it needs a new "
+        t(
+            f"- fragmentation index 1 − largest/total free = *{ctx.num(index, 3)}*",
+            f"- δείκτης κατακερματισμού 1 − μεγαλύτερο/συνολικό ελεύθερο = *{ctx.num(index, 3)}*",
+        ),
+        t(
+            f"A request above {ctx.mib(largest)} cannot use this free memory: it needs a new "
             "segment (or fails under a memory cap). `inactive_split_bytes` counts these "
             "holes.",
-            f"Ένα αίτημα πάνω από {mib(largest)} δεν χωράει σε αυτή την ελεύθερη μνήμη: "
+            f"Ένα αίτημα πάνω από {ctx.mib(largest)} δεν χωράει σε αυτή την ελεύθερη μνήμη: "
             "χρειάζεται νέο τμήμα (ή αποτυγχάνει με όριο μνήμης). Τα κενά μετρά το "
             "`inactive_split_bytes`.",
         ),
     ]
-    if dev.simulated:
-        lines.append(simulated_note(ctx))
-    fig, (ax,) = _plot.figure(8.0, 2.4)
+    fig, (ax,) = _plot.figure(8.0, 2.6)
     _plot.segment_map(
         ax,
         snap,
-        title=ctx.tr(
-            f"Segment map: largest hole {mib(largest)} of {mib(total_free)} free",
-            f"Χάρτης τμήματος: μεγαλύτερο κενό {mib(largest)} από {mib(total_free)} ελεύθερα",
+        title=t(
+            f"{ctx.mib(total_free)} free, but no hole above {ctx.mib(largest)}: "
+            f"fragmentation index {ctx.num(index, 3)}",
+            f"{ctx.mib(total_free)} ελεύθερα, αλλά κανένα κενό πάνω από {ctx.mib(largest)}: "
+            f"δείκτης κατακερματισμού {ctx.num(index, 3)}",
         ),
-        legend=(ctx.tr("allocated", "δεσμευμένο"), ctx.tr("free (inactive)", "ελεύθερο")),
+        legend=(
+            t("allocated block", "κατανεμημένο μπλοκ (allocated)"),
+            t("free hole (inactive split)", "ελεύθερο κενό (inactive split)"),
+        ),
+        locale=ctx.locale,
     )
-    return DemoOutput(
-        "\n".join(lines), metrics, _plot.to_png(fig), dev.device_line(), dev.simulated
-    )
+    return ctx.output(lines, metrics, fig, label)
 
 
 DEMO = Demo(

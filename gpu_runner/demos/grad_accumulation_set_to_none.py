@@ -17,10 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._context import DemoOutput, RunContext, title_line
+from gpu_runner.demos._context import DemoOutput, RunContext, RunKind
 from gpu_runner.demos._registry import Demo, DemoKind, Param
-from gpu_runner.demos._step_plots import stamp
-from gpu_runner.demos._units import nbytes, unit_for
+from gpu_runner.demos._units import unit_for
 
 MiB = 1 << 20
 SETTINGS = (True, False)
@@ -86,8 +85,24 @@ def run(ctx: RunContext) -> DemoOutput:
         "set_to_none": runs,
         "simulated": False,
     }
-    lines = report(ctx, cfg, runs, params)
-    return DemoOutput("\n".join(lines), metrics, plot(ctx, cfg, runs, params), ctx.device_line())
+    label = ctx.label(
+        RunKind.GPU if ctx.cuda else RunKind.CPU,
+        cpu_note=(
+            "gradient bytes counted from the storages behind .grad; memory_allocated() and "
+            "step peaks n/a",
+            "bytes κλίσεων από τα storages πίσω από τα .grad· memory_allocated() και μέγιστα "
+            "ανά βήμα: n/a",
+        ),
+    )
+    lines = [
+        ctx.title(
+            "Gradient accumulation and zero_grad(set_to_none)",
+            "Συσσώρευση κλίσεων (gradient accumulation) και zero_grad(set_to_none)",
+            label,
+        ),
+        *report(ctx, cfg, runs, params),
+    ]
+    return ctx.output(lines, metrics, plot(ctx, cfg, runs), label)
 
 
 def between_steps(run_: dict[str, Any]) -> int:
@@ -99,49 +114,44 @@ def between_steps(run_: dict[str, Any]) -> int:
 
 
 def report(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any], params: int) -> list[str]:
-    t, el = ctx.tr, ctx.el
-    during = max(e["grad_bytes"] for e in runs["True"]["events"])
+    t = ctx.tr
+    during = ctx.size(max(e["grad_bytes"] for e in runs["True"]["events"]))
+    k = cfg["accum_steps"]
     lines = [
-        title_line(
-            ctx,
-            "Gradient accumulation and zero_grad(set_to_none)",
-            "Συσσώρευση κλίσεων (gradient accumulation) και zero_grad(set_to_none)",
-            False,
-        ),
         t(
             f"{cfg['layers']} × (Linear({cfg['width']}, {cfg['width']}) + ReLU), "
-            f"{nbytes(params)} of fp32 parameters, {cfg['accum_steps']} micro-batches of "
+            f"{ctx.size(params)} of fp32 parameters, {k} micro-batches of "
             f"{cfg['batch']} per optimizer step, {cfg['steps']} steps, SGD without momentum. "
             "Counted: bytes of the distinct storages behind `.grad` after each event.",
             f"{cfg['layers']} × (Linear({cfg['width']}, {cfg['width']}) + ReLU), "
-            f"{nbytes(params, el=True)} παραμέτρων fp32, {cfg['accum_steps']} micro-batches "
+            f"{ctx.size(params)} παραμέτρων fp32, {k} micro-batches "
             f"των {cfg['batch']} ανά βήμα του optimizer, {cfg['steps']} βήματα, SGD χωρίς "
             "momentum. Μετράμε τα bytes των ξεχωριστών storages πίσω από τα `.grad` μετά από "
             "κάθε γεγονός.",
         ),
         t(
-            f"- while accumulating: *{nbytes(during)}* of gradients after 1 or "
-            f"{cfg['accum_steps']} backward passes alike (the same tensors, added into)",
-            f"- κατά τη συσσώρευση: *{nbytes(during, el=True)}* κλίσεις μετά από 1 ή "
-            f"{cfg['accum_steps']} backward εξίσου (οι ίδιοι τανυστές, προστίθενται)",
+            f"- while accumulating: *{during}* of gradients after 1 or {k} backward passes "
+            "alike (the same tensors, added into)",
+            f"- κατά τη συσσώρευση: *{during}* κλίσεις μετά από 1 ή {k} backward εξίσου "
+            "(οι ίδιοι τανυστές, προστίθενται)",
         ),
     ]
     for key in ("True", "False"):
-        alive = between_steps(runs[key])
+        alive = ctx.size(between_steps(runs[key]))
         lines.append(
             t(
-                f"- `zero_grad(set_to_none={key})`: {nbytes(alive)} of gradients stay "
+                f"- `zero_grad(set_to_none={key})`: {alive} of gradients stay "
                 "allocated through the next forward",
-                f"- `zero_grad(set_to_none={key})`: {nbytes(alive, el=True)} κλίσεων μένουν "
+                f"- `zero_grad(set_to_none={key})`: {alive} κλίσεων μένουν "
                 "κατανεμημένα (allocated) ως το επόμενο forward",
             )
         )
         peaks = runs[key]["step_peak_bytes"]
         if peaks:
+            peak = ctx.size(peaks[-1])
             lines[-1] += t(
-                f"; peak of step 2: `{nbytes(peaks[-1])}` (memory_allocated above the weights)",
-                f"· μέγιστο του βήματος 2: `{nbytes(peaks[-1], el=el)}` (memory_allocated "
-                "πάνω από τα βάρη)",
+                f"; peak of step 2: {peak} (`memory_allocated()` above the weights)",
+                f"· μέγιστο του βήματος 2: {peak} (`memory_allocated()` πάνω από τα βάρη)",
             )
     lines.append(
         t(
@@ -157,10 +167,12 @@ def report(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any], params: i
     return lines
 
 
-def plot(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any], params: int) -> bytes:
+def plot(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any]) -> Any:
+    """Gradient bytes after every event for both settings (on a GPU also
+    `memory_allocated()`), the zero_grad calls marked."""
     t = ctx.tr
     gpu = ctx.cuda
-    fig, axes = _plot.figure(9.0, 5.4 if gpu else 3.6, rows=2 if gpu else 1)
+    fig, axes = _plot.figure(9.0, 5.8 if gpu else 3.9, rows=2 if gpu else 1)
     labels = [e["event"] for e in runs["True"]["events"]]
     panels = [("grad_bytes", t(".grad storage", "storage των .grad"))]
     if gpu:
@@ -169,10 +181,12 @@ def plot(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any], params: int
     for ax, (key, what) in zip(axes, panels, strict=True):
         top = max(e[key] for r in runs.values() for e in r["events"])
         unit, scale = unit_for(top)
+        # The state after event i spans [i - 0.5, i + 0.5], centred on its tick.
+        edges = [i - 0.5 for i in range(len(labels) + 1)]
         held = [e[key] / scale for e in runs["False"]["events"]]
         ax.fill_between(
-            range(len(held)),
-            held,
+            edges,
+            [*held, held[-1]],
             step="post",
             color=colours["False"],
             alpha=0.45,
@@ -181,49 +195,50 @@ def plot(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any], params: int
         )
         ys = [e[key] / scale for e in runs["True"]["events"]]
         ax.step(
-            range(len(ys)),
-            ys,
+            edges,
+            [*ys, ys[-1]],
             where="post",
             linewidth=2,
             color=colours["True"],
             label="set_to_none=True",
         )
-        for i in range(len(ys) - 1):
+        for i in range(len(ys)):
             if held[i] - ys[i] > 0.5 * max(held) and (i == 0 or held[i - 1] - ys[i - 1] <= 0):
                 ax.annotate(
                     t("freed", "αποδεσμευμένες"),
-                    (i + 0.5, (held[i] + ys[i]) / 2),
+                    (i, (held[i] + ys[i]) / 2),
                     ha="center",
                     fontsize=7.5,
                     color=colours["True"],
                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none"},
                 )
-        ax.set_ylabel(f"{what} ({unit})", fontsize=8)
-        ax.set_ylim(0, top / scale * 1.3)
+        ax.set_ylabel(f"{what} ({unit})")
+        ax.set_ylim(0, max(top, 1) / scale * 1.3)
+        _plot.number_ticks(ax, ctx.locale, digits=None)
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels(labels, rotation=90, fontsize=7)
-        for i, label in enumerate(labels):
-            if label.startswith("zero"):
+        ax.set_xlim(edges[0], edges[-1])
+        for i, event in enumerate(labels):
+            if event.startswith("zero"):
                 ax.axvline(i, color=_plot.MUTED, linewidth=0.6, linestyle=":")
-        ax.legend(fontsize=7.5, frameon=False, loc="upper left", ncol=2)
-    freed = between_steps(runs["False"]) - between_steps(runs["True"])
-    finding = t(
-        f"set_to_none=True frees {nbytes(freed)} between steps; "
-        f"{cfg['accum_steps']} micro-batches hold 1× the gradients",
-        f"set_to_none=True: {nbytes(freed, el=True)} ελεύθερα ανάμεσα στα βήματα· "
-        f"{cfg['accum_steps']} micro-batches κρατούν 1× τις κλίσεις",
-    )
-    stamp(
-        fig,
-        axes[0],
-        finding,
-        ctx.device_line(),
+        ax.legend(frameon=False, loc="upper left", ncol=2)
+    axes[-1].set_xlabel(
         t(
-            "after each forward, backward, step and zero_grad",
-            "μετά από κάθε forward, backward, step και zero_grad",
-        ),
+            "after each forward, backward, optimizer step and zero_grad (step.micro-batch)",
+            "μετά από κάθε forward, backward, βήμα του optimizer και zero_grad (βήμα.micro-batch)",
+        )
     )
-    return _plot.to_png(fig)
+    freed = ctx.size(between_steps(runs["False"]) - between_steps(runs["True"]))
+    axes[0].set_title(
+        t(
+            f"set_to_none=True frees {freed} between steps; "
+            f"{cfg['accum_steps']} micro-batches hold 1× the gradients",
+            f"set_to_none=True: {freed} ελεύθερα ανάμεσα στα βήματα· "
+            f"{cfg['accum_steps']} micro-batches κρατούν 1× τις κλίσεις",
+        ),
+        loc="left",
+    )
+    return fig
 
 
 DEMO = Demo(

@@ -26,10 +26,8 @@ from functools import partial
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._context import DemoOutput, RunContext, title_line
+from gpu_runner.demos._context import DemoOutput, RunContext, RunKind
 from gpu_runner.demos._registry import Demo, DemoKind, Param
-from gpu_runner.demos._step_plots import stamp
-from gpu_runner.demos._units import nbytes, number
 
 MiB = 1 << 20
 WIDTH = 1024  # Linear(1024, 1024, bias=False): 4 MiB of fp32 weights per layer
@@ -153,25 +151,35 @@ def run(ctx: RunContext) -> DemoOutput:
         "measured_with": "/proc/self/status (VmHWM, RssAnon, RssFile), a fresh process per mode",
         "simulated": False,
     }
-    lines = report(ctx, weights, modes)
-    png = plot(ctx, weights, modes)
-    return DemoOutput("\n".join(lines), metrics, png, host_line(ctx), False)
+    # Host memory on every host: a GPU, if there is one, takes no part.
+    label = ctx.label(
+        RunKind.CPU,
+        cpu_note=(
+            "host memory from /proc/self/status, a fresh process per mode",
+            "μνήμη του host από το /proc/self/status, νέα διεργασία ανά τρόπο",
+        ),
+    )
+    lines = [
+        ctx.title(
+            "Loading a checkpoint: peak host memory",
+            "Φόρτωση checkpoint: μέγιστη μνήμη του host",
+            label,
+        ),
+        *report(ctx, weights, modes),
+    ]
+    return ctx.output(lines, metrics, plot(ctx, weights, modes), label)
 
 
-def host_line(ctx: RunContext) -> str:
-    return ctx.tr("host memory", "μνήμη του host (RAM)") + " · " + ctx.device_line()
-
-
-def ratio(value: int | None, weights: int, el: bool = False) -> str:
+def ratio(ctx: RunContext, value: int | None, weights: int) -> str:
     if value is None:
         return "n/a"
     if value < 0.05 * weights:
-        return f"<{number(0.1, 1, el=el)}×"
-    return f"{number(value / weights, 1, el=el)}×"
+        return f"<{ctx.num(0.1, 1)}×"
+    return f"{ctx.num(value / weights, 1)}×"
 
 
 def report(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> list[str]:
-    t, el = ctx.tr, ctx.el
+    t = ctx.tr
     code = {
         "plain": "`model = Net(); model.load_state_dict(torch.load(f))`",
         "mmap": "`model = Net(); model.load_state_dict(torch.load(f, mmap=True))`",
@@ -179,17 +187,11 @@ def report(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> l
         "meta+mmap+assign": "meta + `torch.load(f, mmap=True)` + `assign=True`",
     }
     lines = [
-        title_line(
-            ctx,
-            "Loading a checkpoint: peak host memory",
-            "Φόρτωση checkpoint: μέγιστη μνήμη του host",
-            False,
-        ),
         t(
-            f"A {nbytes(weights)} fp32 state dict, four ways, each in a fresh process; peak "
+            f"A {ctx.size(weights)} fp32 state dict, four ways, each in a fresh process; peak "
             "resident memory above the start (`VmHWM`), then what stays resident: anonymous "
             "(RAM or swap) / file-backed (page cache, droppable).",
-            f"Ένα state dict fp32 {nbytes(weights, el=True)}, με τέσσερις τρόπους, ο καθένας "
+            f"Ένα state dict fp32 {ctx.size(weights)}, με τέσσερις τρόπους, ο καθένας "
             "σε νέα διεργασία· μέγιστη μνήμη (`VmHWM`) πάνω από την αρχή, και τι μένει μετά: "
             "ανώνυμη (RAM ή swap) / από αρχείο (page cache, μπορεί να αποδεσμευτεί).",
         ),
@@ -199,19 +201,17 @@ def report(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> l
         if "error" in r:
             lines.append(f"- {mode}: {r['error']}")
             continue
-        peak = "n/a" if r["peak_bytes"] is None else nbytes(r["peak_bytes"], el=el)
+        peak = "n/a" if r["peak_bytes"] is None else ctx.size(r["peak_bytes"])
+        anon, file = ctx.size(r["anon_bytes"]), ctx.size(r["file_bytes"])
+        used = (
+            f"{ctx.size(r['anon_after_forward_bytes'])} / "
+            f"{ctx.size(r['file_after_forward_bytes'])} · {ctx.num(r['load_s'], 2)} s"
+        )
         lines.append(
             f"- *{mode}* {code[mode]}: "
             + t("peak ", "μέγιστο ")
-            + f"*{peak}* ({ratio(r['peak_bytes'], weights, el)}) · "
-            + f"{nbytes(r['anon_bytes'], el=el)} / {nbytes(r['file_bytes'], el=el)}"
-            + t(
-                f" · after a forward {nbytes(r['anon_after_forward_bytes'])} / "
-                f"{nbytes(r['file_after_forward_bytes'])} · {number(r['load_s'], 2)} s",
-                f" · μετά από ένα forward {nbytes(r['anon_after_forward_bytes'], el=True)} / "
-                f"{nbytes(r['file_after_forward_bytes'], el=True)} · "
-                f"{number(r['load_s'], 2, el=True)} s",
-            )
+            + f"*{peak}* ({ratio(ctx, r['peak_bytes'], weights)}) · {anon} / {file}"
+            + t(f" · after a forward {used}", f" · μετά από ένα forward {used}")
         )
     lines.append(
         t(
@@ -231,44 +231,42 @@ def report(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> l
     return lines
 
 
-def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> bytes:
+def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> Any:
+    """Per mode: what stays resident after the load (left bar) and after a forward (right,
+    hatched), anonymous vs file-backed, the peak of the load drawn over them."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     t = ctx.tr
-    fig, (ax,) = _plot.figure(8.0, 3.8)
+    fig, (ax,) = _plot.figure(8.0, 4.0)
     ok = [m for m in MODES if "error" not in modes[m]]
     xs = range(len(ok))
-    tops: list[float] = []
+    tops: list[float] = [weights / MiB]
     for shift, suffix, hatch in ((-0.2, "", None), (0.2, "_after_forward", "///")):
-        anon = [modes[m][f"anon{suffix}_bytes"] / MiB for m in ok]
+        anon = [max(modes[m][f"anon{suffix}_bytes"], 0) / MiB for m in ok]
         file = [max(modes[m][f"file{suffix}_bytes"], 0) / MiB for m in ok]
         at = [x + shift for x in xs]
         ax.bar(at, anon, width=0.36, color=_plot.ALLOCATED, hatch=hatch, edgecolor="white")
         ax.bar(at, file, width=0.36, bottom=anon, color=_plot.FREE, hatch=hatch, edgecolor="white")
         tops += [a + f for a, f in zip(anon, file, strict=True)]
     peaks = [modes[m]["peak_bytes"] for m in ok]
-    if all(p is not None for p in peaks):
-        for x, p in zip(xs, peaks, strict=True):
-            ax.plot([x - 0.4, x + 0.0], [p / MiB] * 2, color="black", linewidth=2.2)
-            ax.annotate(
-                ratio(p, weights, ctx.el),
-                (x - 0.2, p / MiB),
-                xytext=(0, 3),
-                textcoords="offset points",
-                ha="center",
-                fontsize=8,
-            )
-            tops.append(p / MiB)
-    ax.axhline(weights / MiB, color=_plot.MUTED, linestyle="--", linewidth=1)
-    ax.annotate(
-        t("1 × the weights", "1 × τα βάρη"),
-        (-0.45, weights / MiB),
-        xytext=(0, 3),
-        textcoords="offset points",
-        fontsize=7.5,
-        color=_plot.MUTED,
+    for x, p in zip(xs, peaks, strict=True):
+        if p is None:
+            continue
+        ax.plot([x - 0.4, x + 0.0], [p / MiB] * 2, color="black", linewidth=2.2)
+        ax.annotate(
+            ratio(ctx, p, weights),
+            (x - 0.2, p / MiB),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="center",
+            fontsize=8,
+        )
+        tops.append(p / MiB)
+    # Labelled at the left, above the plain bars (which reach it), clear of the last mode's.
+    _plot.mark_level(
+        ax, weights / MiB, t("1 × the weights", "1 × τα βάρη"), colour=_plot.MUTED, where=0.14
     )
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
     ax.legend(
         handles=[
             Line2D(
@@ -287,31 +285,28 @@ def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> byt
                 label=t("right bar: after a forward", "δεξιά στήλη: μετά από forward"),
             ),
         ],
-        fontsize=7.5,
         frameon=False,
         loc="upper right",
     )
     ax.set_xticks(list(xs))
-    ax.set_xticklabels(ok, fontsize=8)
+    ax.set_xticklabels(ok)
+    ax.set_xlabel(t("how the checkpoint is loaded", "τρόπος φόρτωσης του checkpoint"))
     ax.set_ylabel(t("resident above the start (MiB)", "μνήμη πάνω από την αρχή (MiB)"))
+    _plot.number_ticks(ax, ctx.locale, digits=None)
     ax.set_ylim(0, max(tops) * 1.45)
     best = min(ok, key=lambda m: modes[m]["peak_bytes"] or 0)
     plain = modes["plain"].get("peak_bytes")
-    finding = t(
-        f"Loading {nbytes(weights)}: plain peaks at {ratio(plain, weights)} the weights, "
-        f"{best} at {ratio(modes[best]['peak_bytes'], weights)}",
-        f"Φόρτωση {nbytes(weights, el=True)}: η απλή φτάνει "
-        f"{ratio(plain, weights, True)} τα βάρη, η {best} "
-        f"{ratio(modes[best]['peak_bytes'], weights, True)}",
+    best_peak = ratio(ctx, modes[best]["peak_bytes"], weights)
+    ax.set_title(
+        t(
+            f"Loading {ctx.size(weights)}: plain peaks at {ratio(ctx, plain, weights)} the "
+            f"weights, {best} at {best_peak}",
+            f"Φόρτωση {ctx.size(weights)}: η απλή φτάνει {ratio(ctx, plain, weights)} τα βάρη, "
+            f"η {best} {best_peak}",
+        ),
+        loc="left",
     )
-    stamp(
-        fig,
-        ax,
-        finding,
-        host_line(ctx),
-        t("resident after the load | after a forward", "μετά τη φόρτωση | μετά από forward"),
-    )
-    return _plot.to_png(fig)
+    return fig
 
 
 DEMO = Demo(

@@ -1,8 +1,10 @@
 """Q3 — an OOM although reserved memory looks unused: inactive split blocks.
 
-Q1's layout under a 1 GiB cap, then one request larger than every hole. The retry path
-releases cached segments, but the only segment is split (live tensors pin it), so the
-request fails. Then the remedies, and what `empty_cache()` can and cannot do.
+Q1's layout under a 1 GiB cap (one 800 MiB segment, every other 50 MiB block free), then
+one request. It either reuses a hole (≤ the largest hole), takes a new segment (while its
+segment fits in cap − reserved), or fails: the retry path can release only whole free
+segments, and the only segment is split. Then the remedies: free the pinning tensors,
+`expandable_segments:True`, `max_split_size_mb`, and what `empty_cache()` cannot do.
 """
 
 from __future__ import annotations
@@ -11,37 +13,87 @@ import re
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._alloc import AllocatorOOM, free_blocks, open_device, stat
-from gpu_runner.demos._context import DemoOutput, RunContext, mib, simulated_note, title_line
+from gpu_runner.demos._alloc import (
+    AllocatorOOM,
+    Device,
+    Handle,
+    device_label,
+    free_blocks,
+    open_device,
+    stat,
+)
+from gpu_runner.demos._context import DemoOutput, RunContext
+from gpu_runner.demos._oom_text import outcome_lines, remedy_lines
 from gpu_runner.demos._registry import Demo, DemoKind, Param
 
 MiB = 1 << 20
 BLOCKS = 16
 BLOCK = 50 * MiB
 CAP = 1024 * MiB
+EXPANDABLE = "expandable_segments:True"
+# Blocks this large are never split: the 800 MiB segment stays whole, the 50 MiB tensors get
+# segments of their own, and the OOM retry can release the free ones.
+MAX_SPLIT = "expandable_segments:False,max_split_size_mb:256"
+
+
+def layout(dev: Device) -> list[Handle]:
+    """Q1's layout under the cap; returns the live (odd) tensors."""
+    dev.cap(CAP)
+    dev.free(dev.alloc(BLOCKS * BLOCK))  # one 800 MiB segment, kept in the cache
+    tensors = [dev.alloc(BLOCK) for _ in range(BLOCKS)]
+    for h in tensors[::2]:
+        dev.free(h)
+    return tensors[1::2]
+
+
+def attempt(dev: Device, request: int) -> tuple[dict[str, Any], Handle | None, str]:
+    """One request on the layout: its outcome, the handle when it succeeded, the OOM text."""
+    before = dev.stats()
+    try:
+        handle: Handle | None = dev.alloc(request)
+        message = ""
+    except AllocatorOOM as exc:
+        handle, message = None, str(exc)
+    after = dev.stats()
+    new_bytes = stat(after, "reserved_bytes.all.allocated") - stat(
+        before, "reserved_bytes.all.allocated"
+    )
+    outcome = "oom" if handle is None else ("new-segment" if new_bytes else "reused-hole")
+    return (
+        {
+            "outcome": outcome,
+            "reserved_before_bytes": stat(before, "reserved_bytes.all.current"),
+            "new_device_bytes": new_bytes,
+            "released_bytes": stat(after, "reserved_bytes.all.freed")
+            - stat(before, "reserved_bytes.all.freed"),
+            "num_alloc_retries": stat(after, "num_alloc_retries"),
+            "num_ooms": stat(after, "num_ooms"),
+            "reserved_bytes": dev.reserved(),
+        },
+        handle,
+        message,
+    )
+
+
+def remedy(dev: Device, conf: str, request: int) -> dict[str, Any]:
+    """The same layout and request in a fresh allocator with `conf`."""
+    dev.restart(conf)
+    live = layout(dev)
+    result, handle, _ = attempt(dev, request)
+    for h in [*live, *([handle] if handle is not None else [])]:
+        dev.free(h)
+    return {"conf": conf, **result}
 
 
 def run(ctx: RunContext) -> DemoOutput:
     request = ctx.int("request_mib") * MiB
     dev = open_device(ctx)
-    dev.cap(CAP)
-    big = dev.alloc(BLOCKS * BLOCK)
-    dev.free(big)
-    tensors = [dev.alloc(BLOCK) for _ in range(BLOCKS)]
-    for h in tensors[::2]:
-        dev.free(h)
-    live = tensors[1::2]
-
-    message = ""
-    failed = None
-    try:
-        failed = dev.alloc(request)
-    except AllocatorOOM as exc:
-        message = str(exc)
+    live = layout(dev)
+    layout_snapshot = dev.snapshot()
+    result, handle, message = attempt(dev, request)
     s = dev.stats()
-    snap = dev.snapshot()
-    holes = free_blocks(snap)
-    at_oom: dict[str, Any] = {
+    holes = free_blocks(dev.snapshot())
+    at_request: dict[str, Any] = {
         "oom": bool(message),
         "num_alloc_retries": stat(s, "num_alloc_retries"),
         "num_ooms": stat(s, "num_ooms"),
@@ -57,13 +109,13 @@ def run(ctx: RunContext) -> DemoOutput:
     if not dev.simulated and free_now is not None:
         # What the driver counts as used beyond PyTorch's cache: CUDA context and the like.
         other = (dev.total_memory - free_now) - dev.reserved()
-    if failed is not None:
-        dev.free(failed)
+    if handle is not None:
+        dev.free(handle)
 
-    # Remedy 1 does not work: empty_cache() keeps a segment with any live block.
+    # empty_cache() does not help: it keeps every segment with a live block.
     dev.empty_cache()
     reserved_after_empty = dev.reserved()
-    # Remedy 2: free the pinning tensors; the holes merge into one free segment again.
+    # Freeing the pinning tensors merges the holes into one free segment again.
     for h in live:
         dev.free(h)
     s2 = dev.stats()
@@ -74,108 +126,117 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     allocs_before = stat(s2, "num_device_alloc")
     retry = dev.alloc(request)
-    s3 = dev.stats()
     retried = {
         "succeeded": True,
-        "new_device_allocs": stat(s3, "num_device_alloc") - allocs_before,
+        "new_device_allocs": stat(dev.stats(), "num_device_alloc") - allocs_before,
         "reserved_bytes": dev.reserved(),
     }
     dev.empty_cache()
     retried["reserved_after_empty_cache"] = dev.reserved()
     dev.free(retry)
+    # Expandable segments first: the max_split_size_mb setting is not undone afterwards.
+    remedies = {
+        "expandable_segments": remedy(dev, EXPANDABLE, request),
+        "max_split_size_mb": remedy(dev, MAX_SPLIT, request),
+    }
 
     metrics = {
         "request_bytes": request,
         "cap_bytes": CAP,
-        "at_oom": at_oom,
+        "outcome": result["outcome"],
+        "room_under_cap_bytes": CAP - result["reserved_before_bytes"],
+        "largest_hole_bytes": max(free_blocks(layout_snapshot), default=0),
+        "new_segment_bytes": result["new_device_bytes"],
+        "at_request": at_request,
         "oom_message": message,
         "other_allocations_bytes": other,
         "reserved_after_empty_cache_with_live_tensors": reserved_after_empty,
         "after_freeing_live_tensors": merged,
         "retry": retried,
+        "remedies": remedies,
         "simulated": dev.simulated,
     }
-    t = ctx.tr
-    first = _first_sentence(message)
+    label = device_label(ctx, dev)
     lines = [
-        title_line(
-            ctx,
+        ctx.title(
             "OOM with reserved memory unused",
-            "OOM ενώ υπάρχει αχρησιμοποίητη reserved μνήμη",
-            dev.simulated,
-        )
-    ]
-    if message:
-        lines += [
-            t(
-                f"Q1's layout under a {mib(CAP)} cap, then a {mib(request)} request:",
-                f"Η διάταξη του Q1 με όριο {mib(CAP)}, μετά ένα αίτημα {mib(request)}:",
-            ),
-            f"`{first}`",
-            t(
-                f"- retries {at_oom['num_alloc_retries']}, OOMs {at_oom['num_ooms']}; "
-                f"allocated `{mib(at_oom['allocated_bytes'])}`, reserved "
-                f"`{mib(at_oom['reserved_bytes'])}` in {at_oom['segments']} segment",
-                f"- επαναλήψεις {at_oom['num_alloc_retries']}, OOM {at_oom['num_ooms']}· "
-                f"allocated `{mib(at_oom['allocated_bytes'])}`, reserved "
-                f"`{mib(at_oom['reserved_bytes'])}` σε {at_oom['segments']} τμήμα",
-            ),
-            t(
-                f"- 1. `memory_summary()`: Non-releasable memory "
-                f"`{mib(at_oom['inactive_split_bytes'])}` (inactive split blocks)",
-                f"- 1. `memory_summary()`: Non-releasable memory "
-                f"`{mib(at_oom['inactive_split_bytes'])}` (ανενεργά split μπλοκ)",
-            ),
-            t(
-                f"- 2. `memory_snapshot()`: largest free block "
-                f"`{mib(at_oom['largest_free_bytes'])}` < {mib(request)}",
-                f"- 2. `memory_snapshot()`: μεγαλύτερο ελεύθερο μπλοκ "
-                f"`{mib(at_oom['largest_free_bytes'])}` < {mib(request)}",
-            ),
-            t(
-                "- 3. other allocations, `(total − free) − reserved` from `mem_get_info()`: "
-                + (f"`{mib(other)}`" if other is not None else "n/a (simulated device)"),
-                "- 3. άλλες δεσμεύσεις, `(total − free) − reserved` από το `mem_get_info()`: "
-                + (f"`{mib(other)}`" if other is not None else "n/a (προσομοίωση)"),
-            ),
-        ]
-    else:
-        lines.append(
-            t(
-                f"The {mib(request)} request fits a hole: no OOM. Try a request above 50 MiB.",
-                f"Το αίτημα {mib(request)} χωράει σε κενό: δεν έγινε OOM. Δοκιμάστε "
-                "αίτημα πάνω από 50 MiB.",
-            )
-        )
-    lines += [
-        t(
-            f"`empty_cache()` with the odd tensors alive: reserved stays "
-            f"`{mib(reserved_after_empty)}`. Freeing them merges the holes "
-            f"(inactive split {mib(merged['inactive_split_bytes'])}); the retry then succeeds "
-            f"from the cache with {retried['new_device_allocs']} new cudaMalloc.",
-            f"`empty_cache()` με τους μονούς τανυστές ζωντανούς: το reserved μένει "
-            f"`{mib(reserved_after_empty)}`. Όταν αποδεσμευτούν, τα κενά ενώνονται "
-            f"(inactive split {mib(merged['inactive_split_bytes'])}) και η επανάληψη "
-            f"πετυχαίνει από την cache με {retried['new_device_allocs']} νέα cudaMalloc.",
+            "OOM ενώ υπάρχει αχρησιμοποίητη δεσμευμένη (reserved) μνήμη",
+            label,
         ),
+        *outcome_lines(ctx, metrics, _first_sentence(message)),
+        *remedy_lines(ctx, metrics),
     ]
-    if dev.simulated:
-        lines.append(simulated_note(ctx))
+    fig, (ax,) = _plot.figure(8.0, 3.0)
+    _request_map(ctx, ax, layout_snapshot, metrics)
+    return ctx.output(lines, metrics, fig, label)
 
-    fig, (ax,) = _plot.figure(8.0, 2.4)
+
+def _request_map(ctx: RunContext, ax: Any, snapshot: Any, m: dict[str, Any]) -> None:
+    """The segment map at the request, the room under the cap, the cap and the request."""
+    t = ctx.tr
+    request, cap = m["request_bytes"], m["cap_bytes"]
+    reserved = cap - m["room_under_cap_bytes"]
+    outcome = m["outcome"]
+    largest = m["largest_hole_bytes"]
+    title = {
+        "oom": t(
+            f"{ctx.mib(request)} → OOM: largest hole {ctx.mib(largest)}, room under the cap "
+            f"{ctx.mib(m['room_under_cap_bytes'])}",
+            f"{ctx.mib(request)} → OOM: μεγαλύτερο κενό {ctx.mib(largest)}, χώρος κάτω από το "
+            f"όριο {ctx.mib(m['room_under_cap_bytes'])}",
+        ),
+        "new-segment": t(
+            f"{ctx.mib(request)} fits no hole: a new {ctx.size(m['new_segment_bytes'])} "
+            "segment under the cap",
+            f"{ctx.mib(request)}: δεν χωράει σε κενό· νέο τμήμα "
+            f"{ctx.size(m['new_segment_bytes'])} κάτω από το όριο",
+        ),
+        "reused-hole": t(
+            f"{ctx.size(request)} reuses a {ctx.mib(largest)} hole: no OOM, no new segment",
+            f"{ctx.size(request)}: χωράει σε κενό {ctx.mib(largest)}· ούτε OOM ούτε νέο τμήμα",
+        ),
+    }[outcome]
     _plot.segment_map(
         ax,
-        snap,
-        title=t(
-            f"At the OOM: {mib(request)} asked, largest hole {mib(at_oom['largest_free_bytes'])}",
-            f"Στο OOM: ζητήθηκαν {mib(request)}, μεγαλύτερο κενό "
-            f"{mib(at_oom['largest_free_bytes'])}",
+        snapshot,
+        title=title,
+        legend=(
+            t("allocated block", "κατανεμημένο μπλοκ (allocated)"),
+            t("free hole (inactive split)", "ελεύθερο κενό (inactive split)"),
         ),
-        legend=(t("allocated", "δεσμευμένο"), t("free (inactive split)", "ελεύθερο (split)")),
+        locale=ctx.locale,
     )
-    return DemoOutput(
-        "\n".join(lines), metrics, _plot.to_png(fig), dev.device_line(), dev.simulated
+    # Row 1: the request, where the allocator put it (a hole) or would put it (a new segment).
+    if outcome == "reused-hole":
+        start = next(
+            (int(b["address"]) - int(seg["address"]))
+            for seg in snapshot
+            for b in seg["blocks"]
+            if b["state"] == "inactive" and int(b["size"]) >= request
+        )
+    else:
+        start = reserved
+    colour = _plot.LIMIT if outcome == "oom" else _plot.ACCENT
+    ax.barh(1, request / MiB, left=start / MiB, color=colour, height=0.6)
+    ax.axvspan(reserved / MiB, cap / MiB, color=_plot.UNMAPPED, alpha=0.6, zorder=0)
+    ax.text(
+        (reserved + cap) / 2 / MiB,
+        -0.45,
+        t(f"room: {ctx.mib(cap - reserved)}", f"χώρος: {ctx.mib(cap - reserved)}"),
+        ha="center",
+        va="bottom",
+        fontsize=8,
     )
+    _plot.mark_level(ax, cap / MiB, t(f"cap {ctx.size(cap)}", f"όριο {ctx.size(cap)}"), axis="x")
+    ax.set_yticks([0, 1])
+    ax.set_yticklabels(
+        [
+            t(f"segment {ctx.mib(reserved)}", f"τμήμα {ctx.mib(reserved)}"),
+            t(f"request {ctx.size(request)}", f"αίτημα {ctx.size(request)}"),
+        ]
+    )
+    ax.set_ylim(1.6, -0.6)
+    ax.set_xlim(0, max(cap, start + request) / MiB * 1.04)
 
 
 def _first_sentence(message: str) -> str:
@@ -196,8 +257,8 @@ def _non_releasable(summary: str) -> str:
 DEMO = Demo(
     id="oom-inactive-split",
     title="OOM although reserved memory looks unused",
-    title_el="OOM παρότι η reserved μνήμη φαίνεται αχρησιμοποίητη",
+    title_el="OOM παρότι η δεσμευμένη (reserved) μνήμη φαίνεται αχρησιμοποίητη",
     kind=DemoKind.ALLOCATOR,
     run=run,
-    params=(Param("request_mib", int, 1, 700, 300, "size of the request that fails, MiB"),),
+    params=(Param("request_mib", int, 1, 700, 300, "size of the request, MiB"),),
 )

@@ -1,23 +1,67 @@
-"""Pinned vs pageable host memory, and what ``non_blocking=True`` really does.
+"""Pinned vs pageable host memory, what ``non_blocking=True`` does, and what it does not.
 
-A host-to-device copy from pageable memory goes through a pinned staging buffer and the
+From pageable memory a host-to-device copy goes through a pinned staging buffer and the
 call returns only when the data is on its way; from pinned (page-locked) memory the DMA
-engine reads the buffer directly, so ``copy_(non_blocking=True)`` returns at once and the
-copy overlaps compute. Without CUDA there is nothing to time: the demo explains and checks
-whether pinning is available here at all.
+engine reads the buffer directly, so ``copy_(non_blocking=True)`` returns at once. The copy
+still runs in order on its stream: it overlaps compute only when issued on a side stream.
+On a GPU all three are measured; without CUDA the demo explains and checks whether pinning
+is available here at all.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._context import DemoOutput, RunContext, title_line
+from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._registry import Demo, DemoKind, Param
 
 MiB = 1 << 20
+REPEATS = 5
+MATMUL = 4096  # square fp32 matmuls as the "compute" the copy should hide behind
+
+
+def copy_figures(
+    size: int, total_s: Sequence[float], returned_s: Sequence[float]
+) -> dict[str, Any]:
+    """Bandwidth and the call's return time from timed copies (medians of the repeats)."""
+    total, returned = statistics.median(total_s), statistics.median(returned_s)
+    return {
+        "gb_per_s": round(size / total / 1e9, 2),
+        "call_returns_us": round(returned * 1e6, 1),
+        "copy_ms": round(total * 1e3, 3),
+    }
+
+
+def overlap_figures(
+    copy_ms: float, compute_ms: float, same_stream_ms: float, side_stream_ms: float
+) -> dict[str, float]:
+    """How much of the shorter of copy and compute a side stream hides (0 = none, 1 = all)."""
+    serial = copy_ms + compute_ms
+    hidden = (serial - side_stream_ms) / min(copy_ms, compute_ms)
+    return {
+        "copy_ms": round(copy_ms, 3),
+        "compute_ms": round(compute_ms, 3),
+        "same_stream_ms": round(same_stream_ms, 3),
+        "side_stream_ms": round(side_stream_ms, 3),
+        "hidden_fraction": round(min(1.0, max(0.0, hidden)), 3),
+    }
+
+
+def _timed(torch: Any, fn: Any) -> float:
+    """Median wall time of `fn` to completion on the device, seconds."""
+    times = []
+    for _ in range(REPEATS):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def measure(torch: Any, size: int) -> dict[str, Any]:
@@ -28,18 +72,43 @@ def measure(torch: Any, size: int) -> dict[str, Any]:
     for name, src in (("pageable", pageable), ("pinned", pinned)):
         dst.copy_(src)  # warm-up
         torch.cuda.synchronize()
-        times, returns = [], []
-        for _ in range(5):
+        totals, returns = [], []
+        for _ in range(REPEATS):
             start = time.perf_counter()
             dst.copy_(src, non_blocking=True)
             returns.append(time.perf_counter() - start)  # when control came back
             torch.cuda.synchronize()
-            times.append(time.perf_counter() - start)
-        out[name] = {
-            "gb_per_s": round(size / statistics.median(times) / 1e9, 2),
-            "call_returns_us": round(statistics.median(returns) * 1e6, 1),
-            "copy_ms": round(statistics.median(times) * 1e3, 3),
-        }
+            totals.append(time.perf_counter() - start)
+        out[name] = copy_figures(size, totals, returns)
+    a = torch.randn(MATMUL, MATMUL, device="cuda")
+    one_mm = _timed(torch, lambda: a @ a)
+    reps = max(1, math.ceil(out["pinned"]["copy_ms"] / 1e3 / one_mm))
+    side = torch.cuda.Stream()
+
+    def compute() -> None:
+        for _ in range(reps):
+            a @ a
+
+    def same_stream() -> None:
+        dst.copy_(pinned, non_blocking=True)
+        compute()
+
+    def side_stream() -> None:
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            dst.copy_(pinned, non_blocking=True)
+        compute()
+        torch.cuda.current_stream().wait_stream(side)
+
+    out["overlap"] = {
+        **overlap_figures(
+            out["pinned"]["copy_ms"],
+            _timed(torch, compute) * 1e3,
+            _timed(torch, same_stream) * 1e3,
+            _timed(torch, side_stream) * 1e3,
+        ),
+        "matmuls": reps,
+    }
     return out
 
 
@@ -65,37 +134,22 @@ def run(ctx: RunContext) -> DemoOutput:
         "pin_memory_available": available,
         "pin_memory_error": why,
         "copies": copies,
-        "simulated": copies is None,
+        "simulated": False,  # nothing here is simulated: measured on a GPU, or nothing
     }
+    label = ctx.torch_label(
+        torch is not None,
+        cpu_note=(
+            "no GPU here: no copy was timed; only pin_memory()'s availability was checked",
+            "χωρίς GPU: καμία αντιγραφή δεν χρονομετρήθηκε· ελέγχθηκε μόνο αν υπάρχει pin_memory()",
+        ),
+    )
     lines = [
-        title_line(
-            ctx,
-            "Pinned vs pageable host memory",
-            "Pinned έναντι pageable μνήμης του host",
-            copies is None,
-        )
+        ctx.title(
+            "Pinned vs pageable host memory", "Pinned έναντι pageable μνήμης του host", label
+        ),
+        *(_measured_lines(ctx, size, copies) if copies is not None else []),
     ]
-    if copies is not None:
-        pg, pn = copies["pageable"], copies["pinned"]
-        lines += [
-            t(
-                f"Host → GPU, {size // MiB} MiB, `copy_(non_blocking=True)`:",
-                f"Host → GPU, {size // MiB} MiB, `copy_(non_blocking=True)`:",
-            ),
-            t(
-                f"- pageable: {pg['gb_per_s']} GB/s, the call returns after "
-                f"{pg['call_returns_us']} µs (staged through a pinned buffer)",
-                f"- pageable: {pg['gb_per_s']} GB/s, η κλήση επιστρέφει σε "
-                f"{pg['call_returns_us']} µs (περνά από ενδιάμεσο pinned buffer)",
-            ),
-            t(
-                f"- pinned: {pn['gb_per_s']} GB/s, the call returns after "
-                f"{pn['call_returns_us']} µs (asynchronous DMA)",
-                f"- pinned: {pn['gb_per_s']} GB/s, η κλήση επιστρέφει σε "
-                f"{pn['call_returns_us']} µs (ασύγχρονο DMA)",
-            ),
-        ]
-    else:
+    if copies is None:
         lines.append(
             t(
                 f"No GPU here: copy timings n/a. `pin_memory()` available: {available}"
@@ -108,43 +162,118 @@ def run(ctx: RunContext) -> DemoOutput:
     lines += [
         t(
             "- pageable memory can be swapped out, so the driver first copies it into a pinned "
-            "staging buffer; `non_blocking=True` cannot overlap that CPU copy.",
+            "staging buffer, and `copy_(non_blocking=True)` returns only once that CPU copy is "
+            "done.",
             "- η pageable μνήμη μπορεί να μεταφερθεί στο swap, οπότε ο οδηγός (driver) την "
-            "αντιγράφει πρώτα σε pinned buffer· το `non_blocking=True` δεν επικαλύπτει αυτή "
-            "την αντιγραφή στη CPU.",
+            "αντιγράφει πρώτα σε pinned buffer, και το `copy_(non_blocking=True)` επιστρέφει "
+            "μόνο όταν τελειώσει αυτή η αντιγραφή στη CPU.",
         ),
         t(
-            "- pinned memory is page-locked: the GPU's DMA engine reads it directly, the copy "
-            "runs on the stream and overlaps compute. `DataLoader(pin_memory=True)` + "
-            "`.to('cuda', non_blocking=True)` is the usual pairing; pin too much and the host "
-            "runs short of RAM.",
+            "- pinned memory is page-locked: the GPU's DMA engine reads it directly and the call "
+            "returns at once. The copy still runs in order on its stream — the next kernel on "
+            "the same stream waits for it. To overlap it with compute, issue it on a side "
+            "stream: `with torch.cuda.stream(s): x.copy_(src, non_blocking=True)`, then "
+            "`torch.cuda.current_stream().wait_stream(s)` before using `x`.",
             "- η pinned μνήμη είναι κλειδωμένη στη RAM: η μηχανή DMA της GPU τη διαβάζει "
-            "απευθείας, η αντιγραφή τρέχει στη ροή (stream) και επικαλύπτεται με υπολογισμούς. "
-            "Συνήθως `DataLoader(pin_memory=True)` + `.to('cuda', non_blocking=True)`· "
+            "απευθείας και η κλήση επιστρέφει αμέσως. Η αντιγραφή όμως εκτελείται με τη σειρά "
+            "στη ροή (stream) της — ο επόμενος πυρήνας στην ίδια ροή την περιμένει. Για να "
+            "επικαλυφθεί με υπολογισμούς, ξεκινήστε τη σε δεύτερη ροή: "
+            "`with torch.cuda.stream(s): x.copy_(src, non_blocking=True)`, και πριν "
+            "χρησιμοποιήσετε το `x`, `torch.cuda.current_stream().wait_stream(s)`.",
+        ),
+        t(
+            "- `DataLoader(pin_memory=True)` + `.to('cuda', non_blocking=True)` is the usual "
+            "pairing; pin too much and the host runs short of RAM.",
+            "- συνήθως `DataLoader(pin_memory=True)` + `.to('cuda', non_blocking=True)`· "
             "πολλή pinned μνήμη στερεί RAM από τον host.",
         ),
     ]
-
-    fig, (ax,) = _plot.figure(8.0, 3.0)
     if copies is not None:
-        _plot.grouped_bars(
-            ax,
-            ["pageable", "pinned"],
-            [
-                (
-                    "GB/s",
-                    [copies["pageable"]["gb_per_s"], copies["pinned"]["gb_per_s"]],
-                    _plot.ALLOCATED,
-                )
-            ],
-            ylabel="GB/s",
-            fmt="{:.1f}",
-            title=t("Host → GPU bandwidth", "Εύρος ζώνης host → GPU"),
-        )
+        fig, axes = _plot.figure(9.0, 3.4, cols=3)
+        _measured_plot(ctx, axes, copies)
     else:
+        fig, (ax,) = _plot.figure(8.0, 3.2)
         _schematic(ax, ctx)
-    return DemoOutput(
-        "\n".join(lines), metrics, _plot.to_png(fig), ctx.device_line(), copies is None
+    return ctx.output(lines, metrics, fig, label)
+
+
+def _measured_lines(ctx: RunContext, size: int, copies: dict[str, Any]) -> list[str]:
+    t = ctx.tr
+    pg, pn, ov = copies["pageable"], copies["pinned"], copies["overlap"]
+    return [
+        t(
+            f"Host → GPU, {ctx.mib(size)}, `copy_(non_blocking=True)`:",
+            f"Host → GPU, {ctx.mib(size)}, `copy_(non_blocking=True)`:",
+        ),
+        t(
+            f"- pageable: {ctx.num(pg['gb_per_s'], 1)} GB/s; the call returns after "
+            f"{ctx.num(pg['call_returns_us'], 1)} µs (staged through a pinned buffer)",
+            f"- pageable: {ctx.num(pg['gb_per_s'], 1)} GB/s· η κλήση επιστρέφει σε "
+            f"{ctx.num(pg['call_returns_us'], 1)} µs (περνά από ενδιάμεσο pinned buffer)",
+        ),
+        t(
+            f"- pinned: {ctx.num(pn['gb_per_s'], 1)} GB/s; the call returns after "
+            f"{ctx.num(pn['call_returns_us'], 1)} µs (asynchronous DMA)",
+            f"- pinned: {ctx.num(pn['gb_per_s'], 1)} GB/s· η κλήση επιστρέφει σε "
+            f"{ctx.num(pn['call_returns_us'], 1)} µs (ασύγχρονο DMA)",
+        ),
+        t(
+            f"- pinned copy ({ctx.num(ov['copy_ms'], 2)} ms) + {ov['matmuls']} matmuls "
+            f"({ctx.num(ov['compute_ms'], 2)} ms): same stream {ctx.num(ov['same_stream_ms'], 2)}"
+            f" ms, side stream {ctx.num(ov['side_stream_ms'], 2)} ms "
+            f"({ctx.pct(ov['hidden_fraction'], 0)} of the shorter one hidden)",
+            f"- pinned αντιγραφή ({ctx.num(ov['copy_ms'], 2)} ms) + {ov['matmuls']} matmul "
+            f"({ctx.num(ov['compute_ms'], 2)} ms): ίδια ροή {ctx.num(ov['same_stream_ms'], 2)} "
+            f"ms, δεύτερη ροή {ctx.num(ov['side_stream_ms'], 2)} ms (κρύβεται το "
+            f"{ctx.pct(ov['hidden_fraction'], 0)} του συντομότερου)",
+        ),
+    ]
+
+
+def _measured_plot(ctx: RunContext, axes: Any, copies: dict[str, Any]) -> None:
+    t = ctx.tr
+    pg, pn, ov = copies["pageable"], copies["pinned"], copies["overlap"]
+    _plot.grouped_bars(
+        axes[0],
+        ["pageable", "pinned"],
+        [("GB/s", [pg["gb_per_s"], pn["gb_per_s"]], _plot.ALLOCATED)],
+        ylabel="GB/s",
+        fmt=lambda v: ctx.num(v, 1),
+        title=t("Bandwidth", "Εύρος ζώνης"),
+    )
+    _plot.grouped_bars(
+        axes[1],
+        ["pageable", "pinned"],
+        [("µs", [pg["call_returns_us"], pn["call_returns_us"]], _plot.FREE)],
+        ylabel=t("µs until copy_() returns (log)", "µs ώσπου να επιστρέψει το copy_() (log)"),
+        fmt=lambda v: ctx.num(v, 1),
+        title=t("When the call returns", "Πότε επιστρέφει η κλήση"),
+    )
+    axes[1].set_yscale("log")
+    _plot.grouped_bars(
+        axes[2],
+        [t("same\nstream", "ίδια\nροή"), t("side\nstream", "δεύτερη\nροή")],
+        [("ms", [ov["same_stream_ms"], ov["side_stream_ms"]], _plot.ACCENT)],
+        ylabel=t("ms, copy + compute", "ms, αντιγραφή + υπολογισμός"),
+        fmt=lambda v: ctx.num(v, 2),
+        title=t("Overlap needs a side stream", "Επικάλυψη μόνο με δεύτερη ροή"),
+    )
+    _plot.mark_level(
+        axes[2],
+        ov["copy_ms"] + ov["compute_ms"],
+        t("copy + compute, serial", "αντιγραφή + υπολογισμός"),
+        colour=_plot.MUTED,
+    )
+    fig = axes[0].figure
+    fig.suptitle(
+        t(
+            f"Pinned: {ctx.num(pn['gb_per_s'], 1)} GB/s and copy_() returns in "
+            f"{ctx.num(pn['call_returns_us'], 0)} µs; overlap only on a side stream",
+            f"Pinned: {ctx.num(pn['gb_per_s'], 1)} GB/s και το copy_() επιστρέφει σε "
+            f"{ctx.num(pn['call_returns_us'], 0)} µs· επικάλυψη μόνο σε δεύτερη ροή",
+        ),
+        fontsize=10,
+        fontweight="bold",
     )
 
 
@@ -192,10 +321,23 @@ def _schematic(ax: Any, ctx: RunContext) -> None:
     ax.axis("off")
     ax.set_title(
         t(
-            "Two paths to the GPU (no GPU here: nothing measured)",
-            "Δύο δρόμοι προς τη GPU (χωρίς GPU: καμία μέτρηση)",
+            "Pageable copies are staged; pinned ones go by DMA (no GPU here: nothing measured)",
+            "Η pageable περνά από ενδιάμεσο buffer· η pinned πάει με DMA (χωρίς GPU: "
+            "καμία μέτρηση)",
         ),
-        fontsize=10,
+    )
+    ax.text(
+        0.5,
+        -0.45,
+        t(
+            "non_blocking=True returns at once from pinned memory; overlap with compute needs "
+            "a side stream",
+            "non_blocking=True: άμεση επιστροφή από pinned μνήμη· επικάλυψη με υπολογισμούς "
+            "μόνο σε δεύτερη ροή",
+        ),
+        ha="center",
+        fontsize=8.5,
+        color=_plot.LIMIT,
     )
 
 

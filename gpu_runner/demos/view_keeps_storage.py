@@ -12,8 +12,8 @@ import weakref
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._alloc import open_device
-from gpu_runner.demos._context import DemoOutput, RunContext, simulated_note, size, title_line
+from gpu_runner.demos._alloc import device_label, open_device
+from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._registry import Demo, DemoKind, Param
 
 MiB = 1 << 20
@@ -70,28 +70,39 @@ def run(ctx: RunContext) -> DemoOutput:
         "cpu_storage": cpu,
         "simulated": dev.simulated,
     }
+    label = device_label(ctx, dev, cpu_check=cpu is not None)
     t = ctx.tr
     lines = [
-        title_line(
-            ctx,
+        ctx.title(
             "A view keeps the whole storage alive",
             "Μια όψη (view) κρατά ζωντανό όλο το storage",
-            dev.simulated,
+            label,
         )
     ]
     if cpu is not None:
         lines.append(
             t(
                 f"CPU torch: `head = base[:{keep}]`; `del base` → "
-                f"`head.untyped_storage().nbytes()` = {cpu['slice_storage_bytes']:,} B, "
+                f"`head.untyped_storage().nbytes()` = {ctx.size(cpu['slice_storage_bytes'])}, "
                 f"base storage freed: {cpu['base_freed_after_del']}. "
                 "After `head.clone()` and `del head`: "
-                f"{cpu['clone_storage_bytes']:,} B, base freed: {cpu['base_freed_after_clone']}.",
-                f"Torch στη CPU: `head = base[:{keep}]`· `del base` → "
-                f"`head.untyped_storage().nbytes()` = {cpu['slice_storage_bytes']:,} B, "
-                f"αποδεσμεύτηκε η βάση: {cpu['base_freed_after_del']}. Μετά το `head.clone()` και "
-                f"`del head`: {cpu['clone_storage_bytes']:,} B, αποδεσμεύτηκε: "
+                f"{ctx.size(cpu['clone_storage_bytes'])}, base freed: "
                 f"{cpu['base_freed_after_clone']}.",
+                f"Torch στη CPU: `head = base[:{keep}]`· `del base` → "
+                f"`head.untyped_storage().nbytes()` = {ctx.size(cpu['slice_storage_bytes'])}, "
+                f"αποδεσμεύτηκε η βάση: {cpu['base_freed_after_del']}. Μετά το `head.clone()` και "
+                f"`del head`: {ctx.size(cpu['clone_storage_bytes'])}, αποδεσμεύτηκε: "
+                f"{cpu['base_freed_after_clone']}.",
+            )
+        )
+    elif ctx.simulate:
+        # A simulated run does not load torch (the fork server skips the slow import).
+        lines.append(
+            t(
+                "CPU torch check: skipped in a simulated run (torch not loaded); a run without "
+                "`--simulate` includes it.",
+                "Έλεγχος με torch στη CPU: παραλείπεται στην προσομοίωση (το torch δεν "
+                "φορτώνεται)· μια εκτέλεση χωρίς `--simulate` τον περιλαμβάνει.",
             )
         )
     else:
@@ -103,8 +114,12 @@ def run(ctx: RunContext) -> DemoOutput:
             )
         )
     lines += [
-        f"- `{s['step']}` → allocated {size(s['allocated_bytes'])}, reserved "
-        f"{size(s['reserved_bytes'])}"
+        f"- `{s['step']}` → "
+        + t(
+            f"allocated {ctx.size(s['allocated_bytes'])}, reserved {ctx.size(s['reserved_bytes'])}",
+            f"κατανεμημένη (allocated) {ctx.size(s['allocated_bytes'])}, δεσμευμένη (reserved) "
+            f"{ctx.size(s['reserved_bytes'])}",
+        )
         for s in steps
     ]
     lines.append(
@@ -112,27 +127,41 @@ def run(ctx: RunContext) -> DemoOutput:
             "A slice is a view: it shares the base's storage, so the allocator block stays "
             "allocated. `.clone()` copies just the slice into a small block of its own.",
             "Το slice είναι όψη: μοιράζεται το storage της βάσης, οπότε το μπλοκ μένει "
-            "δεσμευμένο. Το `.clone()` αντιγράφει μόνο το κομμάτι σε δικό του μικρό μπλοκ.",
+            "κατανεμημένο. Το `.clone()` αντιγράφει μόνο το κομμάτι σε δικό του μικρό μπλοκ.",
         )
     )
-    if dev.simulated:
-        lines.append(simulated_note(ctx))
-
-    fig, (ax,) = _plot.figure(8.0, 3.2)
+    fig, (ax,) = _plot.figure(8.0, 3.4)
     _plot.grouped_bars(
         ax,
-        ["base", "del base", "clone + del", "empty_cache"],
         [
-            ("allocated", [s["allocated_bytes"] / MiB for s in steps], _plot.ALLOCATED),
-            ("reserved", [s["reserved_bytes"] / MiB for s in steps], _plot.FREE),
+            "base = empty(n)",
+            "head = base[:k]\ndel base",
+            "fixed = head.clone()\ndel head",
+            "empty_cache()",
         ],
-        ylabel="MiB",
-        fmt="{:.1f}",
-        title=t("A slice pins its base; a clone does not", "Το slice κρατά τη βάση· το clone όχι"),
+        [
+            (
+                t("allocated", "κατανεμημένη (allocated)"),
+                [s["allocated_bytes"] / MiB for s in steps],
+                _plot.ALLOCATED,
+            ),
+            (
+                t("reserved", "δεσμευμένη (reserved)"),
+                [s["reserved_bytes"] / MiB for s in steps],
+                _plot.FREE,
+            ),
+        ],
+        ylabel=t("memory (MiB)", "μνήμη (MiB)"),
+        fmt=lambda v: ctx.size(v * MiB) if v else "0",
+        title=t(
+            f"A {ctx.size(keep)} slice keeps its {ctx.size(base_bytes)} base allocated; "
+            "a clone does not",
+            f"Ένα slice {ctx.size(keep)} κρατά κατανεμημένη τη βάση των {ctx.size(base_bytes)}· "
+            "ένα clone όχι",
+        ),
     )
-    return DemoOutput(
-        "\n".join(lines), metrics, _plot.to_png(fig), dev.device_line(), dev.simulated
-    )
+    _plot.number_ticks(ax, ctx.locale)
+    return ctx.output(lines, metrics, fig, label)
 
 
 DEMO = Demo(

@@ -15,6 +15,7 @@ from gpu_runner.sim._errors import (
     SnapshotError,
 )
 from gpu_runner.sim._invariants import InvariantError, check_invariants
+from gpu_runner.sim._provenance import GPU_CHECK, RULES_TORCH, GpuCheck, gpu_check_record
 from gpu_runner.sim._sizes import (
     GiB,
     KiB,
@@ -33,13 +34,16 @@ from gpu_runner.sim._unpickle import MAX_SNAPSHOT_BYTES
 from gpu_runner.sim.replay import ReplayResult, Timeline, replay_events, replay_file
 
 __all__ = [
+    "GPU_CHECK",
     "MAX_SNAPSHOT_BYTES",
+    "RULES_TORCH",
     "AllocatorConfig",
     "AllocatorConfigError",
     "Block",
     "BlockInfo",
     "CachingAllocator",
     "GiB",
+    "GpuCheck",
     "InvalidFreeError",
     "InvariantError",
     "KiB",
@@ -55,6 +59,7 @@ __all__ = [
     "check_invariants",
     "format_mib",
     "format_size",
+    "gpu_check_record",
     "load_snapshot",
     "parse_conf",
     "parse_size",

@@ -254,6 +254,18 @@ def test_bot_image_has_no_torch_and_the_runner_image_is_cuda_pytorch() -> None:
     assert runner.entrypoint == ["quizbot", "runner", "worker"]
 
 
+def test_the_runner_image_runs_the_torch_whose_allocator_rules_the_simulator_follows() -> None:
+    from gpu_runner.sim import RULES_TORCH
+
+    text = DOCKERFILES["quizbot-gpu-runner"].read_text()
+    bases = re.findall(r"^FROM\s+pytorch/pytorch:(\S+)", text, re.MULTILINE)
+    assert len(bases) == 2, "both stages build on the PyTorch image"
+    for tag in bases:
+        torch_version, _, cuda = tag.partition("-cuda")
+        assert torch_version.startswith(f"{RULES_TORCH}."), (tag, RULES_TORCH)
+        assert cuda.endswith("-cudnn9-runtime"), tag
+
+
 def _dockerignore_patterns() -> list[str]:
     lines = (ROOT / ".dockerignore").read_text().splitlines()
     return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]

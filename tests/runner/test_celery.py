@@ -11,7 +11,7 @@ from bot.demos import DemoDispatcher
 from bot.domain import ChannelRef, DemoJob, DemoState, Locale, MessageRef, Platform
 from bot.quiz import QuizService
 from gpu_runner.celery_runner import CeleryRunner, DemoCeleryApp, make_celery_app
-from gpu_runner.demos import DemoRequestError
+from gpu_runner.demos import SIMULATED_DEVICE, DemoRequestError
 from gpu_runner.executor import Executor
 from storage.demo_runs import SqlDemoRunRepository
 from tests.fakes import RecordingChat
@@ -48,7 +48,7 @@ async def test_a_demo_runs_through_a_celery_worker_and_comes_back(
     run_id = uuid.uuid4().int % 10**9
     await runner.submit(DemoJob(run_id, "fragmentation", Locale.EN, {"blocks": 8}))
     assert await runner.knows(run_id)
-    assert await runner.started(run_id, 20.0) == "simulated allocator, no GPU"
+    assert await runner.started(run_id, 20.0) == SIMULATED_DEVICE
     result = await runner.result(run_id, 30.0)
     assert result is not None and result.state is DemoState.SUCCEEDED
     assert result.demo == "fragmentation"

@@ -14,6 +14,7 @@ import pytest
 from bot.domain import DemoJob, DemoState, Locale
 from bot.errors import MissingExtraError
 from gpu_runner.demos import DemoKind, DemoOutput, RunContext, default_registry
+from gpu_runner.demos._labels import simulated_label
 from gpu_runner.executor import Executor
 
 MiB = 1 << 20
@@ -29,9 +30,15 @@ def through(executor: Executor, demo: str, **params: object) -> dict[str, Any]:
     return dict(result.metrics)
 
 
-def run(demo: str, locale: Locale = Locale.EN, torch: Any = None, **params: object) -> DemoOutput:
+def run(
+    demo: str,
+    locale: Locale = Locale.EN,
+    torch: Any = None,
+    simulate: bool = False,
+    **params: object,
+) -> DemoOutput:
     checked = REGISTRY.check(demo, params)
-    return REGISTRY[demo].run(RunContext(demo, locale, checked, torch=torch))
+    return REGISTRY[demo].run(RunContext(demo, locale, checked, simulate=simulate, torch=torch))
 
 
 def test_fragmentation_leaves_eight_50_mib_holes_with_index_0_875() -> None:
@@ -73,7 +80,8 @@ def test_reserved_vs_allocated_matches_the_byte_table() -> None:
 
 def test_oom_inactive_split_fails_with_one_retry_then_recovers_from_the_cache() -> None:
     m = run("oom-inactive-split").metrics
-    at = m["at_oom"]
+    assert m["outcome"] == "oom"
+    at = m["at_request"]
     assert at["oom"] is True
     assert (at["num_alloc_retries"], at["num_ooms"]) == (1, 1)
     assert at["inactive_split_bytes"] == 400 * MiB
@@ -95,8 +103,52 @@ def test_oom_inactive_split_fails_with_one_retry_then_recovers_from_the_cache() 
     assert m["retry"]["reserved_after_empty_cache"] == 800 * MiB
 
 
-def test_oom_inactive_split_small_request_fits_a_hole() -> None:
-    assert run("oom-inactive-split", request_mib=40).metrics["at_oom"]["oom"] is False
+def test_oom_inactive_split_remedies_expandable_segments_and_max_split_size() -> None:
+    remedies = run("oom-inactive-split").metrics["remedies"]
+    exp, split = remedies["expandable_segments"], remedies["max_split_size_mb"]
+    # Expandable: the retry unmaps the free pages under the holes (16 pages of 20 MiB) and
+    # maps 15 new ones at the end of the range.
+    assert (exp["outcome"], exp["num_alloc_retries"]) == ("new-segment", 1)
+    assert (exp["released_bytes"], exp["new_device_bytes"]) == (320 * MiB, 300 * MiB)
+    assert exp["reserved_bytes"] == 780 * MiB
+    # max_split_size_mb: the 800 MiB block stays whole, the tensors get 50 MiB segments of
+    # their own and the retry releases the 8 free ones.
+    assert (split["outcome"], split["num_alloc_retries"]) == ("new-segment", 1)
+    assert (split["released_bytes"], split["reserved_bytes"]) == (400 * MiB, 700 * MiB)
+
+
+@pytest.mark.parametrize(
+    ("request_mib", "outcome", "new_segment_mib"),
+    [
+        (40, "reused-hole", 0),
+        (50, "reused-hole", 0),
+        (51, "new-segment", 52),
+        (200, "new-segment", 200),
+        (224, "new-segment", 224),
+        (225, "oom", 0),
+        (1, "new-segment", 2),
+    ],
+)
+def test_oom_inactive_split_says_whether_a_request_reused_a_hole_or_took_a_segment(
+    request_mib: int, outcome: str, new_segment_mib: int
+) -> None:
+    out = run("oom-inactive-split", request_mib=request_mib)
+    m = out.metrics
+    assert (m["outcome"], m["new_segment_bytes"] // MiB) == (outcome, new_segment_mib)
+    assert m["room_under_cap_bytes"] == 224 * MiB  # cap 1024 − reserved 800
+    assert "cap − reserved = 224 MiB" in out.report or "OOMs 1" in out.report
+    if outcome == "new-segment":
+        assert "fits a" not in out.report  # the old text claimed a hole for any success
+        assert f"new {new_segment_mib} MiB segment" in out.report
+    if outcome == "reused-hole":
+        assert "fits a free 50 MiB hole" in out.report
+
+
+def test_oom_inactive_split_simulated_message_is_explained_by_the_note() -> None:
+    out = run("oom-inactive-split")
+    assert "139.62 GiB is free" in out.metrics["oom_message"]  # the simulated device's
+    assert "n/a (the simulated device has no CUDA context)" in out.report
+    assert out.report.splitlines()[-1] == simulated_label(Locale.EN).note
 
 
 def test_expandable_segments_avoid_the_native_oom() -> None:
@@ -115,9 +167,21 @@ def test_expandable_segments_avoid_the_native_oom() -> None:
         "reserved_bytes": 780 * MiB,
         "num_device_free": 8,
         "num_alloc_retries": 1,
+        "new_device_bytes": 300 * MiB,  # 15 pages of 20 MiB mapped at the end of the range
+        "released_bytes": 320 * MiB,
     }
+    # The native trace's drops: the two retries that flushed the cache, then the OOM's.
+    assert native["retry_steps"] == [80, 112, 141]
+    assert exp["retry_steps"] == []
     assert native["shrink_grow"]["reserved_after"] == 256 * MiB
     assert exp["shrink_grow"]["reserved_after"] == 140 * MiB
+
+
+def test_expandable_segments_report_says_which_pages_moved() -> None:
+    report = run("expandable-segments").report
+    assert "unmapped and re-mapped" not in report
+    assert "mapped 15 new 20 MiB pages at the end of the range" in report
+    assert "unmapped 320 MiB of free pages under the holes (8 unmap calls)" in report
 
 
 def test_empty_cache_does_not_free_a_block_a_view_still_uses() -> None:
@@ -132,6 +196,15 @@ def test_empty_cache_does_not_free_a_block_a_view_still_uses() -> None:
     assert shared[1:] == [(20, 16), (0, 0)]
 
 
+def test_empty_cache_report_says_what_empty_cache_releases_and_reads_deltas_as_deltas() -> None:
+    report = run("empty-cache-live-tensor").report
+    assert "nobody uses" not in report  # contradicted by the free 16 MiB block it keeps
+    assert "releases only segments whose blocks are all free" in report
+    assert "device free −" not in report and "device free -" not in report
+    assert "Δ free (`mem_get_info`) since the start −1024 MiB" in report
+    assert "keeps reserved 20 MiB, its free 16 MiB included" in report
+
+
 def test_caching_allocator_needs_one_cudamalloc_for_a_thousand_tensors() -> None:
     m = run("caching-allocator").metrics
     assert m["cached"]["device_allocs"] == 1
@@ -141,10 +214,20 @@ def test_caching_allocator_needs_one_cudamalloc_for_a_thousand_tensors() -> None
 
 
 def test_view_keeps_storage_allocator_figures() -> None:
-    m = run("view-keeps-storage").metrics
+    out = run("view-keeps-storage")
+    m = out.metrics
     steps = [(s["allocated_bytes"], s["reserved_bytes"]) for s in m["allocator"]]
     assert steps == [(64 * MiB, 64 * MiB), (64 * MiB, 64 * MiB), (1024, 66 * MiB), (1024, 2 * MiB)]
     assert m["cpu_storage"] is None  # no torch given
+    assert "allocated 1 KiB, reserved 66 MiB" in out.report
+
+
+def test_view_keeps_storage_simulated_run_does_not_claim_torch_is_missing() -> None:
+    # `--simulate` does not load torch: the CPU check is skipped, torch is not "missing".
+    simulated = run("view-keeps-storage", simulate=True).report
+    assert "not installed" not in simulated
+    assert "skipped in a simulated run" in simulated
+    assert "torch not installed" in run("view-keeps-storage").report
 
 
 def test_view_keeps_storage_on_cpu_torch(executor: Executor) -> None:
@@ -166,6 +249,19 @@ def test_cuda_graph_pool_model_keeps_the_private_pool_until_the_graph_goes() -> 
     assert m["simulated"] is True
 
 
+def test_paged_attention_bars_and_percentages_measure_the_same_thing() -> None:
+    m = run("paged-attention").metrics
+    held = m["time_avg_held_slots"]
+    for name, scheme in m["schemes"].items():
+        # Each bar is the batch's time-averaged reserved slots; its label, held / reserved.
+        assert held / scheme["time_avg_reserved_slots"] == pytest.approx(
+            scheme["utilization"], abs=1e-3
+        ), name
+    exact = m["schemes"]["exact"]
+    assert exact["utilization"] < 0.99  # the old plot drew "exact" as a full bar at 60 %
+    assert exact["time_avg_reserved_slots"] > held * 1.5
+
+
 def test_paged_attention_arithmetic() -> None:
     m = run("paged-attention").metrics
     assert m["kv_bytes_per_token"] == {"opt-13b": 800 * 1024, "llama-3-8b": 128 * 1024}
@@ -185,20 +281,29 @@ def test_paged_attention_matches_contiguous_attention_on_cpu(executor: Executor)
     assert check["pool_bytes"] < check["contiguous_max_len_bytes"]
 
 
-def test_adam_costs_16_bytes_per_parameter_in_mixed_precision() -> None:
-    m = run("adam-memory-breakdown").metrics
+def test_adam_costs_16_bytes_per_parameter_in_zeros_accounting_20_with_fp32_grads() -> None:
+    out = run("adam-memory-breakdown")
+    m = out.metrics
     assert m["bytes_per_parameter"] == {
         "fp32": 16,
-        "mixed (bf16 + fp32 master)": 16,
+        "mixed (ZeRO: 16 B)": 16,
+        "mixed + fp32 grads": 20,
         "bf16, no master": 12,
     }
+    assert m["headline"] == "mixed (ZeRO: 16 B)"
     assert m["total_bytes"]["fp32"] == 16 * 7_000_000_000
+    assert "ZeRO's accounting" in out.report and "*20 B*" in out.report
 
 
-def test_adam_state_measured_with_torch(executor: Executor) -> None:
+def test_adam_step_measured_with_torch_keeps_20_bytes_per_parameter(executor: Executor) -> None:
     measured = through(executor, "adam-memory-breakdown")["measured"]
-    assert measured["bytes_per_parameter"] == 16.0
-    assert measured["adam_moments_bytes"] == 8 * measured["parameters"]
+    n = measured["parameters"]
+    assert measured["method"] == "live storages (dispatch-mode tracker)"
+    # Counted from what torch allocated, the fp32 grads the step creates included.
+    assert (measured["master_bytes"], measured["weights_bytes"]) == (4 * n, 2 * n)
+    assert (measured["grads_bytes"], measured["master_grads_bytes"]) == (2 * n, 4 * n)
+    assert 8 * n <= measured["adam_state_bytes"] <= 8 * n + 64  # m, v and 4 step counters
+    assert measured["bytes_per_parameter"] == 20.0
 
 
 def test_pinned_vs_pageable_without_a_gpu_is_labelled_and_measures_nothing() -> None:
@@ -206,7 +311,26 @@ def test_pinned_vs_pageable_without_a_gpu_is_labelled_and_measures_nothing() -> 
     assert out.metrics["copies"] is None
     assert out.metrics["pin_memory_available"] is False
     assert "n/a" in out.report
-    assert out.simulated
+    assert not out.simulated  # nothing was simulated: it was not measured at all
+    assert "simulated" not in out.report.lower()
+    assert out.report.startswith("*Pinned vs pageable host memory · arithmetic, no GPU*")
+
+
+def test_pinned_vs_pageable_says_overlap_needs_a_side_stream() -> None:
+    report = run("pinned-vs-pageable").report
+    assert "overlaps compute." not in report  # the old, misleading same-stream claim
+    assert "runs in order on its stream" in report
+    assert "with torch.cuda.stream(s)" in report and "wait_stream(s)" in report
+
+
+def test_pinned_vs_pageable_on_cpu_torch_is_a_cpu_run(executor: Executor) -> None:
+    if executor.info.torch is None:
+        pytest.skip("needs torch (pip install 'quizbot[gpu]')")
+    result = executor.run(DemoJob(1, "pinned-vs-pageable", Locale.EN))
+    assert result.state is DemoState.SUCCEEDED, result.error
+    assert result.report.startswith("*Pinned vs pageable host memory · CPU, no GPU*")
+    assert result.metrics["simulated"] is False
+    assert result.device.startswith("CPU · torch ")
 
 
 def test_activation_checkpointing_small_config_live_bytes(executor: Executor) -> None:
@@ -214,12 +338,24 @@ def test_activation_checkpointing_small_config_live_bytes(executor: Executor) ->
     after = {k: v["after_forward_bytes"] // MiB for k, v in m["modes"].items()}
     assert after == {"none": 128, "per-layer": 64, "sqrt": 44}  # spec Q6, small config
     peak = {k: v["peak_bytes"] / MiB for k, v in m["modes"].items()}
-    # Peaks of this tracker with `out.sum().backward()` (see docs/runner.md on the spec's
-    # 144 / 80 / 84): activations plus the weight gradients accumulated so far.
-    assert {k: round(v) for k, v in peak.items()} == {"none": 136, "per-layer": 76, "sqrt": 88}
+    # Activations only: the 64 MiB of weight gradients exist before the step, like the
+    # weights (the old figures, 136 / 76 / 88, counted them as activations in sqrt's).
+    assert m["weight_grad_bytes"] == 64 * MiB + 16 * 4096  # 16 × (1024² weights + 1024 bias)
+    assert {k: round(v) for k, v in peak.items()} == {"none": 136, "per-layer": 76, "sqrt": 52}
     big = m["spec_config_meta"]["modes"]
     gib = {k: v["after_forward_bytes"] / (1 << 30) for k, v in big.items()}
     assert gib == {"none": 6.0, "per-layer": 3.0, "sqrt": 2.5}  # + 0.125 GiB input = spec
+    assert round(m["spec_config_meta"]["weight_grad_bytes"] / (1 << 30), 3) == 0.75
+
+
+def test_activation_checkpointing_explains_the_unchecked_last_segment(executor: Executor) -> None:
+    if executor.info.torch is None:
+        pytest.skip("needs torch (pip install 'quizbot[gpu]')")
+    report = executor.run(DemoJob(1, "activation-checkpointing", Locale.EN, simulate=True)).report
+    assert "never checkpoints its last segment" in report
+    assert "the last 4 layers keep all their activations, 32 MiB of the 44 MiB" in report
+    assert "leave the last 8 unchecked: 2.00 GiB of 2.50 GiB" in report
+    assert "weight gradients (64 MiB) exist before the step" in report
 
 
 def test_activation_checkpointing_real_cpu_tensors_agree_with_meta_accounting(
@@ -254,7 +390,7 @@ def test_greek_report_is_greek_with_the_same_figures(demo: str) -> None:
 
 def test_activation_checkpointing_report_in_greek(executor: Executor) -> None:
     if executor.info.torch is None:
-        pytest.skip("needs torch")
+        pytest.skip("needs torch (pip install 'quizbot[gpu]')")
     result = executor.run(DemoJob(1, "activation-checkpointing", Locale.EL, simulate=True))
     assert "μετά το forward" in result.report
     assert "checkpoint" in result.report

@@ -26,6 +26,7 @@ from bot.domain import (
 from bot.interactions import Click, Interactions
 from bot.messages import ActionKind
 from bot.quiz import QuizService
+from gpu_runner.demos import SIMULATED_DEVICE
 from gpu_runner.executor import Executor, ExecutorConfig
 from gpu_runner.local import LocalRunner
 from storage.demo_runs import SqlDemoRunRepository
@@ -92,13 +93,13 @@ async def test_reveal_posts_status_then_result_and_plot_in_the_question_thread(
     assert "simulating (no GPU)…" in edits[0].message.body  # type: ignore[union-attr]
     final = edits[-1].message
     assert final is not None and final.title == f"Demo · {demo}"
-    assert final.footer == "simulated allocator, no GPU"
+    assert final.footer == SIMULATED_DEVICE
     images = chat.of("image")
     assert len(images) == 1 and images[0].parent == post.message
     assert images[0].image is not None and images[0].image.data.startswith(b"\x89PNG")
     (run,) = await runs_of(service).for_post(post.id)
     assert run.state is DemoState.SUCCEEDED and run.posted_at is not None
-    assert run.started_at is not None and run.device == "simulated allocator, no GPU"
+    assert run.started_at is not None and run.device == SIMULATED_DEVICE
     assert service.metrics.demos.value(state="succeeded") == 1
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from bot.domain import DemoJob, DemoState, Locale
 from gpu_runner.executor import Executor
+from tests.runner.test_allocator_trace import trace as inputs
 
 pytestmark = pytest.mark.gpu
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -31,18 +32,6 @@ ASKS = (
     "num_ooms",
     "reserved_bytes.all.peak",
 )
-
-
-def inputs(ops: list[list[Any]], **over: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "kind": "allocator-trace",
-        "total_memory": 80 * GiB,
-        "conf": "",
-        "memory_fraction": None,
-        "ops": ops,
-        "ask": "reserved_bytes.all.current",
-    }
-    return {**base, **over}
 
 
 def random_trace(seed: int) -> dict[str, Any]:

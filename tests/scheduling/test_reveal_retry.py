@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import text
+from sqlalchemy import DateTime, bindparam, text
 
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
@@ -276,7 +276,11 @@ async def test_claim_reveal_admits_one_caller_per_lease_and_respects_platforms(
 
 async def test_posts_closed_before_the_migration_count_as_revealed(tmp_path: Path) -> None:
     engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'old.db'}")
-    closed_at = datetime(2027, 1, 4, 9, tzinfo=UTC)
+    closed_at = datetime(2027, 1, 4, 9)  # naive UTC, as the old schema stored it
+    # Typed binds: SQLAlchemy's SQLite DateTime renders the string the columns hold. A raw
+    # datetime would go through sqlite3's default adapter, deprecated since Python 3.12.
+    when = bindparam("t", type_=DateTime())
+    closed = bindparam("closed", type_=DateTime())
     try:
         await upgrade(engine, "0004")
         async with engine.begin() as conn:
@@ -285,15 +289,15 @@ async def test_posts_closed_before_the_migration_count_as_revealed(tmp_path: Pat
                     "INSERT INTO channels (id, platform, workspace, channel, locale, timezone,"
                     " demo_policy, created_at) VALUES (1, 'slack', 'T1', 'C1', 'en', 'UTC',"
                     " 'auto', :t)"
-                ),
-                {"t": closed_at.replace(tzinfo=None)},
+                ).bindparams(when),
+                {"t": closed_at},
             )
             await conn.execute(
                 text(
                     "INSERT INTO question_versions (hash, question_id, data, created_at)"
                     " VALUES ('h', 'q', '{}', :t)"
-                ),
-                {"t": closed_at.replace(tzinfo=None)},
+                ).bindparams(when),
+                {"t": closed_at},
             )
             for pid, state in ((1, "closed"), (2, "open")):
                 await conn.execute(
@@ -302,12 +306,12 @@ async def test_posts_closed_before_the_migration_count_as_revealed(tmp_path: Pat
                         " correct_choice, choice_count, kind, state, locale, created_at,"
                         " closed_at, message_id, answer_count, send_attempts) VALUES"
                         " (:id, 1, 'q', 'h', 0, 4, 'ask', :state, 'en', :t, :closed, :msg, 0, 0)"
-                    ),
+                    ).bindparams(when, closed),
                     {
                         "id": pid,
                         "state": state,
-                        "t": closed_at.replace(tzinfo=None),
-                        "closed": closed_at.replace(tzinfo=None) if state == "closed" else None,
+                        "t": closed_at,
+                        "closed": closed_at if state == "closed" else None,
                         "msg": f"m{pid}",
                     },
                 )

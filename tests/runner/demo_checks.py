@@ -1,0 +1,238 @@
+"""The checks every demo's output must pass: honest label, a plot that stands alone, text in
+the locale's format. The test modules run them in-process for the demos that need no torch
+(this process never imports torch); `python -m tests.runner.demo_checks ID...` runs them in
+a process of its own with torch on the CPU, for the demos that use it."""
+
+from __future__ import annotations
+
+import re
+import struct
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.font_manager import findfont
+from matplotlib.ft2font import FT2Font
+from matplotlib.text import Text
+
+from bot.domain import Locale
+from gpu_runner.demos import DemoKind, DemoOutput, RunContext, RunKind, _plot, default_registry
+from gpu_runner.demos._labels import SIMULATED_DEVICE, gpu_check_clause, simulated_label
+from tests.runner.png_text import png_text
+
+REGISTRY = default_registry()
+NO_TORCH = [d for d in REGISTRY.ids() if REGISTRY[d].kind is not DemoKind.TORCH]
+USES_TORCH = [d for d in REGISTRY.ids() if REGISTRY[d].kind is not DemoKind.ALLOCATOR]
+# Smaller than the defaults where a demo's CPU run is slow; the checks are the same.
+QUICK_PARAMS: Mapping[str, Mapping[str, object]] = {
+    "model-loading-mmap": {"size_mib": 16},
+    "ddp-gradient-buckets": {"layers": 6, "width": 512},
+}
+
+
+@contextmanager
+def captured_figures() -> Iterator[list[Figure]]:
+    """The figures the demos hand to `to_png`, kept for inspection after they are drawn."""
+    captured: list[Figure] = []
+    original = _plot.to_png
+
+    def keep(fig: Figure, label: Any = None) -> bytes:
+        captured.append(fig)
+        return original(fig, label)
+
+    _plot.to_png = keep  # type: ignore[assignment]
+    try:
+        yield captured
+    finally:
+        _plot.to_png = original  # type: ignore[assignment]
+
+
+def run_demo(demo: str, locale: Locale, torch: Any = None, **params: object) -> DemoOutput:
+    ctx = context(demo, locale, torch, **params)
+    return REGISTRY[demo].run(ctx)
+
+
+def context(demo: str, locale: Locale, torch: Any = None, **params: object) -> RunContext:
+    return RunContext(demo, locale, REGISTRY.check(demo, params), simulate=True, torch=torch)
+
+
+# -- labels ---------------------------------------------------------------------------------
+
+
+def check_label(ctx: RunContext, out: DemoOutput) -> None:
+    """Title tag, device line, closing note and PNG footer agree on what ran."""
+    title = out.report.splitlines()[0]
+    chunks = png_text(out.png or b"")
+    assert chunks["Source"] == out.device  # the PNG footer's first line
+    if out.simulated:
+        label = simulated_label(ctx.locale)
+        assert out.device.startswith(SIMULATED_DEVICE)
+        assert title.endswith(f"{label.tag}*")
+        assert label.note.split("(")[0] in out.report or ctx.demo == "cuda-graph-pool"
+        clause = gpu_check_clause(ctx.locale)
+        assert clause in out.report and clause in chunks["Comment"]
+        return
+    kind = RunKind.ARITHMETIC if ctx.torch is None else RunKind.CPU
+    label = ctx.label(kind)
+    assert out.device == label.device, (ctx.demo, out.device)
+    assert title.endswith(f"{label.tag}*"), (ctx.demo, title)
+    last = out.report.splitlines()[-1]
+    if kind is RunKind.ARITHMETIC:
+        assert "torch not installed" in out.device
+        assert last == label.note and chunks["Comment"] == label.plot_note
+    else:  # what a CPU run measured is the demo's to say, in the label's frame
+        assert last.startswith(label.note.split(":")[0] + ":"), (ctx.demo, last)
+        assert chunks["Comment"].startswith(ctx.tr("CPU run · ", "εκτέλεση στη CPU · "))
+    assert "simulat" not in out.report.lower() and "προσομοίωση" not in out.report
+
+
+# -- plots ----------------------------------------------------------------------------------
+
+
+def texts(fig: Figure) -> list[Text]:
+    """Every text the PNG shows: figure texts, titles, labels, ticks of drawn axes, notes,
+    legends."""
+    FigureCanvasAgg(fig).draw()
+    found: list[Text] = [*fig.texts]
+    if fig._suptitle is not None:
+        found.append(fig._suptitle)
+    for ax in fig.axes:
+        found += [ax.title, ax._left_title, ax._right_title, *ax.texts]
+        if ax.axison:
+            found += [ax.xaxis.label, ax.yaxis.label]
+            # Tick labels inside the view only (matplotlib also lays out the next ones).
+            x0, x1 = sorted(ax.get_xlim())
+            y0, y1 = sorted(ax.get_ylim())
+            found += [t for t in ax.get_xticklabels() if x0 <= t.get_position()[0] <= x1]
+            found += [t for t in ax.get_yticklabels() if y0 <= t.get_position()[1] <= y1]
+        legend = ax.get_legend()
+        if legend is not None:
+            found += [*legend.get_texts(), legend.get_title()]
+    return [t for t in found if t.get_visible() and t.get_text().strip()]
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
+    return width, height
+
+
+def check_plot(demo: str, locale: Locale, out: DemoOutput, fig: Figure) -> None:
+    """A title, labelled axes, 150–200 dpi, legible width, the device line drawn, no
+    unreadable size, nothing cut off; in Greek, glyphs that render and the glossary."""
+    assert 150 <= fig.dpi <= 200
+    assert png_size(out.png or b"")[0] >= 1000  # legible at a chat thread's full width
+    drawn = texts(fig)
+    suptitle = fig.get_suptitle()
+    for ax in (ax for ax in fig.axes if ax.axison):
+        assert ax.get_title() or ax.get_title(loc="left") or suptitle, f"{demo}: untitled"
+        assert ax.get_ylabel() or ax.get_xlabel(), f"{demo}: unlabelled axes"
+    words = [t.get_text() for t in drawn]
+    assert out.device in words  # the device line in the PNG, not only in the text
+    assert not [w for w in words if re.fullmatch(r"0[.,]0+", w)], f"{demo}: unreadable size"
+    canvas = fig.bbox
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    for t in drawn:
+        box = t.get_window_extent(renderer)
+        assert box.x0 >= -1 and box.x1 <= canvas.x1 + 1, f"{demo}: {t.get_text()!r} cut off"
+    if locale is Locale.EL:
+        greek_renders_in_dejavu_sans(demo, drawn)
+        reserved_and_allocated_follow_the_glossary(drawn)
+
+
+def greek_renders_in_dejavu_sans(demo: str, drawn: list[Text]) -> None:
+    """Every letter has a glyph in the font matplotlib picks, and that font is DejaVu Sans
+    (it ships with matplotlib: no dependence on the host's fonts or locale)."""
+    greek = 0
+    for t in drawn:
+        path = findfont(t.get_fontproperties(), fallback_to_default=False)
+        assert "DejaVuSans" in path, (demo, path)
+        charmap = FT2Font(path).get_charmap()
+        missing = {ch for ch in t.get_text() if not ch.isspace() and ord(ch) not in charmap}
+        assert not missing, (demo, t.get_text(), missing)
+        greek += any(
+            "\u0370" <= ch <= "\u03ff" or "\u1f00" <= ch <= "\u1fff" for ch in t.get_text()
+        )
+    assert greek, f"{demo}: no Greek in the Greek plot"
+
+
+def reserved_and_allocated_follow_the_glossary(drawn: list[Text]) -> None:
+    """δεσμευμένη is reserved and κατανεμημένη allocated, never the other way round."""
+    for t in drawn:
+        text = t.get_text()
+        for english, greek in (("allocated", "κατανεμημέν"), ("reserved", "δεσμευμέν")):
+            if f"({english})" in text:
+                before = text.split(f"({english})")[0].split()[-2:]  # "κατανεμημένο μπλοκ"
+                assert any(word.lower().startswith(greek) for word in before), text
+
+
+# -- language -------------------------------------------------------------------------------
+
+
+def prose(report: str) -> str:
+    """The report without code (spans and blocks keep Python's and torch's own format) and
+    without version numbers."""
+    text = re.sub(r"```.*?```", " ", report, flags=re.DOTALL)
+    text = re.sub(r"`[^`]*`", " ", text)
+    return re.sub(r"(torch|CUDA) \d+(\.\d+)*\S*", " ", text)
+
+
+def check_number_format(en_report: str, el_report: str) -> None:
+    text = prose(el_report)
+    # A dot between digits only groups thousands ("15.728"), never decimals ("0.875").
+    assert not re.findall(r"\d\.(?=\d)(?!\d{3}(?!\d))", text), text
+    assert not re.findall(r"\d{2},\d{3}(?!\d)", text), text  # "15,728": English grouping
+    english = prose(en_report)
+    assert not re.findall(r"\d,(?=\d)(?!\d{3}(?!\d))", english), english
+
+
+def check_greek_separators(el_report: str) -> None:
+    # Greek readers take ";" for a question mark: "·" separates.
+    text = prose(el_report)
+    assert not re.findall(r";\s+[^\s·*]", text), text
+
+
+def check_glossary(el_report: str) -> None:
+    text = prose(el_report)
+    for english, greek in (("allocated", "κατανεμημέν"), ("reserved", "δεσμευμέν")):
+        for before in re.findall(rf"(\S+) \({english}\)", text):
+            assert before.lower().strip("*_(").startswith(greek), (english, before)
+    assert not re.search(r"δεσμευμέν\S* \(allocated\)", text)
+
+
+LANGUAGE_CHECKS: list[Callable[[str, str], None]] = [
+    check_number_format,
+    lambda _en, el: check_greek_separators(el),
+    lambda _en, el: check_glossary(el),
+]
+
+
+# -- every check, with torch, in a process of its own ---------------------------------------
+
+
+def check_with_torch(demo: str) -> None:
+    """Both locales with CPU torch: label, plot, language; the same figures give the same
+    PNG bytes (measured figures may differ between runs; then the PNGs may too)."""
+    import torch
+
+    params = QUICK_PARAMS.get(demo, {})
+    reports = {}
+    for locale in Locale:
+        with captured_figures() as figures:
+            out = run_demo(demo, locale, torch, **params)
+            again = run_demo(demo, locale, torch, **params)
+        check_label(context(demo, locale, torch, **params), out)
+        check_plot(demo, locale, out, figures[0])
+        if out.metrics == again.metrics:
+            assert out.png == again.png, f"{demo}: same figures, different PNG bytes"
+        reports[locale] = out.report
+    for language_check in LANGUAGE_CHECKS:
+        language_check(reports[Locale.EN], reports[Locale.EL])
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        check_with_torch(name)
+        print(f"{name}: ok")
