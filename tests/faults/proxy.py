@@ -36,13 +36,15 @@ class TcpProxy:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def refuse(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        # Connections first: since Python 3.12 `wait_closed` waits for every connection.
         for writer in list(self._pipes):
             writer.close()
         self._pipes.clear()
+        if server is not None:
+            await server.wait_closed()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
