@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import multiprocessing as mp
 import os
 import random
@@ -80,6 +79,7 @@ def run_bot(db_url: str, api_url: str, conn: Connection) -> None:
 
 async def _bot_main(db_url: str, api_url: str, conn: Connection) -> None:
     from adapters.slack.app import SlackAdapter
+    from bot.app import settled_heap
     from adapters.slack.chat import SlackChat
     from adapters.slack.config import SlackConfig
     from bot.clock import SystemClock
@@ -117,16 +117,16 @@ async def _bot_main(db_url: str, api_url: str, conn: Connection) -> None:
                     post = await service.ask(ChannelRef(Platform.SLACK, TEAM, channel))
                     assert post is not None
                     posts[f"{kind}-{rep}"] = post.id
-            gc.freeze()  # as `quizbot serve` does once started
-            conn.send((runner.addresses[0][1], posts))
-            while (await loop.run_in_executor(None, conn.recv)) == "count":
-                await adapter.idle()
-                await service.drain_updates()
-                counts = {}
-                for burst, post_id in posts.items():
-                    answers = await store.answers.for_post(post_id)
-                    counts[burst] = (len(answers), len({a.user.user for a in answers}))
-                conn.send(counts)
+            with settled_heap():  # the garbage collector as `quizbot serve` sets it
+                conn.send((runner.addresses[0][1], posts))
+                while (await loop.run_in_executor(None, conn.recv)) == "count":
+                    await adapter.idle()
+                    await service.drain_updates()
+                    counts = {}
+                    for burst, post_id in posts.items():
+                        answers = await store.answers.for_post(post_id)
+                        counts[burst] = (len(answers), len({a.user.user for a in answers}))
+                    conn.send(counts)
             await runner.cleanup()
 
 
