@@ -79,9 +79,9 @@ def run_bot(db_url: str, api_url: str, conn: Connection) -> None:
 
 async def _bot_main(db_url: str, api_url: str, conn: Connection) -> None:
     from adapters.slack.app import SlackAdapter
-    from bot.app import settled_heap
     from adapters.slack.chat import SlackChat
     from adapters.slack.config import SlackConfig
+    from bot.app import settled_heap
     from bot.clock import SystemClock
     from bot.commands import core_commands
     from bot.domain import ChannelRef, Platform
