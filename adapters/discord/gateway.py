@@ -88,7 +88,7 @@ class Gateway:
 
     def hook(self) -> None:
         """Take interactions from discord.py's parser table (checked: see `check_hook`)."""
-        check_hook(self.client)[HOOKED_EVENT] = self._take
+        check_hook(self.client)[HOOKED_EVENT] = self._on_interaction_create
 
     async def start(self) -> None:
         """Log in and connect in the background (`hook` first)."""
@@ -102,7 +102,7 @@ class Gateway:
             raise
         self._connection = asyncio.create_task(self._connect(), name="discord-gateway")
 
-    def _take(self, data: Any) -> None:
+    def _on_interaction_create(self, data: Any) -> None:
         try:
             self._on_interaction(data)
         except Exception:  # the gateway's read loop must go on, whatever arrived

@@ -292,7 +292,7 @@ class Scheduler:
         due: list[tuple[_Entry, datetime]] = []
         for entry in list(self._entries.values()):
             if entry.next_slot is not None and entry.next_slot <= now:
-                slot = self._take(entry, now, skipped)
+                slot = self._consume_due_slots(entry, now, skipped)
                 if slot is not None:
                     due.append((entry, slot))
         if not due:
@@ -331,7 +331,7 @@ class Scheduler:
         sent = await asyncio.gather(*(self._publish(c) for c in claims))
         return [p for p in sent if p is not None], skipped
 
-    def _take(
+    def _consume_due_slots(
         self, entry: _Entry, now: datetime, skipped: list[tuple[int, datetime]]
     ) -> datetime | None:
         """Consume every slot up to ``now``; return the latest if it may still be posted.
