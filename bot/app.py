@@ -263,6 +263,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             )
             chats[Platform.DISCORD] = discord.chat
             discord.enable_clinic(core.clinic, settings.clinic_max_bytes)
+            discord.enable_imports(core.importer)
             await stack.enter_async_context(discord)
             core.web.add_check("discord", discord.healthy)
             if discord.http_mode:

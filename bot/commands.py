@@ -19,7 +19,8 @@ from bot.forms import Form
 from bot.i18n import N_, Translator, translator
 from bot.logs import problem_key
 from bot.messages import Message
-from bot.quiz import QuizService
+from bot.quiz import GENERATED, QuizService
+from bot.team import TEAM
 
 log = logging.getLogger(__name__)
 
@@ -289,8 +290,20 @@ def bank_topics(service: QuizService) -> list[str]:
     return service.bank.topics()
 
 
+def ask_topics(service: QuizService) -> list[str]:
+    """What `/quiz ask` takes besides the bank's topics: `team` where team packs are
+    installed, `generated` and the generated families where they are."""
+    extra = [TEAM] if service.pools.team is not None else []
+    if service.generated is not None:
+        extra += [GENERATED, *service.generated.names()]
+    return [*service.bank.topics(), *extra]
+
+
 TOPIC_OPTION = CommandOption(
     "topic", N_("a topic from the question bank (optional)"), suggest=bank_topics
+)
+ASK_TOPIC_OPTION = CommandOption(
+    "topic", N_("a topic, or team: the team pack (optional)"), suggest=ask_topics
 )
 SCOPE_OPTION = CommandOption(
     "scope", N_("this channel, or the whole server/workspace"), choices=("channel", "workspace")
@@ -300,7 +313,7 @@ SCOPE_OPTION = CommandOption(
 def core_commands() -> CommandSet:
     """The commands of the core quiz (the foundation)."""
     cs = CommandSet()
-    cs.add("ask", _ask, "ask [topic]", options=[TOPIC_OPTION])
+    cs.add("ask", _ask, "ask [topic]", options=[ASK_TOPIC_OPTION])
     cs.add("close", _close, "close", admin=True, options=[])
     # Boards and stats live in their own modules (imported here: they import this one).
     from bot.boards import USAGE as BOARD_USAGE

@@ -14,7 +14,15 @@ import asyncio
 from dataclasses import dataclass
 
 from bot.clock import Clock
-from bot.commands import AdminStatus, CommandSet, Invocation, Reply, admin_refusal
+from bot.commands import (
+    AdminStatus,
+    CommandOption,
+    CommandSet,
+    Invocation,
+    OptionKind,
+    Reply,
+    admin_refusal,
+)
 from bot.domain import ChannelRef, Locale, Platform, UserRef
 from bot.errors import UserFacingError
 from bot.i18n import N_, Translator, translator
@@ -27,6 +35,13 @@ SHOWN_PROBLEMS = 20  # in chat; the command line prints them all
 # The largest question file any format takes (8 MiB of CSV, some 20,000 rows; the reader
 # bounds each format on its own); a larger upload is refused by its size alone.
 MAX_UPLOAD_BYTES = 8 * 1024 * 1024
+# Where a command takes a file (Discord's attachment option): the adapter hands it to
+# `import_in_chat`; without one, `/quiz import` says how to send one.
+FILE_OPTION = CommandOption(
+    "file",
+    N_("the question file: bank YAML (.yaml), CSV (.csv) or Open Trivia DB JSON (.json)"),
+    kind=OptionKind.ATTACHMENT,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +188,11 @@ def install_import_help(cs: CommandSet) -> None:
         t = translator(inv.locale)
         return [Reply(Message(body=t(IMPORT_HOW[inv.channel.platform])))]
 
-    cs.add("import", how, "import", admin=True)
+    cs.add("import", how, "import", admin=True, options=[FILE_OPTION])
 
 
 __all__ = [
+    "FILE_OPTION",
     "MAX_UPLOAD_BYTES",
     "ImportReport",
     "QuestionImport",

@@ -121,8 +121,8 @@ def install_mydata(
             )
         )
 
-    cs.add("mydata", mydata, "mydata")
-    cs.add("forget-me", forget_me, "forget-me")
+    cs.add("mydata", mydata, "mydata", options=[])
+    cs.add("forget-me", forget_me, "forget-me", options=[])
     interactions.register(ActionKind.FORGET, confirmed)
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.commands import CommandSet, Invocation, Reply
+from bot.commands import CommandOption, CommandSet, Invocation, Reply
 from bot.domain import DEFAULT_GENERATED_SHARE, ChannelSettings
 from bot.errors import UserFacingError
-from bot.i18n import Translator, translator
+from bot.i18n import N_, Translator, translator
 from bot.messages import Message
 from bot.quiz import QuizService
 from bot.quoting import cut
@@ -22,6 +22,20 @@ from bot.team import Workspace
 
 USAGE = "packs [builtin|team|generated on|off]"
 _SWITCH = {"on": True, "off": False}
+# As fields (Discord): the pack, then its setting — on/off offered as the member types, a
+# share of generated questions typed as a number.
+PACKS_OPTIONS = (
+    CommandOption(
+        "pack",
+        N_("builtin, team or generated (empty: show this channel's mix)"),
+        choices=("builtin", "team", "generated"),
+    ),
+    CommandOption(
+        "value",
+        N_("on or off; for generated also a share, 0 to 100"),
+        suggest=lambda service: list(_SWITCH),
+    ),
+)
 
 
 def _state(on: bool, t: Translator) -> str:
@@ -99,7 +113,7 @@ async def packs_command(service: QuizService, inv: Invocation, args: list[str]) 
 
 
 def install_packs(cs: CommandSet) -> None:
-    cs.add("packs", packs_command, USAGE, admin=True, admin_args_only=True)
+    cs.add("packs", packs_command, USAGE, admin=True, admin_args_only=True, options=PACKS_OPTIONS)
 
 
 __all__ = ["install_packs", "packs_command"]

@@ -14,7 +14,7 @@ import logging
 import re
 from collections.abc import Awaitable
 
-from bot.commands import CommandSet, Invocation, Reply
+from bot.commands import CommandOption, CommandSet, Invocation, Reply
 from bot.domain import Locale, Question, choice_letter
 from bot.errors import UserFacingError
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
@@ -46,6 +46,18 @@ REASONS = {
     FlagReason.TYPO: N_("typo"),
     FlagReason.OUTDATED: N_("outdated"),
 }
+# The commands' options where a platform shows them as fields (Discord).
+WHERE_OPTION = CommandOption(
+    "where",
+    N_("here: new submissions appear in this channel (empty: list them privately)"),
+    choices=("here",),
+)
+RETIRE_OPTIONS = (
+    CommandOption(
+        "id", N_("the question's id, as /quiz review or /quiz report shows it"), required=True
+    ),
+    CommandOption("undo", N_("undo: bring a retired question back (optional)"), choices=("undo",)),
+)
 DECIDED = {
     SubmissionState.APPROVED: N_("This question was already approved by {name}."),
     SubmissionState.REJECTED: N_("This question was already rejected by {name}."),
@@ -398,8 +410,14 @@ def install_review(
     cs: CommandSet, interactions: Interactions, service: QuizService, team: TeamPackRepository
 ) -> Review:
     review = Review(service, team)
-    cs.add("review", review.review_command, "review [here]", admin=True)
-    cs.add("retire", review.retire_command, "retire <question id> [undo]", admin=True)
+    cs.add("review", review.review_command, "review [here]", admin=True, options=[WHERE_OPTION])
+    cs.add(
+        "retire",
+        review.retire_command,
+        "retire <question id> [undo]",
+        admin=True,
+        options=RETIRE_OPTIONS,
+    )
     interactions.register(ActionKind.APPROVE, review.approve, admin="review")
     interactions.register(ActionKind.RETIRE, review.retire_click, admin="review")
     interactions.register_form(ActionKind.REJECT, review.open_reject, admin="review")

@@ -170,7 +170,7 @@ def install_submit(
         fallback = Message(body=t("Open /quiz submit where forms can be shown (Slack, Discord)."))
         return [Reply(fallback, form=submit_form(inv.locale))]
 
-    cs.add("submit", submit, "submit")
+    cs.add("submit", submit, "submit", options=[])
 
     async def submitted(sub: Submission, locale: Locale) -> SubmitReply:
         written_in = Locale.parse(sub.value) or locale

@@ -34,6 +34,7 @@ from adapters.discord.files import AttachedFile, AttachmentRoute, FileWork
 from adapters.discord.gateway import TOKEN_REJECTED, Gateway
 from adapters.discord.interactions import DiscordInteractions
 from adapters.discord.payloads import Malformed
+from adapters.discord.question_files import question_file_route
 from adapters.discord.replies import DeferredReply, Webhook
 from adapters.discord.rest import DiscordRest
 from adapters.discord.slash import quiz_command
@@ -43,6 +44,7 @@ from bot.commands import CommandSet
 from bot.config import Settings
 from bot.deliveries import Deliveries
 from bot.errors import ConfigError, PlatformError
+from bot.imports import QuestionImport
 from bot.interactions import Interactions
 from bot.logs import problem_key
 from bot.quiz import QuizService
@@ -192,6 +194,11 @@ class DiscordAdapter:
             return examine
 
         self.path.files.add(AttachmentRoute("clinic", SNAPSHOT_OPTION.name, max_bytes, start))
+
+    def enable_imports(self, importer: QuestionImport) -> None:
+        """Question files: `/quiz import file:<attachment>` (admins) imports the file into
+        the server's team pack and answers privately with the report."""
+        self.path.files.add(question_file_route(importer))
 
     @property
     def http_mode(self) -> bool:

@@ -139,7 +139,8 @@ class StoredRuns:
 
     async def _replies(self, interaction: Interaction, webhook: Webhook, work: Work) -> list[Reply]:
         """Run `work` with the user's private line open (`DiscordChat.send_private`)."""
-        line = PrivateLine(user_ref(interaction.payload).user, webhook)
+        payload = interaction.payload
+        line = PrivateLine(user_ref(payload).user, webhook, lambda: self.locale(payload))
         current_private_line.set(line)  # this task's own context, and its children's
         try:
             replies = await work()

@@ -6,6 +6,11 @@
   the message's id); without the permission to create one, a reply to the message.
 - send_private: while an interaction of that user is handled, one of its private replies
   (ephemeral); otherwise a DM.
+- send_file (`bot.ports.PrivateFiles`, `/quiz mydata`): a DM with the file attached. A DM
+  stays in the member's direct messages; an ephemeral reply is gone once Discord reloads,
+  and a data export is something to keep. A member who takes no DMs from the server's
+  members (Discord's 50007) is told how to allow them; a file over Discord's limit goes
+  gzip-compressed.
 - update_message: an edit (no buttons left: a closed question loses them).
 
 A message in a thread is edited through the thread's id, which the core does not keep
@@ -19,17 +24,26 @@ Other failures raise `PlatformError` (logged and counted by the client).
 
 from __future__ import annotations
 
+import asyncio
+import gzip
 import logging
 from collections import OrderedDict
 from typing import Any
 
 from adapters.discord.payloads import DM_WORKSPACE
-from adapters.discord.render import content, image_attachment, message_json, truncate
+from adapters.discord.render import (
+    ATTACHMENT_DESCRIPTION_LIMIT,
+    content,
+    image_attachment,
+    message_json,
+    truncate,
+)
 from adapters.discord.replies import current_private_line
 from adapters.discord.rest import DiscordError, DiscordRest
-from bot.domain import ChannelRef, MessageRef, UserRef
-from bot.errors import PlatformError
-from bot.messages import Image, Message
+from bot.domain import ChannelRef, Locale, MessageRef, UserRef
+from bot.errors import PlatformError, UserFacingError
+from bot.i18n import N_, translator
+from bot.messages import Attachment, Image, Message
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +53,18 @@ THREAD_ALREADY_EXISTS = 160004
 MISSING_PERMISSIONS = 50013
 # Unknown channel / message, missing access, archived thread, locked thread.
 LOST_RACE_CODES = frozenset({10003, 10008, 50001, 50083, 160005})
+DMS_CLOSED = 50007  # Cannot send messages to this user (their privacy settings)
+FILE_LIMIT = 10 * 1024 * 1024  # what a bot may attach to a message on any server
+
+FILE_NOT_SENT = N_(
+    "I could not send you the file: Discord refused a direct message from me. Allow direct "
+    "messages from this server's members (the server's menu, Privacy Settings) and run the "
+    "command again."
+)
+FILE_TOO_LARGE = N_(
+    "The file {name} is {size} MB even compressed, over Discord's {limit} MiB for a file "
+    "from a bot. An operator can export your data with: quizbot member export {who}"
+)
 _REMEMBERED = 10_000
 
 
@@ -53,9 +79,18 @@ def _lost_race(exc: PlatformError) -> bool:
     return exc.status == 404 or code in LOST_RACE_CODES
 
 
+async def _locale_of(user: UserRef) -> Locale:
+    """The language `user`'s interaction is answered in, while it is handled."""
+    line = current_private_line.get()
+    if line is not None and line.user_id == user.user:
+        return await line.locale()
+    return Locale.EN
+
+
 class DiscordChat:
-    def __init__(self, rest: DiscordRest) -> None:
+    def __init__(self, rest: DiscordRest, *, file_limit: int = FILE_LIMIT) -> None:
         self.rest = rest
+        self.file_limit = file_limit
         # (channel, message) -> thread id, or None where replies stand in for a thread.
         self._threads: OrderedDict[tuple[str, str], str | None] = OrderedDict()
         self._titles: OrderedDict[tuple[str, str], str] = OrderedDict()
@@ -101,13 +136,50 @@ class DiscordChat:
             await line.say(message)
             return
         try:
-            dm = await self.rest.call("POST", "/users/@me/channels", {"recipient_id": user.user})
-            if not isinstance(dm, dict) or "id" not in dm:
-                raise DiscordError("POST /users/@me/channels", None, None, "no channel id")
-            await self._send(str(dm["id"]), message_json(message), message.image)
+            await self._send(await self._dm_channel(user), message_json(message), message.image)
         except PlatformError as exc:
             # 50007: the user does not accept DMs from this server's members.
             log.warning("could not DM user %s: %s", user.user, exc.reason)
+
+    async def send_file(
+        self, channel: ChannelRef, user: UserRef, file: Attachment, comment: str = ""
+    ) -> None:
+        """`file` in a DM to `user`, with `comment` as the message; `UserFacingError` (in
+        the member's language) when Discord refuses the DM or the file is too large."""
+        name, data = file.filename, file.data
+        if len(data) > self.file_limit:
+            name, data = f"{name}.gz", await asyncio.to_thread(gzip.compress, data)
+        if len(data) > self.file_limit:
+            t = translator(await _locale_of(user))
+            raise UserFacingError(
+                t(
+                    FILE_TOO_LARGE,
+                    name=name,
+                    size=f"{len(data) / 1e6:.1f}",
+                    limit=f"{self.file_limit / (1024 * 1024):g}",
+                    who=f"{user.platform}:{user.workspace}:{user.user}",
+                )
+            )
+        attachment: dict[str, Any] = {"id": 0, "filename": name}
+        if file.title:
+            attachment["description"] = truncate(file.title, ATTACHMENT_DESCRIPTION_LIMIT)
+        body: dict[str, Any] = {"attachments": [attachment]}
+        if comment:
+            body["content"] = content(comment)
+        try:
+            dm = await self._dm_channel(user)
+            await self.rest.call("POST", f"/channels/{dm}/messages", body, files=[(name, data)])
+        except DiscordError as exc:
+            if exc.code != DMS_CLOSED:
+                raise
+            raise UserFacingError(translator(await _locale_of(user))(FILE_NOT_SENT)) from None
+
+    async def _dm_channel(self, user: UserRef) -> str:
+        """The id of the bot's DM channel with `user` (Discord gives the same one again)."""
+        dm = await self.rest.call("POST", "/users/@me/channels", {"recipient_id": user.user})
+        if not isinstance(dm, dict) or "id" not in dm:
+            raise DiscordError("POST /users/@me/channels", None, None, "no channel id")
+        return str(dm["id"])
 
     async def update_message(self, ref: MessageRef, message: Message) -> None:
         where, message_id = _located(ref)

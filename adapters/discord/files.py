@@ -30,6 +30,7 @@ from adapters.discord.payloads import (
     AttachmentPayload,
     CommandDataPayload,
     Interaction,
+    InteractionPayload,
     channel_ref,
     option_values,
     subcommand,
@@ -37,7 +38,7 @@ from adapters.discord.payloads import (
 )
 from adapters.discord.replies import DeferredReply
 from adapters.discord.rest import DiscordRest
-from bot.commands import failure_message
+from bot.commands import AdminStatus, failure_message
 from bot.domain import ChannelRef, Locale, UserRef
 from bot.errors import PlatformError, UserFacingError
 from bot.i18n import N_, translator
@@ -68,12 +69,14 @@ class AttachedFile:
     user: UserRef
     channel: ChannelRef
     locale: Locale  # the member's own (else the channel's)
+    admin: AdminStatus = AdminStatus.NO  # as the command's own payload says
 
 
 FileWork = Callable[[Path, DeferredReply], Awaitable[None]]
 """What a route does with the downloaded file (it owns the path until it returns)."""
 StartFile = Callable[[AttachedFile], FileWork]
 """A route's checks before the download; raises `UserFacingError` to refuse the file."""
+AdminOf = Callable[[InteractionPayload], AdminStatus]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +91,9 @@ class AttachmentRoute:
 
 
 class AttachedCommands:
-    def __init__(self, rest: DiscordRest) -> None:
+    def __init__(self, rest: DiscordRest, admin_of: AdminOf | None = None) -> None:
         self.rest = rest
+        self.admin_of = admin_of  # None: nobody sending a file counts as an admin
         self._routes: dict[str, AttachmentRoute] = {}
         self._problems = ThrottledLog(log)
 
@@ -124,6 +128,7 @@ class AttachedCommands:
             user=user_ref(payload),
             channel=channel_ref(payload),
             locale=locale,
+            admin=self.admin_of(payload) if self.admin_of is not None else AdminStatus.NO,
         )
         work = route.start(attached)
         return lambda: self._take(attached, work, reply, route.max_bytes)
@@ -186,6 +191,7 @@ def _fetchable(url: str) -> bool:
 
 
 __all__ = [
+    "AdminOf",
     "AttachedCommands",
     "AttachedFile",
     "AttachmentRoute",

@@ -45,6 +45,7 @@ from adapters.discord.payloads import (
     MODAL_SUBMIT,
     PING,
     Interaction,
+    InteractionPayload,
     Malformed,
     channel_ref,
     command_text,
@@ -119,7 +120,7 @@ class DiscordInteractions:
             ack_deadline=ack_deadline,
             store_deadline=store_deadline,
         )
-        self.files = AttachedCommands(rest)  # features add theirs (`add`)
+        self.files = AttachedCommands(rest, self._payload_admin)  # features add theirs (`add`)
         deliveries.add_replayer(PLATFORM, self.replay, REPLAY_MAX_AGE)
 
     async def handle(self, raw: object) -> Handled:
@@ -149,15 +150,19 @@ class DiscordInteractions:
         roles): kept for the core's admin-only buttons and forms, which ask by user."""
         try:
             key = user_ref(payload).key
-            admin = is_admin(payload, self.admin_role, self.admin_ids)
+            admin = self._payload_admin(payload)
         except (KeyError, TypeError, ValueError):
             return  # a payload without a member: the handlers below refuse it
         if len(self._admins) >= 10_000:
             self._admins.clear()
-        self._admins[key] = AdminStatus.YES if admin else AdminStatus.NO
+        self._admins[key] = admin
 
     async def _admin_of(self, user: UserRef) -> AdminStatus:
         return self._admins.get(user.key, AdminStatus.NO)
+
+    def _payload_admin(self, payload: InteractionPayload) -> AdminStatus:
+        admin = is_admin(payload, self.admin_role, self.admin_ids)
+        return AdminStatus.YES if admin else AdminStatus.NO
 
     def dropped(self, exc: Malformed) -> None:
         """Log (once per interval) and count an interaction that was not handled."""
@@ -262,8 +267,7 @@ class DiscordInteractions:
         payload = interaction.payload
 
         async def admin_check() -> AdminStatus:
-            admin = is_admin(payload, self.admin_role, self.admin_ids)
-            return AdminStatus.YES if admin else AdminStatus.NO
+            return self._payload_admin(payload)
 
         inv = Invocation(
             channel_ref(payload),
@@ -306,6 +310,7 @@ class DiscordInteractions:
             return
         webhook = self.runs.webhook(interaction)
         payload = interaction.payload
+        self._remember_admin(payload)  # for an admin-only button or form replayed here
         if interaction.type == APPLICATION_COMMAND:
             route = self.files.route_for(interaction)
             if route is None:

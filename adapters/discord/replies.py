@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
@@ -23,6 +24,7 @@ from adapters.discord.payloads import Target
 from adapters.discord.render import image_attachment, message_json
 from adapters.discord.rest import DiscordError, DiscordRest
 from bot.commands import Reply
+from bot.domain import Locale
 from bot.errors import PlatformError
 from bot.messages import Message
 
@@ -148,12 +150,19 @@ class DeferredReply:
 
 class PrivateLine:
     """The acting user's private line while their interaction is handled: messages wait
-    for the interaction's replies until `close`, then follow up (ephemeral) directly."""
+    for the interaction's replies until `close`, then follow up (ephemeral) directly.
+    `locale` is the language the interaction is answered in (asked only when needed)."""
 
-    def __init__(self, user_id: str, webhook: Webhook) -> None:
+    def __init__(
+        self, user_id: str, webhook: Webhook, locale: Callable[[], Awaitable[Locale]] | None = None
+    ) -> None:
         self.user_id = user_id
         self.webhook = webhook
+        self._locale = locale
         self._queued: list[Message] | None = []
+
+    async def locale(self) -> Locale:
+        return await self._locale() if self._locale is not None else Locale.EN
 
     async def say(self, message: Message) -> None:
         if self._queued is not None:

@@ -18,6 +18,7 @@ from bot.commands import CommandSet, core_commands
 from bot.demos import DemoDispatcher, install_demos
 from bot.domain import DemoJob, DemoResult, DemoState, Platform
 from bot.generated import install_generated
+from bot.imports import install_import_help
 from bot.interactions import Interactions
 from bot.ports import Chat
 from bot.quiz import QuizService
@@ -25,6 +26,7 @@ from questions.families.source import FamilySource
 from storage.demo_runs import SqlDemoRunRepository
 from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.helpers import endpoint_served
+from tests.core.team import install_team
 
 # Every test here talks to a real client over sockets: bound each one.
 pytestmark = pytest.mark.timeout(30)
@@ -176,3 +178,28 @@ class GeneratedKit:
 @pytest.fixture
 def generated(discord_service: QuizService) -> GeneratedKit:
     return GeneratedKit(discord_service)
+
+
+# -- team packs ---------------------------------------------------------------------------
+
+
+class TeamKit:
+    """Team packs wired as `build_core` wires them (review, submit, flags, packs, mydata,
+    `/quiz import`), on the adapter's interactions; `enable_files` takes question files."""
+
+    def __init__(self, service: QuizService) -> None:
+        self.commands: CommandSet = core_commands()
+        self.interactions = Interactions(service)
+        _, self.importer = install_team(self.commands, self.interactions, service)
+        install_import_help(self.commands)
+
+    def options(self) -> dict[str, Any]:
+        return {"commands": self.commands, "interactions": self.interactions}
+
+    def enable_files(self, adapter: DiscordAdapter) -> None:
+        adapter.enable_imports(self.importer)
+
+
+@pytest.fixture
+def team(discord_service: QuizService) -> TeamKit:
+    return TeamKit(discord_service)

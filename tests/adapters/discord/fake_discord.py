@@ -78,6 +78,8 @@ class FakeDiscord(RestRoutes):
         self.commands: list[Json] = []
         self.files: dict[str, bytes] = {}  # attachment id -> its bytes
         self.downloads: list[str] = []  # attachment ids, as fetched
+        self.dms: dict[str, str] = {}  # user id -> the bot's DM channel with them
+        self.closed_dms: set[str] = set()  # users who take no DMs from the server's members
         self._seq = itertools.count(1)
         self._sockets: list[tuple[web.WebSocketResponse, int, int]] = []  # ws, shard, count
         self._injected: list[_Injected] = []
@@ -367,8 +369,10 @@ class FakeDiscord(RestRoutes):
 
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["path"]
-        body, files = await read_body(request)
+        body, uploaded = await read_body(request)
+        files = [(name, len(data)) for name, data in uploaded]
         call = Call(request.method, path, dict(request.query), body, files, time.monotonic())
+        call.contents = [data for _, data in uploaded]
         response = self._injected_response(request.method, path)
         if response is None:
             response = self.routed(request.method, path, body, files, call)

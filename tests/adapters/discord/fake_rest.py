@@ -32,6 +32,7 @@ class Call:
     query: dict[str, str]
     json: Any
     files: list[tuple[str, int]] = field(default_factory=list)  # (filename, size)
+    contents: list[bytes] = field(default_factory=list)  # the files' bytes, in that order
     at: float = 0.0  # time.monotonic() at arrival
     status: int = 200
     result: Any = None  # an edited message as it stands after the edit
@@ -58,6 +59,8 @@ class RestRoutes(DiscordPayloads):
     commands: list[Json]
     files: dict[str, bytes]  # attachment id -> its bytes
     downloads: list[str]  # attachment ids, as fetched
+    dms: dict[str, str]  # user id -> the bot's DM channel with them
+    closed_dms: set[str]  # users who take no DMs from the server's members
     _changed: asyncio.Condition
 
     # -- attachments (Discord's CDN) -----------------------------------------------------
@@ -103,9 +106,9 @@ class RestRoutes(DiscordPayloads):
         if parts[0] == "webhooks":
             return self._webhook(method, parts[2], parts[3:], body, call)
         if method == "POST" and path == "/users/@me/channels":
-            recipient = user(str(body["recipient_id"]))
-            dm = {"id": self.snowflake(), "type": 1, "recipients": [recipient]}
-            return json_response(dm)
+            recipient = str(body["recipient_id"])
+            channel = self.dms.setdefault(recipient, self.snowflake())  # one per user
+            return json_response({"id": channel, "type": 1, "recipients": [user(recipient)]})
         if parts[0] == "channels" and len(parts) >= 3 and parts[2] == "messages":
             return self._channel_messages(method, parts[1], parts[3:], body, files)
         raise RouteError(404, 0, "404: Not Found")
@@ -189,6 +192,8 @@ class RestRoutes(DiscordPayloads):
         self, method: str, channel: str, rest: list[str], body: Any, files: list[tuple[str, int]]
     ) -> web.Response:
         if not rest and method == "POST":
+            if any(self.dms.get(u) == channel for u in self.closed_dms):
+                raise RouteError(400, 50007, "Cannot send messages to this user")
             msg = self.message(channel, body or {})
             msg["attachments"] = [
                 {
@@ -252,10 +257,11 @@ def json_response(
     )
 
 
-async def read_body(request: web.Request) -> tuple[Any, list[tuple[str, int]]]:
+async def read_body(request: web.Request) -> tuple[Any, list[tuple[str, bytes]]]:
+    """The JSON body (a multipart request's ``payload_json``) and its files (name, bytes)."""
     if request.content_type.startswith("multipart/"):
         body: Any = None
-        files: list[tuple[str, int]] = []
+        files: list[tuple[str, bytes]] = []
         reader = await request.multipart()
         async for part in reader:
             if not isinstance(part, BodyPartReader):
@@ -263,8 +269,7 @@ async def read_body(request: web.Request) -> tuple[Any, list[tuple[str, int]]]:
             if part.name == "payload_json":
                 body = json.loads(await part.text())
             else:
-                data = await part.read()
-                files.append((part.filename or "", len(data)))
+                files.append((part.filename or "", bytes(await part.read())))
         return body, files
     if request.can_read_body:
         raw = await request.read()

@@ -11,7 +11,13 @@ from aiohttp import web
 from adapters.discord.adapter import DiscordAdapter
 from adapters.discord.payloads import MANAGE_GUILD
 from bot.domain import ChannelRef, Platform
-from tests.adapters.discord.fake_discord import MEMBER_PERMISSIONS, FakeDiscord, Json
+from tests.adapters.discord.fake_discord import (
+    EPHEMERAL,
+    MEMBER_PERMISSIONS,
+    Call,
+    FakeDiscord,
+    Json,
+)
 
 ADMIN = MEMBER_PERMISSIONS | MANAGE_GUILD
 
@@ -46,6 +52,45 @@ async def said(fake: FakeDiscord, interaction: Json, count: int = 1) -> list[Jso
     """What the bot said in answer to `interaction`, once it said `count` things."""
     await fake.until(lambda: len(fake.said_to(interaction)) >= count)
     return fake.said_to(interaction)
+
+
+def dm_to(fake: FakeDiscord, user_id: str) -> list[Json]:
+    """The messages the bot sent in its DM channel with `user_id`."""
+    channel = fake.dms.get(user_id)
+    return [m for m in fake.messages.values() if channel and m["channel_id"] == channel]
+
+
+def button(message: Json, prefix: str) -> str:
+    """The custom id of `message`'s first button that starts with `prefix`."""
+    return next(i for i in custom_ids(message) if i.startswith(prefix))
+
+
+async def modal_for(fake: FakeDiscord, interaction: Json) -> Json:
+    """The form the bot opened in answer to `interaction` (the initial response)."""
+    await fake.until(lambda: fake.modal_of(interaction) is not None)
+    modal = fake.modal_of(interaction)
+    assert modal is not None
+    return modal
+
+
+def edits(fake: FakeDiscord, inter: Json) -> list[Call]:
+    """The edits of `inter`'s original response (its deferred reply), as taken."""
+    original = rf"/webhooks/{fake.app_id}/{inter['token']}/messages/@original"
+    return [c for c in fake.of("PATCH", original) if c.status < 300]
+
+
+async def final_edit(fake: FakeDiscord, inter: Json, expected: str) -> Call:
+    """The edit of the deferred reply that says `expected`."""
+    await fake.until(lambda: any(expected in text_of(c.json) for c in edits(fake, inter)))
+    return next(c for c in edits(fake, inter) if expected in text_of(c.json))
+
+
+async def answered_at_once(fake: FakeDiscord, inter: Json) -> str:
+    """A refusal: the initial response itself (type 4, private); no deferral."""
+    await fake.until(lambda: bool(fake.callbacks(inter)))
+    (callback,) = fake.callbacks(inter)
+    assert callback.json["type"] == 4 and callback.json["data"]["flags"] == EPHEMERAL
+    return text_of(callback.json["data"])
 
 
 def text_of(said_entry: Json) -> str:

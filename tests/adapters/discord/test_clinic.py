@@ -32,8 +32,8 @@ from bot.quiz import QuizService
 from gpu_runner.executor import Executor, ExecutorConfig
 from gpu_runner.local import LocalRunner
 from tests.adapters.discord.conftest import Runner, both_modes
-from tests.adapters.discord.fake_discord import EPHEMERAL, Call, FakeDiscord, Json
-from tests.adapters.discord.helpers import text_of
+from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
+from tests.adapters.discord.helpers import answered_at_once, edits, final_edit, text_of
 from tests.clinic import snapshots
 from tests.clinic.test_input import bad_files
 
@@ -54,25 +54,6 @@ def enable(adapter: DiscordAdapter, executor: Executor, cap: int = 10 * MiB) -> 
 
 def unique(suffix: str = ".pickle") -> str:
     return f"snap-{uuid.uuid4().hex[:8]}{suffix}"
-
-
-def edits(fake: FakeDiscord, inter: Json) -> list[Call]:
-    original = rf"/webhooks/{fake.app_id}/{inter['token']}/messages/@original"
-    return [c for c in fake.of("PATCH", original) if c.status < 300]
-
-
-async def final_edit(fake: FakeDiscord, inter: Json, expected: str) -> Call:
-    """The edit of the deferred reply that says `expected`."""
-    await fake.until(lambda: any(expected in text_of(c.json) for c in edits(fake, inter)))
-    return next(c for c in edits(fake, inter) if expected in text_of(c.json))
-
-
-async def answered_at_once(fake: FakeDiscord, inter: Json) -> str:
-    """A refusal: the initial response itself (type 4, private); no deferral."""
-    await fake.until(lambda: bool(fake.callbacks(inter)))
-    (callback,) = fake.callbacks(inter)
-    assert callback.json["type"] == 4 and callback.json["data"]["flags"] == EPHEMERAL
-    return text_of(callback.json["data"])
 
 
 @both_modes

@@ -19,7 +19,7 @@ from bot.numeric import numeric_target
 from bot.quiz import QuizService
 from tests.adapters.discord.conftest import GeneratedKit, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
-from tests.adapters.discord.helpers import ADMIN, ask, custom_ids, said, text_of
+from tests.adapters.discord.helpers import ADMIN, ask, custom_ids, modal_for, said, text_of
 
 NUMBER_FIELD = FormField(
     "value",
@@ -92,13 +92,6 @@ def test_problems_name_each_field_and_give_back_what_was_typed() -> None:
 
 def number_button(message: Json) -> str:
     return next(i for i in custom_ids(message) if i.startswith("quiz:number:"))
-
-
-async def modal_for(fake: FakeDiscord, click: Json) -> Json:
-    await fake.until(lambda: fake.modal_of(click) is not None)
-    modal = fake.modal_of(click)
-    assert modal is not None
-    return modal
 
 
 @both_modes

@@ -13,23 +13,27 @@ from bot.clinic_flow import Clinic, register_clinic_command
 from bot.commands import CommandSet
 from bot.demo_runner import OffRunner
 from bot.generated import install_generated
+from bot.imports import QuestionImport, install_import_help
 from bot.interactions import Interactions
-from bot.practice import install_practice
 from bot.quiz import QuizService
-from bot.report import add_report_command
 from bot.scheduling import Scheduler, register_schedule_commands
+from questions.team import TeamQuestions
 from tests.adapters.discord.conftest import DemoKit, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
-from tests.adapters.discord.helpers import ADMIN, ask, said, text_of
+from tests.adapters.discord.helpers import ADMIN, ask, modal_for, said, text_of
+from tests.core.team import install_team
+from tests.questions.test_team_files import HEADER, ROW
 
 
 @pytest.fixture
 async def full(discord_service: QuizService, demos: DemoKit) -> AsyncIterator[DemoKit]:
-    """Every command `build_core` registers: the core's, demos, practice, report, schedule."""
+    """Every command `build_core` registers: the core's, generated questions, team packs
+    (review, retire, submit, flags, packs, mydata, forget-me, import), practice, report,
+    the clinic, demos, schedule."""
     store: Any = discord_service.store
-    install_practice(discord_service, demos.commands, store.practice)
-    add_report_command(demos.commands, store.reports)
     install_generated(demos.commands, Interactions(discord_service), discord_service)
+    install_team(demos.commands, demos.interactions, discord_service)  # + practice, report
+    install_import_help(demos.commands)
     register_clinic_command(demos.commands)
     async with Scheduler(discord_service, store.schedules, use_apscheduler=False) as scheduler:
         register_schedule_commands(demos.commands, scheduler)
@@ -81,6 +85,20 @@ async def test_every_subcommand_is_synced_with_its_options(
     share = options(subs["generated"])["share"]
     assert (share["type"], share["min_value"], share["max_value"]) == (4, 0, 100)  # integer
     assert options(subs["close"]) == {} and options(subs["stats"]) == {}
+    # Team packs: fields where free text would read badly.
+    for bare in ("submit", "mydata", "forget-me"):
+        assert options(subs[bare]) == {}, bare
+    assert [c["value"] for c in options(subs["review"])["where"]["choices"]] == ["here"]
+    retire = subs["retire"]["options"]
+    assert [o["name"] for o in retire] == ["id", "undo"] and retire[0]["required"]
+    assert [c["value"] for c in retire[1]["choices"]] == ["undo"]
+    packs = options(subs["packs"])
+    assert [c["value"] for c in packs["pack"]["choices"]] == ["builtin", "team", "generated"]
+    assert packs["value"]["autocomplete"] and packs["value"]["type"] == 3  # on/off, or 0-100
+    (file,) = subs["import"]["options"]
+    assert (file["name"], file["type"], file["required"]) == ("file", 11, False)
+    assert subs["import"]["description"].endswith("(Manage Server)")
+    assert "changing it: Manage Server" in subs["packs"]["description"]
     # Descriptions in English and Greek; admin-only ones say so.
     ask_el = subs["ask"]["description_localizations"]["el"]
     assert ask_el == "δημοσιεύει μια ερώτηση σε αυτό το κανάλι"
@@ -98,9 +116,35 @@ async def test_without_a_dev_guild_commands_sync_globally(
         assert [c["name"] for c in put.json] == ["quiz"]
 
 
+@pytest.mark.parametrize(
+    ("sub", "option", "typed", "offered"),
+    [("ask", "topic", "tea", "team"), ("packs", "value", "o", "off")],
+)
+async def test_team_pack_values_are_offered_as_they_are_typed(
+    fake: FakeDiscord,
+    run_adapter: Runner,
+    full: DemoKit,
+    sub: str,
+    option: str,
+    typed: str,
+    offered: str,
+) -> None:
+    async with run_adapter(**full.options()):
+        inter = await fake.command(sub, {option: typed}, itype=4, focused=option)
+        await fake.until(lambda: bool(fake.callbacks(inter)))
+        (callback,) = fake.callbacks(inter)
+        assert offered in [c["value"] for c in callback.json["data"]["choices"]]
+
+
 def snapshot_options(fake: FakeDiscord) -> dict[str, Any]:
     return {"snapshot": fake.attach("train.pickle", b"\x80\x04N."), "gpu_memory": 80.0}
 
+
+def question_file(fake: FakeDiscord) -> dict[str, Any]:
+    return {"file": fake.attach("ours.csv", f"{HEADER}\n{ROW}\n".encode())}
+
+
+MODAL = "modal: "  # the first reply is a form (its title)
 
 # Each subcommand as a user runs it: (options, or a function of the fake that makes them;
 # what the first reply says).
@@ -119,6 +163,14 @@ CASES: dict[str, tuple[dict[str, Any] | Callable[[FakeDiscord], dict[str, Any]],
     "generated": ({"share": 30}, "From now on 30% of this channel's questions are generated"),
     # The file reaches the clinic (the runner is off here: it says so, downloading nothing).
     "clinic": (snapshot_options, "QUIZBOT_RUNNER=off"),
+    "submit": ({}, MODAL + "Submit a question"),
+    "review": ({"where": "here"}, "New submissions will appear in this channel"),
+    "retire": ({"id": "team-000000000000"}, "Unknown question id 'team-000000000000'"),
+    "packs": ({"pack": "team", "value": "on"}, "Team pack: on (0 approved)"),
+    "mydata": ({}, "I sent you a file with everything the quiz stores about you"),
+    "forget-me": ({}, "Erase your data?"),
+    # The file goes to the import (downloaded, read, stored: one new question).
+    "import": (question_file, "1 new question from 1 entries"),
 }
 
 
@@ -128,20 +180,30 @@ async def test_every_subcommand_works_end_to_end(
 ) -> None:
     assert set(CASES) == set(full.commands.handlers), "add the new subcommand to CASES"
     async with run_adapter(**full.options()) as adapter:
-        adapter.enable_clinic(Clinic(OffRunner(), adapter.service), 1 << 20)
+        service = adapter.service
+        adapter.enable_clinic(Clinic(OffRunner(), service), 1 << 20)
+        store: Any = service.store
+        adapter.enable_imports(QuestionImport(store.team, TeamQuestions(), service.clock))
         await ask(fake, "fragmentation", permissions=ADMIN)
         for name, (opts, expected) in CASES.items():
             values = opts(fake) if callable(opts) else opts
             inter = await fake.command(name, values, permissions=ADMIN, user_id="7501")
+            if expected.startswith(MODAL):
+                modal = await modal_for(fake, inter)
+                assert modal["title"] == expected.removeprefix(MODAL)
+                continue
             first = (await said(fake, inter))[0]
             text = text_of(first) + str(first.get("components"))
             assert "Something went wrong" not in text and "Unknown command" not in text, name
             assert expected in text, (name, text)
-        # Without a file, /quiz clinic says how to send one.
+        # Without a file, /quiz clinic says how to send one, and /quiz import how to import.
         (how,) = await said(fake, await fake.command("clinic", {"gpu_memory": 80.0}))
         assert "snapshot attached" in text_of(how)
+        (how,) = await said(fake, await fake.command("import", permissions=ADMIN))
+        assert "Attach the file to /quiz import" in text_of(how)
         await full.dispatcher.drain()
-    assert fake.downloads == []
+    (imported,) = fake.downloads  # the question file; the clinic downloaded nothing
+    assert fake.files[imported].startswith(HEADER.encode())
     # `/quiz demo fragmentation` ran the demo (and the reveal, under policy button, did not).
     assert [j.demo for j in full.runner.jobs] == ["fragmentation"]
 

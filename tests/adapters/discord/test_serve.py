@@ -18,7 +18,8 @@ from bot.app import FULL_COLLECTION_EVERY, serve
 from bot.config import load_settings
 from bot.errors import ConfigError
 from tests.adapters.discord.fake_discord import FakeDiscord
-from tests.adapters.discord.helpers import ask, custom_ids, said, text_of
+from tests.adapters.discord.helpers import ADMIN, ask, custom_ids, final_edit, said, text_of
+from tests.questions.test_team_files import HEADER, ROW
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -109,6 +110,11 @@ async def test_serve_answers_http_interactions_without_a_gateway(
     snapshot = fake.attach("train.pickle", b"\x80\x04N.")
     (reply,) = await said(fake, await fake.command("clinic", {"snapshot": snapshot}))
     assert "QUIZBOT_RUNNER=off" in text_of(reply)
+    # ... and question files: `/quiz import file:…` (admins).
+    questions = fake.attach("ours.csv", f"{HEADER}\n{ROW}\n".encode())
+    imported = await fake.command("import", {"file": questions}, permissions=ADMIN)
+    done = await final_edit(fake, imported, "Question import")
+    assert "1 new question from 1 entries" in text_of(done.json)
     # While serving, the start-up heap is frozen and full collections are spaced out.
     assert gc.get_freeze_count() > 0 and gc.get_threshold()[2] == FULL_COLLECTION_EVERY
     stop.set()
