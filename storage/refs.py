@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, tuple_
+from sqlalchemy import case, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.domain import ChannelRef, Platform, UserRef
@@ -103,11 +103,17 @@ class RefResolver:
         if not missing:
             return out
         ins = insert(self._dialect, MemberRow)
+        # Every row comes back (one statement, no second query for the ids): the update
+        # keeps a known name when the click carries none.
         stmt = ins.on_conflict_do_update(
             index_elements=["platform", "workspace", "user_id"],
-            set_={"display_name": ins.excluded.display_name},
-            where=ins.excluded.display_name != "",
-        )
+            set_={
+                "display_name": case(
+                    (ins.excluded.display_name != "", ins.excluded.display_name),
+                    else_=MemberRow.display_name,
+                )
+            },
+        ).returning(MemberRow.id, MemberRow.platform, MemberRow.workspace, MemberRow.user_id)
         params = [
             {
                 "platform": str(u.platform),
@@ -118,16 +124,9 @@ class RefResolver:
             for u in missing
         ]
         # Sorted: concurrent writers (other replicas) lock member rows in one global order,
-        # so their upserts cannot deadlock. executemany: one cached statement.
+        # so their upserts cannot deadlock. executemany with RETURNING: batched statements.
         params.sort(key=lambda p: (p["platform"], p["workspace"], p["user_id"]))
-        await session.execute(stmt, params)
-        rows = await session.execute(
-            select(MemberRow.id, MemberRow.platform, MemberRow.workspace, MemberRow.user_id).where(
-                tuple_(MemberRow.platform, MemberRow.workspace, MemberRow.user_id).in_(
-                    [(str(u.platform), u.workspace, u.user) for u in missing]
-                )
-            )
-        )
+        rows = await session.execute(stmt, params)
         found: list[tuple[tuple[str, str, str], int, str]] = []
         for mid, platform, workspace, user_id in rows:
             u = wanted[UserRef(Platform(platform), workspace, user_id).key]
