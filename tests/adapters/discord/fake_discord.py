@@ -371,7 +371,7 @@ class FakeDiscord(RestRoutes):
         path = "/" + request.match_info["path"]
         body, uploaded = await read_body(request)
         files = [(name, len(data)) for name, data in uploaded]
-        call = Call(request.method, path, dict(request.query), body, files, time.monotonic())
+        call = Call(request.method, path, dict(request.query), body, files, at=time.monotonic())
         call.contents = [data for _, data in uploaded]
         response = self._injected_response(request.method, path)
         if response is None:
