@@ -287,7 +287,6 @@ class SqlAnswerRepository:
                 s, row, mid, p.is_correct(row.correct_choice), p.at, self._dialect
             )
         # The choice that counts for members who had answered before this batch.
-        earlier: dict[int, int] = {}
         others = [mid for mid in first if mid not in inserted] + [
             member_ids[batch[i].user.key]
             for i in idxs_here
@@ -301,7 +300,6 @@ class SqlAnswerRepository:
                 ).where(AnswerRow.post_id == post_id, AnswerRow.member_id.in_(others))
             )
             prior_rows = {mid: (choice, ok, val) for mid, choice, ok, val in prior}
-            earlier = {mid: choice for mid, (choice, _, _) in prior_rows.items()}
 
         post = replace(to_post(row, ch), answer_count=count)
         out: list[AnswerOutcome] = []
@@ -333,7 +331,7 @@ class SqlAnswerRepository:
                         counted.value,
                     )
                 )
-            elif mid in earlier:
+            elif mid in prior_rows:
                 choice, ok, val = prior_rows[mid]
                 out.append(_outcome(AnswerStatus.ALREADY_ANSWERED, post, choice, ok, val))
             else:

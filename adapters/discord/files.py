@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +42,7 @@ from bot.errors import PlatformError, UserFacingError
 from bot.i18n import N_, translator
 from bot.logs import ThrottledLog, problem_key
 from bot.messages import Message
+from bot.uploads import private_temp_file
 
 log = logging.getLogger(__name__)
 
@@ -173,15 +172,6 @@ def resolved_attachment(
     if not isinstance(url, str) or not isinstance(name, str) or not name:
         return None
     return found
-
-
-def private_temp_file(name: str) -> Path:
-    """A new empty file only this process's user can read (mkstemp: mode 0600); the
-    member's name is kept as a suffix for the logs, without any path in it."""
-    suffix = "-" + "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[-60:]
-    fd, path = tempfile.mkstemp(prefix="quizbot-", suffix=suffix)
-    os.close(fd)
-    return Path(path)
 
 
 def _fetchable(url: str) -> bool:

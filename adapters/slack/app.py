@@ -14,13 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -57,6 +54,7 @@ from bot.messages import ActionKind, Message
 from bot.quiz import QuizService
 from bot.quoting import cut
 from bot.tasks import AckFirst, TaskSupervisor
+from bot.uploads import private_temp_file
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +226,7 @@ class SlackAdapter:
             except UserFacingError as exc:
                 await self.chat.post_message(file.channel, Message(body=str(exc)))
                 return
-            path = await asyncio.to_thread(_private_temp_file, file.name)
+            path = await asyncio.to_thread(private_temp_file, file.name)
             try:
                 await download.save(path, max_bytes)
             except BaseException:
@@ -508,12 +506,6 @@ def _gib_in(text: str) -> str | None:
     """The GPU size a member wrote beside the file ("80", "80 GiB", "gpu_memory=80")."""
     found = _NUMBER.search(text or "")
     return found.group(0).replace(",", ".") if found else None
-
-
-def _private_temp_file(name: str) -> Path:
-    fd, path = tempfile.mkstemp(prefix="quizbot-", suffix="-" + name)  # mode 0600
-    os.close(fd)
-    return Path(path)
 
 
 __all__ = ["EVENTS_PATH", "DirectMessage", "SlackAdapter"]

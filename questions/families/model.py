@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bot.domain import Locale, Question
+from bot.domain import Locale, NumericTarget, Question
 from questions.families.space import Space
 
 
@@ -93,17 +93,9 @@ class Family:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class NumericAnswer:
-    """A typed ("predict the number") answer: correct within `tolerance` of `value`."""
-
-    value: float
-    tolerance: float
-    unit: str
-
-    def accepts(self, typed: float) -> bool:
-        # a hair of slack: choice values are rounded to 6 decimals, typed ones are decimal
-        return abs(typed - self.value) <= self.tolerance + 1e-6
+# A typed ("predict the number") answer: the core's own value, which the bot reads back
+# from a stored question (`bot.numeric.numeric_target`).
+NumericAnswer = NumericTarget
 
 
 @dataclass(frozen=True, slots=True)

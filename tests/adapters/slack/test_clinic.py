@@ -118,9 +118,9 @@ async def test_files_not_from_a_human_in_a_dm_are_ignored(
 
 
 def test_the_temp_file_is_private(tmp_path: Path) -> None:
-    from adapters.slack.app import _private_temp_file
+    from bot.uploads import private_temp_file
 
-    path = _private_temp_file("x.pickle")
+    path = private_temp_file("x.pickle")
     try:
         assert path.stat().st_mode & 0o077 == 0
     finally:
