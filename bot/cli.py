@@ -102,7 +102,9 @@ def _play(args: argparse.Namespace) -> int:
     from adapters.console.play import ConsoleSession, stdin_lines
     from bot.app import build_core
     from bot.clock import OffsetClock
+    from bot.demos import DemoDispatcher
     from bot.domain import Platform
+    from bot.scheduling import Scheduler
 
     settings = load_settings()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -115,17 +117,11 @@ def _play(args: argparse.Namespace) -> int:
             settings, {Platform.CONSOLE: chat}, clock=clock, rng=rng, count_update_interval=0.0
         ) as core:
             session = ConsoleSession(
-                core.service,
-                core.commands,
-                chat,
-                sys.stdout,
-                channel=args.channel,
-                user=args.user,
-                interactions=core.interactions,
-                importer=core.importer,
+                core.quiz, chat, sys.stdout, channel=args.channel, user=args.user
             )
-            session.clinic = core.clinic
-            session.extra["clock"] = clock_command(clock, core.scheduler)
+            scheduler = core.quiz.registry.service(Scheduler)
+            if scheduler is not None:
+                session.extra["clock"] = clock_command(clock, scheduler)
             interactive = sys.stdin.isatty()
             if interactive:
                 session.say(
@@ -134,7 +130,8 @@ def _play(args: argparse.Namespace) -> int:
             prompt = (lambda: f"{session.user.display}> ") if interactive else None
             await session.run(stdin_lines(sys.stdin, prompt), echo=not interactive)
             # A script ends at end of input: let demos started by its reveals post first.
-            await core.dispatcher.drain()
+            if (dispatcher := core.quiz.registry.service(DemoDispatcher)) is not None:
+                await dispatcher.drain()
 
     asyncio.run(run())
     return 0

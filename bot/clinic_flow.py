@@ -11,26 +11,26 @@ fix. The analysis runs on the runner (never in the bot); nothing but the summary
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+import re
+from pathlib import Path
 
+from bot.boundary import failure_message
 from bot.clinic import (
     GPU_MEMORY_GIB_RANGE,
     ClinicJob,
     ClinicProgress,
     ClinicStage,
     ProgressCallback,
+    check_snapshot_size,
+    clinic_off_error,
+    gpu_memory_from_gib,
 )
-from bot.commands import (
-    CommandOption,
-    CommandSet,
-    Invocation,
-    OptionKind,
-    Reply,
-    failure_message,
-)
+from bot.commands import Command, CommandOption, Invocation, OptionKind, Reply
 from bot.domain import Locale, Platform
 from bot.errors import UserFacingError
+from bot.features import Feature, Parts
 from bot.i18n import N_, translator
+from bot.intake import FileRoute, FileWork, PrivateReply, SentFile
 from bot.logs import ThrottledLog, problem_key
 from bot.messages import Image, Message
 from bot.ports import ClinicRunner
@@ -60,17 +60,8 @@ RECORD_HINT = N_(
 )
 
 
-class ClinicDelivery(Protocol):
-    """Where a member's clinic answers go, privately (an ephemeral reply, a DM, the
-    terminal)."""
-
-    async def status(self, message: Message) -> None:
-        """Show the status line, or replace the one shown."""
-        ...
-
-    async def result(self, message: Message) -> None:
-        """The final answer (the report with its plot in `message.image`, or a refusal)."""
-        ...
+ClinicDelivery = PrivateReply
+"""Where a member's clinic answers go, privately (an ephemeral reply, a DM, the terminal)."""
 
 
 def progress_message(progress: ClinicProgress, name: str, locale: Locale) -> Message:
@@ -143,6 +134,7 @@ class Clinic:
             )
 
 
+COMMAND = "clinic"
 SNAPSHOT_OPTION = CommandOption(
     "snapshot",
     N_("your torch.cuda.memory._dump_snapshot() file (.pickle)"),
@@ -157,17 +149,64 @@ GPU_MEMORY_OPTION = CommandOption(
 )
 
 
-def register_clinic_command(cs: CommandSet) -> None:
-    """`/quiz clinic`: how to send a snapshot on this platform. Where a command carries
-    files (Discord's `snapshot` option), the adapter takes the file and runs `Clinic`;
-    without one the command answers how to send it."""
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
-    async def clinic(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
+
+def gib_written(text: str) -> str | None:
+    """The GPU size a member wrote beside the file ("80", "80 GiB", "gpu_memory=80")."""
+    found = _NUMBER.search(text or "")
+    return found.group(0).replace(",", ".") if found else None
+
+
+def snapshots(clinic: Clinic, max_bytes: int) -> FileRoute:
+    """Snapshots members send (`/quiz clinic snapshot:`, a `.pickle` in a Slack DM, the
+    console's `/clinic PATH`): refused before any download when the clinic is off, the
+    file is over QUIZBOT_CLINIC_MAX_MB or the GPU size is not one; else analysed."""
+
+    async def accept(sent: SentFile) -> FileWork:
+        if not clinic.available:
+            raise clinic_off_error(sent.locale)
+        check_snapshot_size(sent.size, max_bytes, sent.name, sent.locale)
+        given = sent.options.get(GPU_MEMORY_OPTION.name)
+        gib = str(given) if given is not None else gib_written(sent.text)
+        gpu_memory = gpu_memory_from_gib(gib, sent.locale) if gib is not None else None
+
+        async def examine(path: Path, reply: PrivateReply) -> None:
+            # The adapter owns `path` and deletes it after this returns.
+            job = ClinicJob(path, sent.locale, gpu_memory, delete_after=False, name=sent.name)
+            await clinic.examine(job, reply)
+
+        return examine
+
+    def takes(name: str) -> bool:
+        return name.lower().endswith((".pickle", ".pkl"))
+
+    return FileRoute(COMMAND, SNAPSHOT_OPTION.name, max_bytes, takes, accept)
+
+
+def feature(parts: Parts) -> Feature:
+    """`/quiz clinic` (how to send a snapshot on this platform) and the snapshots sent."""
+    assert parts.runner is not None, "the clinic needs a runner"
+    clinic = Clinic(parts.runner, parts.service)
+
+    async def how(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         t = translator(inv.locale)
         how = HOW_TO.get(inv.channel.platform, HOW_TO[Platform.CONSOLE])
         return [Reply(Message(body=t(how) + "\n\n" + t(RECORD_HINT)))]
 
-    cs.add("clinic", clinic, "clinic", options=[SNAPSHOT_OPTION, GPU_MEMORY_OPTION])
+    return Feature(
+        "clinic",
+        commands=[
+            Command(
+                COMMAND,
+                how,
+                "clinic",
+                N_("check your PyTorch memory snapshot under other allocator settings"),
+                options=(SNAPSHOT_OPTION, GPU_MEMORY_OPTION),
+            )
+        ],
+        files=[snapshots(clinic, parts.settings.clinic_max_bytes)],
+    )
 
 
 __all__ = [
@@ -175,6 +214,8 @@ __all__ = [
     "SNAPSHOT_OPTION",
     "Clinic",
     "ClinicDelivery",
+    "feature",
+    "gib_written",
     "progress_message",
-    "register_clinic_command",
+    "snapshots",
 ]

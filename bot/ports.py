@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from bot.clinic import ClinicJob, ClinicResult, ProgressCallback
 from bot.domain import (
@@ -28,6 +28,14 @@ from bot.domain import (
     UserRef,
 )
 from bot.messages import Attachment, Image, Message
+
+if TYPE_CHECKING:
+    from bot.demos.runs import DemoRunRepository
+    from bot.mydata import MemberData
+    from bot.practice import PracticeRepository
+    from bot.report import ReportRepository
+    from bot.scheduling.ports import ScheduleStore
+    from bot.team import TeamPackRepository
 
 
 class Chat(Protocol):
@@ -284,6 +292,28 @@ class Store(Protocol):
     def deliveries(self) -> DeliveryLog: ...
 
 
+class FeatureStore(Store, Protocol):
+    """The whole store, as the features see it: the quiz's repositories and theirs."""
+
+    @property
+    def team(self) -> TeamPackRepository: ...
+
+    @property
+    def members(self) -> MemberData: ...
+
+    @property
+    def practice(self) -> PracticeRepository: ...
+
+    @property
+    def reports(self) -> ReportRepository: ...
+
+    @property
+    def schedules(self) -> ScheduleStore: ...
+
+    @property
+    def demo_runs(self) -> DemoRunRepository: ...
+
+
 class DemoRunner(Protocol):
     """Runs registered demos somewhere (subprocess, Celery worker) or nowhere (`off`)."""
 
@@ -317,7 +347,7 @@ class ClinicRunner(Protocol):
 
 
 class Runner(DemoRunner, ClinicRunner, Protocol):
-    """What `gpu_runner.open_runner` gives the composition root: demos and the clinic."""
+    """What `bot.app.open_runner` gives the features: demos and the clinic."""
 
 
 __all__ = [
@@ -326,6 +356,7 @@ __all__ = [
     "ClinicRunner",
     "DeliveryLog",
     "DemoRunner",
+    "FeatureStore",
     "PostRepository",
     "PrivateFiles",
     "QuestionSource",

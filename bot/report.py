@@ -11,10 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.commands import SCOPE_OPTION, CommandSet, Invocation, Reply
+from bot.basics import SCOPE_OPTION
+from bot.commands import Admin, Command, Invocation, Reply
 from bot.domain import BoardScope, ChannelRef, Locale, choice_letter
 from bot.errors import UserFacingError
-from bot.i18n import translator
+from bot.features import Feature, Parts
+from bot.i18n import N_, translator
 from bot.messages import Message
 from bot.quiz import QuizService
 
@@ -152,8 +154,9 @@ def report_text(rows: Sequence[QuestionReport]) -> str:
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
-def add_report_command(commands: CommandSet, reports: ReportRepository) -> None:
-    """Add the admin-only `/quiz report [workspace]` (composition root)."""
+def feature(parts: Parts) -> Feature:
+    """The admin-only `/quiz report [workspace]`."""
+    reports = parts.store.reports
 
     async def report(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         scope = BoardScope.CHANNEL
@@ -172,4 +175,16 @@ def add_report_command(commands: CommandSet, reports: ReportRepository) -> None:
         rows = await reports.questions(inv.channel, scope, inv.locale)
         return [Reply(report_message(rows, scope, inv.locale))]
 
-    commands.add("report", report, "report [workspace]", admin=True, options=[SCOPE_OPTION])
+    return Feature(
+        "report",
+        commands=[
+            Command(
+                "report",
+                report,
+                "report [workspace]",
+                N_("per-question statistics for admins"),
+                Admin.ALWAYS,
+                options=(SCOPE_OPTION,),
+            )
+        ],
+    )

@@ -17,7 +17,7 @@ for every platform:
   (`storage.faults.Backoff`) before anyone is told; then the waiting clicks get
   `StorageUnavailable` ("try again in a moment"), never a silent loss.
 - Ids beyond the database's integer range never reach it.
-- `aclose` stops taking clicks and resolves every queued one: recorded, or told to retry.
+- `shutdown` stops taking clicks and resolves every queued one: recorded, or told to retry.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ class SqlAnswerRepository:
             self._writer = loop.create_task(self._write_loop(), name="answer-writer")
         return await fut
 
-    async def aclose(self, timeout: float = 10.0) -> None:
+    async def shutdown(self, timeout: float = 10.0) -> None:
         """Take no more clicks; commit the queued ones (up to `timeout`), then tell any
         left that they were not recorded."""
         self._closing = True

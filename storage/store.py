@@ -99,7 +99,7 @@ class SqlStore:
             ) from exc
 
     async def shutdown(self) -> None:
-        await self.answers.aclose()
+        await self.answers.shutdown()
         await self.engine.dispose()
 
     async def ping(self) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.domain import ChannelRef, MessageRef, UserRef
-from bot.messages import ActionKind, Attachment, Button, Image, Message
+from bot.messages import ANSWER, Attachment, Button, Image, Message
 
 _BOLD = re.compile(r"\*([^*\n]+)\*")
 
@@ -48,7 +48,7 @@ class ConsoleChat:
         print(text, file=self._out, flush=True)
 
     def _remember(self, message: Message) -> None:
-        self.pressable += [b for b in message.buttons if b.action is not ActionKind.ANSWER]
+        self.pressable += [b for b in message.buttons if b.action != ANSWER]
 
     async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
         ref = MessageRef(channel, self._id())

@@ -320,7 +320,7 @@ async def test_bot_restart_mid_demo_still_posts_the_result_once(
         return current is not None and current.state is DemoState.RUNNING
 
     await eventually(running)
-    await first.aclose()  # the bot process dies mid-demo...
+    await first.shutdown()  # the bot process dies mid-demo...
     await runner_a.shutdown()  # ...and its fork server with it
     open_gate(token)
     second = DemoDispatcher(service, runs, LocalRunner(fault_executor), fault_executor.registry)

@@ -105,7 +105,7 @@ async def instance(
         )
         scheduler_options.setdefault("use_apscheduler", False)
         scheduler = Scheduler(service, store.schedules, **scheduler_options)
-        await scheduler.start()
+        await scheduler.initialize()
         try:
             yield Instance(store, service, scheduler, chat)
         finally:

@@ -235,7 +235,7 @@ async def test_a_database_that_does_not_answer_fails_the_clicks_within_the_budge
     assert "did not answer" in str(results[0])
     assert loop.time() - started < 5
     assert observer.retries["connection"] >= 1 and observer.failures["record answers"] >= 1
-    await repo.aclose()
+    await repo.shutdown()
     await engine.dispose()
 
 
@@ -251,7 +251,7 @@ async def test_shutdown_resolves_every_queued_click(
         for i in range(300)
     ]
     await asyncio.sleep(0)  # queued
-    await repo.aclose(timeout=10)
+    await repo.shutdown(timeout=10)
     done, not_done = await asyncio.wait(pending, timeout=5)
     assert not_done == set()
     recorded = [f for f in done if not f.exception()]

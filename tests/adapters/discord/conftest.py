@@ -156,7 +156,7 @@ class DemoKit:
 async def demos(discord_service: QuizService) -> AsyncIterator[DemoKit]:
     kit = DemoKit(discord_service)
     yield kit
-    await kit.dispatcher.aclose()
+    await kit.dispatcher.shutdown()
 
 
 # -- generated questions ------------------------------------------------------------------
