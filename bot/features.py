@@ -164,6 +164,7 @@ class Parts:
     checker: QuestionChecker | None = None  # the bank's validator with the team rules
     reader: QuestionFileReader | None = None  # question files: YAML, CSV, Open Trivia DB
     demos: Any = None  # the demo catalog (`gpu_runner.demos.default_registry()`)
+    wakeups: bool = True  # APScheduler wakes the scheduler (False: explicit reconciles only)
 
 
 FeatureFactory = Callable[[Parts], Feature]

@@ -62,7 +62,11 @@ def feature(parts: Parts) -> Feature:
     """Scheduled questions: the scheduler (catch-up, wake-ups, reveals and resends) and
     the admin-only ``/quiz schedule``."""
     scheduler = Scheduler(
-        parts.service, parts.store.schedules, clock=parts.clock, metrics=parts.metrics
+        parts.service,
+        parts.store.schedules,
+        clock=parts.clock,
+        metrics=parts.metrics,
+        use_apscheduler=parts.wakeups,
     )
     return schedule_feature(scheduler)
 
