@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from adapters.console.chat import ConsoleChat, render_text
+from adapters.console.chat import ConsoleChat
 from bot.admin import EVERYONE
 from bot.commands import Invocation, run_command
 from bot.domain import LETTERS, ChannelRef, Platform, PostState, UserRef
@@ -103,8 +103,8 @@ class ConsoleSession:
                 asks = [b.post_id for b in reply.message.buttons if b.action == ANSWER]
                 if asks:  # a private question (practice): a bare answer is for it next
                     self.practice[self.user.key] = asks[0]
-            else:
-                self.say(f"\n#{self.channel.channel}\n{render_text(reply.message, '  ')}")
+            else:  # in the channel, as Slack and Discord post it (its buttons pressable)
+                await self.chat.post_message(self.channel, reply.message)
 
     async def _answer(self, text: str) -> None:
         settings = await self.service.store.settings.get(self.channel)
