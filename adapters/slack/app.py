@@ -267,7 +267,9 @@ class SlackAdapter:
                 self.tasks.spawn(self._show(click, message), name="slack-outcome")
                 continue
             if not self.interactions.knows(click.click):
+                # A kind no feature here takes (a stale button): said so, nothing stored.
                 self.service.metrics.dropped_payloads.inc(platform=PLATFORM, kind="foreign click")
+                self.tasks.spawn(self._run_click(replace(click, trigger_id="")), name="slack-click")
                 continue
             click = replace(click, click=replace(click.click, admin=self.admin(click.click.user)))
             if self.interactions.opens_form(click.click.kind):

@@ -256,7 +256,7 @@ async def test_clicks_on_closed_and_unknown_posts_get_a_clear_line(
 
 
 @pytest.mark.parametrize("kind", ["nope", "demo"])  # no feature of this quiz registered them
-async def test_a_click_of_a_kind_no_feature_registered_is_dropped_before_the_core(
+async def test_a_click_of_a_kind_no_feature_registered_is_told_so_and_stores_nothing(
     http_slack: SlackHttp, kind: str
 ) -> None:
     post = await http_slack.ask()
@@ -265,7 +265,8 @@ async def test_a_click_of_a_kind_no_feature_registered_is_dropped_before_the_cor
     await http_slack.adapter.idle()
     dropped = http_slack.service.metrics.dropped_payloads
     assert dropped.value(platform="slack", kind="foreign click") == 1
-    assert http_slack.private_to("U0ERIN") == []  # nothing ran: nothing to say
+    (said,) = http_slack.private_to("U0ERIN")  # as Discord says it: the button is stale
+    assert "not available any more" in said
     assert await http_slack.service.store.answers.for_post(post.id) == []
 
 
