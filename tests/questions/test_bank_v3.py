@@ -1,0 +1,107 @@
+"""Bank v3 questions: LM head, autocast, MoE, context parallelism, CUDA IPC, FSDP2, fp8 training,
+chunked prefill.
+
+Their computed answers are recomputed in test_bank_content.py (the formulas live in
+formulas_v3.py); this file checks those formulas against the numbers their sources publish, and
+that these topics keep their minimum size, their Greek numbers and an answer form that gives
+nothing away.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from bot.bank import QuestionBank
+from bot.domain import Locale, Question
+from questions import load_bank
+from tests.questions.formulas_v3 import (
+    FORMULAS_V3,
+    autocast_weight_bytes,
+    flce_chunk,
+    logits_bytes,
+)
+
+# topic -> minimum number of questions (issue 28, "Content v3").
+MIN_PER_TOPIC = {
+    "lm-head-memory": 5,
+    "autocast-memory": 4,
+}
+MAX_LONGEST_SHARE = 0.25
+POSITION_SHARE = (0.15, 0.35)
+GB = {"unit": "GB", "decimals": 1}
+
+
+@pytest.fixture(scope="module")
+def questions() -> list[Question]:
+    bank: QuestionBank = load_bank()
+    return [q for q in bank if q.topic in MIN_PER_TOPIC]
+
+
+# --- the formulas against their sources -----------------------------------------------------
+
+
+def test_logits_bytes_count_one_value_per_token_and_vocabulary_entry() -> None:
+    # Llama 3 8B: V = 128,256 (config.json); 8,192 tokens in fp32 are 4,202,692,608 bytes.
+    llama3 = {"tokens": 8192, "vocab": 128256, "dtype_bytes": 4, "unit": "KiB", "decimals": 0}
+    assert logits_bytes(llama3) == f"{4_202_692_608 // 1024} KiB"
+    assert logits_bytes({**llama3, "dtype_bytes": 2, "unit": "GiB", "decimals": 1}) == "2.0 GiB"
+
+
+def test_fused_cross_entropy_chunk_follows_the_source_comment() -> None:
+    # "BT = 4096*4, V = 32000, H = 4096 ==> inc_factor = 8, chunk_size = 2048"
+    assert flce_chunk(tokens=4096 * 4, hidden=4096, vocab=32000) == 2048
+    # A power of two, never more than the tokens there are, and smaller with a bigger budget.
+    assert flce_chunk(tokens=16384, hidden=4096, vocab=128256) == 512
+    assert flce_chunk(tokens=300, hidden=4096, vocab=32000) == 64
+    assert flce_chunk(tokens=16, hidden=4096, vocab=4096) == 16
+    assert flce_chunk(tokens=16384, hidden=4096, vocab=128256, chunk_mem_const=4) == 2048
+
+
+def test_autocast_weight_bytes_add_the_cached_casts() -> None:
+    casts = {"params": 10**9, "weight_bytes": 4, **GB}
+    assert autocast_weight_bytes({**casts, "cast_bytes": 2}) == "6.0 GB"
+    assert autocast_weight_bytes({**casts, "cast_bytes": 0}) == "4.0 GB"
+
+
+# --- the questions --------------------------------------------------------------------------
+
+
+def test_each_v3_formula_is_used_by_a_question(questions: list[Question]) -> None:
+    kinds = Counter(q.inputs.get("kind") for q in questions if q.inputs)
+    assert set(FORMULAS_V3) <= set(kinds), kinds
+
+
+def test_topics_keep_their_minimum_size(questions: list[Question]) -> None:
+    counts = Counter(q.topic for q in questions)
+    assert {t: counts[t] for t, n in MIN_PER_TOPIC.items() if counts[t] < n} == {}
+
+
+def test_greek_numbers_are_the_english_ones_with_a_decimal_comma(
+    questions: list[Question],
+) -> None:
+    # A computed question's choices lead with the number; Greek writes 3,9 for 3.9.
+    for q in questions:
+        if q.inputs:
+            en, el = q.texts[Locale.EN].choices, q.texts[Locale.EL].choices
+            assert [c.split()[0].replace(".", ",") for c in en] == [c.split()[0] for c in el], q.id
+
+
+@pytest.mark.parametrize("locale", list(Locale))
+def test_correct_choice_is_rarely_the_uniquely_longest(
+    questions: list[Question], locale: Locale
+) -> None:
+    def uniquely_longest(q: Question) -> bool:
+        lengths = [len(c) for c in q.texts[locale].choices]
+        return all(lengths[q.answer] > n for i, n in enumerate(lengths) if i != q.answer)
+
+    longest = [q.id for q in questions if uniquely_longest(q)]
+    assert len(longest) <= MAX_LONGEST_SHARE * len(questions), longest
+
+
+def test_answer_positions_are_spread(questions: list[Question]) -> None:
+    positions = Counter(q.answer for q in questions)
+    low, high = POSITION_SHARE
+    shares = {p: positions[p] / len(questions) for p in range(4)}
+    assert all(low <= s <= high for s in shares.values()), shares

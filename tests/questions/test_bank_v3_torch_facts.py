@@ -1,0 +1,120 @@
+"""What the bank-v3 questions take from PyTorch 2.13, checked against the installed release.
+
+Like test_bank_v2_torch_facts.py: each test names the question it backs, so that when torch moves
+a failure says which question to re-check. Everything runs on the CPU wheel: behaviour where the
+CPU shows it (CPU autocast caches casts by the same code as CUDA autocast, FSDP2 runs on a
+one-process gloo group), the wheel's headers, docstrings and source otherwise.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+TORCH_DIR = Path(torch.__file__).parent
+
+
+class _CountOps(torch.utils._python_dispatch.TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.ops[str(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def _saved_tensors(fn: Any) -> list[Any]:
+    saved: list[Any] = []
+
+    def pack(t: Any) -> Any:
+        saved.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return saved
+
+
+def _casts_of(weight: Any, calls: int, *, grad: bool = True) -> int:
+    """How many copies of `weight` `calls` matmuls in one autocast region make."""
+    x = torch.randn(2, weight.shape[1])
+    with (
+        torch.set_grad_enabled(grad),
+        _CountOps() as counter,
+        torch.autocast("cpu", dtype=torch.bfloat16),
+    ):
+        for _ in range(calls):
+            F.linear(x, weight)
+    # Each call casts its input x once; the rest are casts of the weight.
+    return counter.ops["aten._to_copy.default"] - calls
+
+
+def test_autocast_casts_a_parameter_once_per_region_and_an_activation_every_time() -> None:
+    # autocast-weight-cast-cached-once
+    weight = torch.nn.Parameter(torch.randn(8, 8))
+    assert _casts_of(weight, calls=3) == 1
+    assert _casts_of(weight.detach(), calls=3) == 3  # not a leaf that requires grad: no cache
+
+
+def test_autocast_caches_parameter_casts_under_no_grad_too() -> None:
+    # autocast-inference-weight-copies
+    weight = torch.nn.Parameter(torch.randn(8, 8))
+    assert _casts_of(weight, calls=3, grad=False) == 1
+
+
+def test_gradients_keep_the_parameters_dtype_under_autocast() -> None:
+    # autocast-grads-stay-fp32
+    model = torch.nn.Linear(8, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(torch.randn(2, 8))
+    assert out.dtype == torch.bfloat16
+    out.float().sum().backward()
+    assert model.weight.dtype == model.weight.grad.dtype == torch.float32
+
+
+def test_the_cache_is_cleared_at_exit_but_autograd_keeps_the_saved_cast() -> None:
+    # autocast-cache-cleared-copies-saved
+    weight = torch.nn.Parameter(torch.randn(8, 4))
+    x = torch.randn(2, 4, requires_grad=True)
+
+    outputs: list[Any] = []
+
+    def forward() -> None:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            outputs.append(F.linear(x, weight))
+
+    saved = _saved_tensors(forward)
+    assert any(t.dtype == torch.bfloat16 and t.shape == (4, 8) for t in saved)  # the cast, .t()
+    assert _casts_of(weight, calls=1) == 1  # a new region casts again: the old cache is gone
+    assert "clear_autocast_cache" in inspect.getsource(torch.amp.autocast_mode.autocast.__exit__)
+
+
+def test_cuda_autocast_lists_layer_norm_as_a_float32_op() -> None:
+    # autocast-layer-norm-fp32-output
+    header = (TORCH_DIR / "include/ATen/autocast_mode.h").read_text()
+    fp32_list = header.split("#define AT_FORALL_FP32(_)")[1].split("#define")[0]
+    assert {"layer_norm", "native_layer_norm", "rms_norm", "group_norm"} <= set(
+        re.findall(r"_\((\w+)\)", fp32_list)
+    )
+    # On the CPU layer_norm is not on the list: the output keeps the lower precision.
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert F.layer_norm(torch.randn(2, 8, dtype=torch.bfloat16), (8,)).dtype == torch.bfloat16
+
+
+def test_cross_entropy_saves_one_log_softmax_output_and_not_the_logits() -> None:
+    # lm-head-cross-entropy-saves-log-probs
+    logits = torch.randn(6, 50, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, 50, (6,))
+    saved = _saved_tensors(lambda: F.cross_entropy(logits.float(), labels))
+    full = [t for t in saved if t.shape == logits.shape]
+    assert {t.dtype for t in full} == {torch.float32}
+    assert len({t.data_ptr() for t in full}) == 1  # log_softmax's result, reused by nll_loss
+    assert all(t.data_ptr() != logits.data_ptr() for t in full)
