@@ -44,8 +44,43 @@ def autocast_weight_bytes(i: Mapping[str, Any]) -> str:
     return _in_unit(i["params"] * (i["weight_bytes"] + i["cast_bytes"]), i)
 
 
+def moe_capacity(tokens: int, topk: int, experts: int, capacity_factor: float) -> int:
+    """Megatron-Core get_capacity(num_tokens * topk, num_experts, capacity_factor): ceil."""
+    return math.ceil(tokens * topk / experts * capacity_factor)
+
+
+def moe_expert_capacity(i: Mapping[str, Any]) -> str:
+    cap = moe_capacity(i["tokens"], i["topk"], i["experts"], i["capacity_factor"])
+    return f"{cap} token slots"
+
+
+def moe_dispatch_bytes(i: Mapping[str, Any]) -> str:
+    """Dropless alltoall dispatch: the permuted buffer has num_tokens * topk rows."""
+    return _in_unit(i["tokens"] * i["topk"] * i["hidden"] * i["dtype_bytes"], i)
+
+
+def head_tail_chunks(seq: int, cp: int, rank: int) -> list[tuple[int, int]]:
+    """_HeadTailLoadBalancer: 2 * cp chunks, rank r holds chunks r and 2 * cp - 1 - r."""
+    size = seq // (2 * cp)
+    return [(c * size, (c + 1) * size - 1) for c in (rank, 2 * cp - 1 - rank)]
+
+
+def cp_head_tail_chunks(i: Mapping[str, Any]) -> str:
+    return " and ".join(f"{a}-{b}" for a, b in head_tail_chunks(i["seq"], i["cp"], i["rank"]))
+
+
+def cp_gathered_kv_bytes(i: Mapping[str, Any]) -> str:
+    """The all-gather rotater gathers every rank's concatenated K and V shard once."""
+    shard = 2 * (i["seq"] // i["cp"]) * i["batch"] * i["kv_heads"] * i["head_dim"]
+    return _in_unit(i["cp"] * shard * i["dtype_bytes"], i)
+
+
 FORMULAS_V3: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "logits-bytes": logits_bytes,
     "flce-chunk-tokens": flce_chunk_tokens,
     "autocast-weight-bytes": autocast_weight_bytes,
+    "moe-expert-capacity": moe_expert_capacity,
+    "moe-dispatch-bytes": moe_dispatch_bytes,
+    "cp-head-tail-chunks": cp_head_tail_chunks,
+    "cp-gathered-kv-bytes": cp_gathered_kv_bytes,
 }

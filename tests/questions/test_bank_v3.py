@@ -19,14 +19,20 @@ from questions import load_bank
 from tests.questions.formulas_v3 import (
     FORMULAS_V3,
     autocast_weight_bytes,
+    cp_gathered_kv_bytes,
     flce_chunk,
+    head_tail_chunks,
     logits_bytes,
+    moe_capacity,
+    moe_dispatch_bytes,
 )
 
 # topic -> minimum number of questions (issue 28, "Content v3").
 MIN_PER_TOPIC = {
     "lm-head-memory": 5,
     "autocast-memory": 4,
+    "moe-memory": 5,
+    "context-parallelism": 4,
 }
 MAX_LONGEST_SHARE = 0.25
 POSITION_SHARE = (0.15, 0.35)
@@ -63,6 +69,37 @@ def test_autocast_weight_bytes_add_the_cached_casts() -> None:
     casts = {"params": 10**9, "weight_bytes": 4, **GB}
     assert autocast_weight_bytes({**casts, "cast_bytes": 2}) == "6.0 GB"
     assert autocast_weight_bytes({**casts, "cast_bytes": 0}) == "4.0 GB"
+
+
+def test_moe_capacity_follows_megatron_and_switch() -> None:
+    # Switch Transformer: capacity = tokens per batch / experts * capacity factor (top-1).
+    assert moe_capacity(tokens=1024, topk=1, experts=8, capacity_factor=1.0) == 128
+    # Megatron-Core counts every top-k assignment and rounds up.
+    assert moe_capacity(tokens=8192, topk=2, experts=16, capacity_factor=1.25) == 1280
+    assert moe_capacity(tokens=10, topk=2, experts=3, capacity_factor=1.0) == 7
+
+
+def test_dispatch_buffer_has_one_row_per_token_and_selected_expert() -> None:
+    one = {"tokens": 8192, "hidden": 7168, "dtype_bytes": 2, "unit": "MiB", "decimals": 0}
+    assert moe_dispatch_bytes({**one, "topk": 1}) == "112 MiB"
+    assert moe_dispatch_bytes({**one, "topk": 8}) == "896 MiB"
+
+
+def test_head_tail_chunks_pair_a_head_chunk_with_its_mirror_tail() -> None:
+    # The _load_balancer.py docstring: 8 tokens on 2 ranks -> rank 0 (0, 7), rank 1 (1, 6)...
+    assert head_tail_chunks(seq=8, cp=2, rank=0) == [(0, 1), (6, 7)]
+    assert head_tail_chunks(seq=8, cp=2, rank=1) == [(2, 3), (4, 5)]
+    # Every position is held by exactly one rank.
+    held = sorted(
+        p for r in range(4) for a, b in head_tail_chunks(64, 4, r) for p in range(a, b + 1)
+    )
+    assert held == list(range(64))
+
+
+def test_gathered_kv_is_the_whole_sequence_whatever_the_cp_degree() -> None:
+    layer = {"seq": 131072, "batch": 1, "kv_heads": 8, "head_dim": 128, "dtype_bytes": 2}
+    mib = {"unit": "MiB", "decimals": 0}
+    assert {cp_gathered_kv_bytes({**layer, **mib, "cp": cp}) for cp in (2, 4, 8)} == {"512 MiB"}
 
 
 # --- the questions --------------------------------------------------------------------------

@@ -118,3 +118,37 @@ def test_cross_entropy_saves_one_log_softmax_output_and_not_the_logits() -> None
     assert {t.dtype for t in full} == {torch.float32}
     assert len({t.data_ptr() for t in full}) == 1  # log_softmax's result, reused by nll_loss
     assert all(t.data_ptr() != logits.data_ptr() for t in full)
+
+
+def test_head_tail_load_balancer_gives_rank_1_chunks_1_and_6() -> None:
+    # context-parallel-head-tail-chunks
+    from torch.distributed.tensor.experimental._context_parallel import _load_balancer
+
+    balancer = _load_balancer._create_default_load_balancer(32, 4, "cpu")
+    assert isinstance(balancer, _load_balancer._HeadTailLoadBalancer)
+    order = balancer._generate_indices()[0].tolist()
+    assert order[8:16] == [*range(4, 8), *range(24, 28)]  # 4-token chunks 1 and 6
+
+
+def test_context_parallel_gathers_kv_by_default_and_merges_in_fp32() -> None:
+    # context-parallel-allgather-kv-bytes, context-parallel-merges-with-lse
+    from torch.distributed.tensor.experimental._context_parallel import _attention
+
+    options = _attention._ContextParallelOptions()
+    assert options.rotate_method is _attention._RotateMethod.ALL_GATHER
+    assert options.convert_to_f32 is True
+    assert 'the default rotate method is "allgather"' in _attention.set_rotate_method.__doc__
+    gather = inspect.getsource(_attention._AllGatherRotater)
+    assert "all_gather_single" in gather
+    ring = inspect.getsource(_attention._templated_ring_attention)
+    assert "torch.cat([key.flatten(), value.flatten()])" in ring
+    merge = inspect.getsource(_attention._SDPAMerger._merge_one)
+    assert "F.sigmoid(block_lse - lse) * (out - block_out)" in merge
+
+
+def test_context_parallel_clones_every_buffer_it_must_restore() -> None:
+    # context-parallel-restores-buffers
+    from torch.distributed.tensor.experimental._context_parallel import _attention
+
+    source = inspect.getsource(_attention.context_parallel)
+    assert "None if b in no_restore_buffers else b.clone() for b in buffers" in source
