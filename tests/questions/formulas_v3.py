@@ -75,6 +75,11 @@ def cp_gathered_kv_bytes(i: Mapping[str, Any]) -> str:
     return _in_unit(i["cp"] * shard * i["dtype_bytes"], i)
 
 
+def fsdp2_unsharded_bytes(i: Mapping[str, Any]) -> str:
+    """Unsharded parameters of `blocks_held` FSDP2 blocks, in the policy's param_dtype."""
+    return _in_unit(i["blocks_held"] * i["block_params"] * i["param_bytes"], i)
+
+
 FORMULAS_V3: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "logits-bytes": logits_bytes,
     "flce-chunk-tokens": flce_chunk_tokens,
@@ -83,4 +88,5 @@ FORMULAS_V3: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "moe-dispatch-bytes": moe_dispatch_bytes,
     "cp-head-tail-chunks": cp_head_tail_chunks,
     "cp-gathered-kv-bytes": cp_gathered_kv_bytes,
+    "fsdp2-unsharded-bytes": fsdp2_unsharded_bytes,
 }

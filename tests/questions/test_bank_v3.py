@@ -21,6 +21,7 @@ from tests.questions.formulas_v3 import (
     autocast_weight_bytes,
     cp_gathered_kv_bytes,
     flce_chunk,
+    fsdp2_unsharded_bytes,
     head_tail_chunks,
     logits_bytes,
     moe_capacity,
@@ -33,6 +34,8 @@ MIN_PER_TOPIC = {
     "autocast-memory": 4,
     "moe-memory": 5,
     "context-parallelism": 4,
+    "cuda-ipc": 4,
+    "fsdp2": 5,
 }
 MAX_LONGEST_SHARE = 0.25
 POSITION_SHARE = (0.15, 0.35)
@@ -100,6 +103,12 @@ def test_gathered_kv_is_the_whole_sequence_whatever_the_cp_degree() -> None:
     layer = {"seq": 131072, "batch": 1, "kv_heads": 8, "head_dim": 128, "dtype_bytes": 2}
     mib = {"unit": "MiB", "decimals": 0}
     assert {cp_gathered_kv_bytes({**layer, **mib, "cp": cp}) for cp in (2, 4, 8)} == {"512 MiB"}
+
+
+def test_fsdp2_unsharded_bytes_scale_with_the_blocks_held() -> None:
+    block = {"block_params": 200_000_000, "param_bytes": 2, **GB}
+    assert fsdp2_unsharded_bytes({**block, "blocks_held": 1}) == "0.4 GB"
+    assert fsdp2_unsharded_bytes({**block, "blocks_held": 32}) == "12.8 GB"
 
 
 # --- the questions --------------------------------------------------------------------------

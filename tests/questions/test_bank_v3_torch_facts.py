@@ -152,3 +152,81 @@ def test_context_parallel_clones_every_buffer_it_must_restore() -> None:
 
     source = inspect.getsource(_attention.context_parallel)
     assert "None if b in no_restore_buffers else b.clone() for b in buffers" in source
+
+
+def test_cuda_ipc_docs_and_sources_say_what_the_questions_quote() -> None:
+    # cuda-ipc-producer-keeps-alive, cuda-ipc-collect, cuda-ipc-slice-shares-storage,
+    # cuda-ipc-fork-reinit, cuda-ipc-freed-block-limbo
+    from torch.multiprocessing import reductions
+
+    assert "and for CUDA tensors" in torch.Tensor.share_memory_.__doc__
+    doc = " ".join(torch.cuda.ipc_collect.__doc__.split())
+    assert "Force collects GPU memory after it has been released by CUDA IPC" in doc
+    assert "shared memory file used for reference counting" in doc
+    reduce = inspect.getsource(reductions.reduce_tensor)
+    assert "storage._share_cuda_()" in reduce
+    assert "storage_size_bytes,  # size(in bytes) of the storage" in reduce
+    assert "Cannot re-initialize CUDA in forked subprocess" in inspect.getsource(
+        torch.cuda._lazy_init
+    )
+    header = (TORCH_DIR / "include/torch/csrc/CudaIPCTypes.h").read_text()
+    assert "All to be deleted data blocks with non zero reference counter goes there" in header
+
+
+@pytest.fixture
+def one_rank_group(tmp_path: Path) -> Any:
+    """A one-process gloo group and a CPU device mesh, enough for FSDP2 to shard and run."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
+    )
+    try:
+        yield init_device_mesh("cpu", (1,))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_fsdp2_shards_dim0_and_keeps_only_the_root_unsharded_after_forward(
+    one_rank_group: Any,
+) -> None:
+    # fsdp2-dtensor-dim0-shards, fsdp2-reshard-after-forward-default, fsdp2-mixed-precision-master
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed.tensor import DTensor, Shard
+
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8))
+    fully_shard(model[0], mesh=one_rank_group, mp_policy=policy)
+    fully_shard(model, mesh=one_rank_group, mp_policy=policy)  # model[1] belongs to the root
+    sharded = model[0].weight
+    assert isinstance(sharded, DTensor) and sharded.placements == (Shard(0),)
+    assert sharded.dtype == torch.float32
+    out = model(torch.randn(2, 8))
+    assert out.dtype == torch.bfloat16
+    assert isinstance(model[0].weight, DTensor)  # the block resharded after forward
+    root_weight = model[1].weight
+    assert not isinstance(root_weight, DTensor) and root_weight.dtype == torch.bfloat16
+    out.float().sum().backward()
+    grad = model[0].weight.grad
+    assert isinstance(grad, DTensor) and grad.dtype == torch.float32
+
+
+def test_fsdp2_docstrings_say_what_the_questions_quote() -> None:
+    # fsdp2-reshard-after-forward-default, fsdp2-forward-prefetch-two, fsdp2-mixed-precision-master
+    from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
+
+    def text(obj: Any) -> str:
+        return " ".join(obj.__doc__.split())
+
+    assert (
+        "If ``None``, it is set to ``True`` for non-root modules and ``False`` for root modules"
+        in text(fully_shard)
+    )
+    prefetch = text(FSDPModule.set_modules_to_forward_prefetch)
+    assert "except the prefetched all-gather is issued earlier from the CPU" in prefetch
+    assert "at least length two is required for more aggressive overlap" in prefetch
+    assert "will use more reserved memory" in prefetch
+    policy = text(MixedPrecisionPolicy)
+    assert "The optimizer step uses the sharded parameter in the original dtype" in policy
+    assert "does not require any extra memory to keep a high-precision copy" in policy
