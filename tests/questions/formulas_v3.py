@@ -80,6 +80,27 @@ def fsdp2_unsharded_bytes(i: Mapping[str, Any]) -> str:
     return _in_unit(i["blocks_held"] * i["block_params"] * i["param_bytes"], i)
 
 
+def mx_quantized_bytes(i: Mapping[str, Any]) -> str:
+    """Block-scaled copies (OCP MX): one value per element plus one scale per `block` values."""
+    per_copy = i["rows"] * i["cols"] * (i["value_bytes"] + i["scale_bytes"] / i["block"])
+    return _in_unit(i["copies"] * per_copy, i)
+
+
+def prefill_chunk(budget: int, decodes: int, prompt: int) -> int:
+    """vLLM V1 Scheduler.schedule: running requests (one token per decode) take the budget
+    first; a waiting prompt gets min(its tokens, what is left)."""
+    return max(0, min(prompt, budget - decodes))
+
+
+def chunked_prefill_chunk(i: Mapping[str, Any]) -> str:
+    return f"{prefill_chunk(i['budget'], i['decodes'], i['prompt'])} tokens"
+
+
+def step_activation_bytes(i: Mapping[str, Any]) -> str:
+    """One activation of a step: every scheduled token times the layer's output width."""
+    return _in_unit(i["tokens"] * i["width"] * i["dtype_bytes"], i)
+
+
 FORMULAS_V3: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "logits-bytes": logits_bytes,
     "flce-chunk-tokens": flce_chunk_tokens,
@@ -89,4 +110,7 @@ FORMULAS_V3: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "cp-head-tail-chunks": cp_head_tail_chunks,
     "cp-gathered-kv-bytes": cp_gathered_kv_bytes,
     "fsdp2-unsharded-bytes": fsdp2_unsharded_bytes,
+    "mx-quantized-bytes": mx_quantized_bytes,
+    "chunked-prefill-chunk": chunked_prefill_chunk,
+    "step-activation-bytes": step_activation_bytes,
 }

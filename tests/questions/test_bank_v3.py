@@ -26,6 +26,9 @@ from tests.questions.formulas_v3 import (
     logits_bytes,
     moe_capacity,
     moe_dispatch_bytes,
+    mx_quantized_bytes,
+    prefill_chunk,
+    step_activation_bytes,
 )
 
 # topic -> minimum number of questions (issue 28, "Content v3").
@@ -36,6 +39,8 @@ MIN_PER_TOPIC = {
     "context-parallelism": 4,
     "cuda-ipc": 4,
     "fsdp2": 5,
+    "fp8-training": 5,
+    "chunked-prefill": 4,
 }
 MAX_LONGEST_SHARE = 0.25
 POSITION_SHARE = (0.15, 0.35)
@@ -109,6 +114,31 @@ def test_fsdp2_unsharded_bytes_scale_with_the_blocks_held() -> None:
     block = {"block_params": 200_000_000, "param_bytes": 2, **GB}
     assert fsdp2_unsharded_bytes({**block, "blocks_held": 1}) == "0.4 GB"
     assert fsdp2_unsharded_bytes({**block, "blocks_held": 32}) == "12.8 GB"
+
+
+def test_mx_copies_cost_8_25_bits_per_value_each() -> None:
+    # OCP Microscaling spec: 32-element blocks with an 8-bit E8M0 scale -> 8.25 bits/element.
+    one = {"rows": 1, "cols": 32, "value_bytes": 1, "block": 32, "scale_bytes": 1}
+    assert mx_quantized_bytes({**one, "copies": 1, "unit": "KiB", "decimals": 5}) == (
+        f"{33 / 1024:.5f} KiB"
+    )
+    weight = {"rows": 4096, "cols": 4096, "value_bytes": 1, "block": 32, "scale_bytes": 1}
+    mib = {"unit": "MiB", "decimals": 1}
+    assert mx_quantized_bytes({**weight, **mib, "copies": 2}) == "33.0 MiB"
+    assert mx_quantized_bytes({**weight, **mib, "copies": 1}) == "16.5 MiB"
+
+
+def test_a_prefill_chunk_gets_what_the_running_requests_leave() -> None:
+    assert prefill_chunk(budget=2048, decodes=0, prompt=8192) == 2048
+    assert prefill_chunk(budget=2048, decodes=64, prompt=8192) == 1984
+    assert prefill_chunk(budget=2048, decodes=64, prompt=100) == 100
+    assert prefill_chunk(budget=64, decodes=64, prompt=100) == 0
+
+
+def test_step_activation_bytes_scale_with_the_step_tokens() -> None:
+    mlp = {"width": 2 * 14336, "dtype_bytes": 2, "unit": "MiB", "decimals": 0}
+    assert step_activation_bytes({**mlp, "tokens": 8192}) == "448 MiB"
+    assert step_activation_bytes({**mlp, "tokens": 131072}) == "7168 MiB"
 
 
 # --- the questions --------------------------------------------------------------------------
