@@ -152,6 +152,11 @@ def test_context_parallel_clones_every_buffer_it_must_restore() -> None:
 
     source = inspect.getsource(_attention.context_parallel)
     assert "None if b in no_restore_buffers else b.clone() for b in buffers" in source
+    assert "buffer.resize_(shard.shape)" in source
+    # Shrinking with resize_ keeps the buffer's storage at its old size.
+    buffer = torch.arange(1024.0)
+    buffer.resize_(256)
+    assert buffer.untyped_storage().nbytes() == 1024 * 4
 
 
 def test_cuda_ipc_docs_and_sources_say_what_the_questions_quote() -> None:
