@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from bot.domain import Locale
+from bot.domain import Locale, UserRef
 from bot.errors import UserFacingError
 from bot.i18n import translator
 
@@ -62,18 +62,32 @@ class ClinicJob:
     gpu_memory: int | None = None
     delete_after: bool = False
     name: str = "snapshot.pickle"  # shown in messages; never used as a path
+    member: UserRef | None = None  # who sent it: one job in the clinic per member
 
     @classmethod
     def upload(
-        cls, path: Path, locale: Locale, *, gpu_memory: int | None = None, name: str = ""
+        cls,
+        path: Path,
+        locale: Locale,
+        *,
+        gpu_memory: int | None = None,
+        name: str = "",
+        member: UserRef | None = None,
     ) -> ClinicJob:
         """A downloaded attachment: the runner deletes `path` once the run is over."""
-        return cls(path, locale, gpu_memory, delete_after=True, name=name or path.name)
+        return cls(path, locale, gpu_memory, True, name or path.name, member)
 
     @classmethod
-    def local_file(cls, path: Path, locale: Locale, *, gpu_memory: int | None = None) -> ClinicJob:
+    def local_file(
+        cls,
+        path: Path,
+        locale: Locale,
+        *,
+        gpu_memory: int | None = None,
+        member: UserRef | None = None,
+    ) -> ClinicJob:
         """A file the member owns (console): read, never deleted."""
-        return cls(path, locale, gpu_memory, delete_after=False, name=path.name)
+        return cls(path, locale, gpu_memory, False, path.name, member)
 
     def discard(self) -> None:
         """Delete the uploaded file (no-op for bytes and for a member's own file)."""
@@ -112,6 +126,8 @@ class Rejection(StrEnum):
     NOT_SNAPSHOT = "not_snapshot"  # a pickle of something else
     TOO_BIG_IN_MEMORY = "too_big_in_memory"
     BAD_GPU_MEMORY = "bad_gpu_memory"
+    REPEATED_ENTRIES = "repeated_entries"  # lists by reference more than the file holds
+    TOO_MANY_DEVICES = "too_many_devices"  # more device traces than a machine has GPUs
 
 
 class ClinicInputError(UserFacingError):
@@ -128,6 +144,69 @@ class ClinicUnavailableError(UserFacingError):
 
 class ClinicFailedError(UserFacingError):
     """The analysis started but did not finish (timeout, crash, runner shut down)."""
+
+
+class ClinicBusyError(UserFacingError):
+    """Not taken: the member's previous snapshot is still in the clinic, or it is full."""
+
+
+DEFAULT_MAX_JOBS = 4
+
+
+class ClinicAdmission:
+    """The snapshots this bot process has in the clinic, queued or running: at most one
+    per member and `max_jobs` in all (``QUIZBOT_CLINIC_MAX_JOBS``), so a few members
+    sending files cannot queue work the runner would take minutes to get through.
+
+    Per process: each replica admits its own `max_jobs` (the runner's own queue is
+    shared). One event loop, so no lock: `admitted` checks and takes a place at once.
+    """
+
+    def __init__(self, max_jobs: int = DEFAULT_MAX_JOBS) -> None:
+        if max_jobs < 1:
+            raise ValueError(f"max_jobs must be at least 1, got {max_jobs}")
+        self.max_jobs = max_jobs
+        self._jobs = 0
+        self._members: dict[str, str] = {}  # member key -> the name of their snapshot
+
+    @property
+    def jobs(self) -> int:
+        """Snapshots admitted and not finished."""
+        return self._jobs
+
+    @contextlib.contextmanager
+    def admitted(self, job: ClinicJob) -> Iterator[None]:
+        """Hold a place for `job` while the block runs; raises `ClinicBusyError` (in the
+        job's locale) when the member already has one, or every place is taken."""
+        t = translator(job.locale)
+        key = job.member.key if job.member is not None else None
+        if key is not None and key in self._members:
+            raise ClinicBusyError(
+                t(
+                    "🩺 `{name}` was not analysed: your snapshot `{first}` is still being "
+                    "checked. Send this one again once its answer arrives.",
+                    name=job.name,
+                    first=self._members[key],
+                )
+            )
+        if self._jobs >= self.max_jobs:
+            raise ClinicBusyError(
+                t(
+                    "🩺 The memory clinic is busy with {jobs} snapshots: send `{name}` again "
+                    "in a few minutes.",
+                    jobs=self._jobs,
+                    name=job.name,
+                )
+            )
+        self._jobs += 1
+        if key is not None:
+            self._members[key] = job.name
+        try:
+            yield
+        finally:
+            self._jobs -= 1
+            if key is not None:
+                self._members.pop(key, None)
 
 
 def rejection(reason: Rejection, locale: Locale, detail: Mapping[str, Any]) -> ClinicInputError:
@@ -182,6 +261,32 @@ def rejection(reason: Rejection, locale: Locale, detail: Mapping[str, Any]) -> C
             name=name,
             limit=_mib(detail.get("limit")),
         )
+    elif reason is Rejection.REPEATED_ENTRIES:
+        text = (
+            t(
+                "{name} lists {count} trace entries, more than a file of {size} MiB can "
+                "hold ({limit} at most): it repeats the same entries by reference, which "
+                "torch never writes. Nothing in it was replayed.",
+                name=name,
+                count=_grouped(detail.get("count"), locale),
+                size=_mib(detail.get("size")),
+                limit=_grouped(detail.get("limit"), locale),
+            )
+            + " "
+            + fix
+        )
+    elif reason is Rejection.TOO_MANY_DEVICES:
+        text = (
+            t(
+                "{name} has traces for {devices} devices: a snapshot has one per GPU of "
+                "the recording process, and the clinic reads at most {limit}.",
+                name=name,
+                devices=_grouped(detail.get("devices"), locale),
+                limit=int(detail.get("limit") or 0),
+            )
+            + " "
+            + fix
+        )
     elif reason is Rejection.BAD_GPU_MEMORY:
         text = t(
             "gpu_memory {value!r} is not a size in GiB between {low} and {high}, e.g. 80.",
@@ -200,6 +305,13 @@ def rejection(reason: Rejection, locale: Locale, detail: Mapping[str, Any]) -> C
             + fix
         )
     return ClinicInputError(reason, text)
+
+
+def _grouped(value: object, locale: Locale) -> str:
+    """A count with thousands grouped as the locale writes them (1,234 / 1.234)."""
+    n = int(value) if isinstance(value, int | float) else 0
+    text = f"{n:,}"
+    return text.replace(",", ".") if locale is Locale.EL else text
 
 
 def _mib(nbytes: object) -> str:
@@ -287,6 +399,9 @@ class ProgressRelay:
 
 
 __all__ = [
+    "DEFAULT_MAX_JOBS",
+    "ClinicAdmission",
+    "ClinicBusyError",
     "ClinicFailedError",
     "ClinicInputError",
     "ClinicJob",

@@ -14,7 +14,9 @@ import logging
 from typing import Protocol
 
 from bot.clinic import (
+    DEFAULT_MAX_JOBS,
     GPU_MEMORY_GIB_RANGE,
+    ClinicAdmission,
     ClinicJob,
     ClinicProgress,
     ClinicStage,
@@ -92,9 +94,15 @@ def progress_message(progress: ClinicProgress, name: str, locale: Locale) -> Mes
 
 
 class Clinic:
-    def __init__(self, runner: ClinicRunner, service: QuizService) -> None:
+    """`max_jobs` (``QUIZBOT_CLINIC_MAX_JOBS``): snapshots this process takes at once, one
+    per member (`ClinicAdmission`)."""
+
+    def __init__(
+        self, runner: ClinicRunner, service: QuizService, *, max_jobs: int = DEFAULT_MAX_JOBS
+    ) -> None:
         self.runner = runner
         self.service = service
+        self.admission = ClinicAdmission(max_jobs)
         self._problems = ThrottledLog(log)
 
     @property
@@ -103,24 +111,27 @@ class Clinic:
         return bool(getattr(self.runner, "enabled", True))
 
     async def examine(self, job: ClinicJob, delivery: ClinicDelivery) -> None:
-        """Analyse `job` and deliver the result privately; never raises."""
+        """Analyse `job` and deliver the result privately; never raises. A member whose
+        previous snapshot is still in the clinic, or a full clinic, gets one line saying
+        so (the upload is deleted)."""
         t = translator(job.locale)
         try:
-            await delivery.status(
-                Message(
-                    body=t(
-                        "🩺 Analysing `{name}` — a snapshot of millions of events takes a "
-                        "few seconds…",
-                        name=job.name,
+            with self.admission.admitted(job):
+                await delivery.status(
+                    Message(
+                        body=t(
+                            "🩺 Analysing `{name}` — a snapshot of millions of events takes "
+                            "a few seconds…",
+                            name=job.name,
+                        )
                     )
                 )
-            )
 
-            async def on_progress(progress: ClinicProgress) -> None:
-                await delivery.status(progress_message(progress, job.name, job.locale))
+                async def on_progress(progress: ClinicProgress) -> None:
+                    await delivery.status(progress_message(progress, job.name, job.locale))
 
-            callback: ProgressCallback = on_progress
-            result = await self.runner.run_clinic(job, callback)
+                callback: ProgressCallback = on_progress
+                result = await self.runner.run_clinic(job, callback)
         except UserFacingError as exc:
             job.discard()
             await self._deliver(delivery, Message(body=str(exc)))
