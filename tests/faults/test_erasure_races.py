@@ -211,5 +211,16 @@ async def test_an_erased_member_keeps_no_row_whatever_the_interleaving(
                 (m,) = [m for m in members if m.user_id == who.user]
                 count = select(func.count()).where(AnswerRow.member_id == m.id)
                 assert (await s.execute(count)).scalar_one() == before[who] + len(recorded[who])
+            left = sum(1 for m in members if m.user_id in {w.user for w in ERASED})
         expected = await recompute(one)
         assert await actual(one) == expected
+        statuses = [reply.outcome.status for who, _, reply in stamped if who in ERASED]
+        print(
+            f"\nseed {seed}: erased members' clicks {len(statuses)}: "
+            f"{statuses.count(AnswerStatus.ERASED)} refused, "
+            f"{statuses.count(AnswerStatus.RECORDED)} recorded (then erased, or after the "
+            f"fence); erasures told 'nothing stored': "
+            f"{sum(not f.members for f in erased.values())}, answers erased "
+            f"{sum(f.answers for f in erased.values())}; member rows left of the erased: "
+            f"{left} (the one who clicked again after), tombstones {len(tombstones)} with 0 rows"
+        )
