@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -148,65 +148,6 @@ class ClinicFailedError(UserFacingError):
 
 class ClinicBusyError(UserFacingError):
     """Not taken: the member's previous snapshot is still in the clinic, or it is full."""
-
-
-DEFAULT_MAX_JOBS = 4
-
-
-class ClinicAdmission:
-    """The snapshots this bot process has in the clinic, queued or running: at most one
-    per member and `max_jobs` in all (``QUIZBOT_CLINIC_MAX_JOBS``), so a few members
-    sending files cannot queue work the runner would take minutes to get through.
-
-    Per process: each replica admits its own `max_jobs` (the runner's own queue is
-    shared). One event loop, so no lock: `admitted` checks and takes a place at once.
-    """
-
-    def __init__(self, max_jobs: int = DEFAULT_MAX_JOBS) -> None:
-        if max_jobs < 1:
-            raise ValueError(f"max_jobs must be at least 1, got {max_jobs}")
-        self.max_jobs = max_jobs
-        self._jobs = 0
-        self._members: dict[str, str] = {}  # member key -> the name of their snapshot
-
-    @property
-    def jobs(self) -> int:
-        """Snapshots admitted and not finished."""
-        return self._jobs
-
-    @contextlib.contextmanager
-    def admitted(self, job: ClinicJob) -> Iterator[None]:
-        """Hold a place for `job` while the block runs; raises `ClinicBusyError` (in the
-        job's locale) when the member already has one, or every place is taken."""
-        t = translator(job.locale)
-        key = job.member.key if job.member is not None else None
-        if key is not None and key in self._members:
-            raise ClinicBusyError(
-                t(
-                    "🩺 `{name}` was not analysed: your snapshot `{first}` is still being "
-                    "checked. Send this one again once its answer arrives.",
-                    name=job.name,
-                    first=self._members[key],
-                )
-            )
-        if self._jobs >= self.max_jobs:
-            raise ClinicBusyError(
-                t(
-                    "🩺 The memory clinic is busy with {jobs} snapshots: send `{name}` again "
-                    "in a few minutes.",
-                    jobs=self._jobs,
-                    name=job.name,
-                )
-            )
-        self._jobs += 1
-        if key is not None:
-            self._members[key] = job.name
-        try:
-            yield
-        finally:
-            self._jobs -= 1
-            if key is not None:
-                self._members.pop(key, None)
 
 
 def rejection(reason: Rejection, locale: Locale, detail: Mapping[str, Any]) -> ClinicInputError:
@@ -399,8 +340,6 @@ class ProgressRelay:
 
 
 __all__ = [
-    "DEFAULT_MAX_JOBS",
-    "ClinicAdmission",
     "ClinicBusyError",
     "ClinicFailedError",
     "ClinicInputError",

@@ -10,13 +10,14 @@ fix. The analysis runs on the runner (never in the bot); nothing but the summary
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import Protocol
 
 from bot.clinic import (
-    DEFAULT_MAX_JOBS,
     GPU_MEMORY_GIB_RANGE,
-    ClinicAdmission,
+    ClinicBusyError,
     ClinicJob,
     ClinicProgress,
     ClinicStage,
@@ -60,6 +61,65 @@ RECORD_HINT = N_(
     "Record one with torch.cuda.memory._record_memory_history(max_entries=100000), run the "
     'steps that run out of memory, then torch.cuda.memory._dump_snapshot("snapshot.pickle").'
 )
+
+
+DEFAULT_MAX_JOBS = 4
+
+
+class ClinicAdmission:
+    """The snapshots this bot process has in the clinic, queued or running: at most one
+    per member and `max_jobs` in all (``QUIZBOT_CLINIC_MAX_JOBS``), so a few members
+    sending files cannot queue work the runner would take minutes to get through.
+
+    Per process: each replica admits its own `max_jobs` (the runner's own queue is
+    shared). One event loop, so no lock: `admitted` checks and takes a place at once.
+    """
+
+    def __init__(self, max_jobs: int = DEFAULT_MAX_JOBS) -> None:
+        if max_jobs < 1:
+            raise ValueError(f"max_jobs must be at least 1, got {max_jobs}")
+        self.max_jobs = max_jobs
+        self._jobs = 0
+        self._members: dict[str, str] = {}  # member key -> the name of their snapshot
+
+    @property
+    def jobs(self) -> int:
+        """Snapshots admitted and not finished."""
+        return self._jobs
+
+    @contextlib.contextmanager
+    def admitted(self, job: ClinicJob) -> Iterator[None]:
+        """Hold a place for `job` while the block runs; raises `ClinicBusyError` (in the
+        job's locale) when the member already has one, or every place is taken."""
+        t = translator(job.locale)
+        key = job.member.key if job.member is not None else None
+        if key is not None and key in self._members:
+            raise ClinicBusyError(
+                t(
+                    "🩺 `{name}` was not analysed: your snapshot `{first}` is still being "
+                    "checked. Send this one again once its answer arrives.",
+                    name=job.name,
+                    first=self._members[key],
+                )
+            )
+        if self._jobs >= self.max_jobs:
+            raise ClinicBusyError(
+                t(
+                    "🩺 The memory clinic is busy with {jobs} snapshots: send `{name}` again "
+                    "in a few minutes.",
+                    jobs=self._jobs,
+                    name=job.name,
+                )
+            )
+        self._jobs += 1
+        if key is not None:
+            self._members[key] = job.name
+        try:
+            yield
+        finally:
+            self._jobs -= 1
+            if key is not None:
+                self._members.pop(key, None)
 
 
 class ClinicDelivery(Protocol):
@@ -182,9 +242,11 @@ def register_clinic_command(cs: CommandSet) -> None:
 
 
 __all__ = [
+    "DEFAULT_MAX_JOBS",
     "GPU_MEMORY_OPTION",
     "SNAPSHOT_OPTION",
     "Clinic",
+    "ClinicAdmission",
     "ClinicDelivery",
     "progress_message",
     "register_clinic_command",

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.clinic import ClinicAdmission, ClinicJob, ClinicResult, ProgressCallback
-from bot.clinic_flow import Clinic
+from bot.clinic import ClinicJob, ClinicResult, ProgressCallback
+from bot.clinic_flow import Clinic, ClinicAdmission
 from bot.config import load_settings
 from bot.domain import Locale, Platform, UserRef
 from bot.errors import ConfigError
