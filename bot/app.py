@@ -154,7 +154,7 @@ async def build_core(
         install_import_help(commands)
         stack.push_async_callback(service.drain_updates)
         runner = await stack.enter_async_context(open_runner(settings))
-        clinic = Clinic(runner, service)
+        clinic = Clinic(runner, service, max_jobs=settings.clinic_max_jobs)
         register_clinic_command(commands)
 
         # Attaches itself to reveals and resumes runs left pending by a previous process.

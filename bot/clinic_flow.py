@@ -10,11 +10,14 @@ fix. The analysis runs on the runner (never in the bot); nothing but the summary
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import Protocol
 
 from bot.clinic import (
     GPU_MEMORY_GIB_RANGE,
+    ClinicBusyError,
     ClinicJob,
     ClinicProgress,
     ClinicStage,
@@ -60,6 +63,65 @@ RECORD_HINT = N_(
 )
 
 
+DEFAULT_MAX_JOBS = 4
+
+
+class ClinicAdmission:
+    """The snapshots this bot process has in the clinic, queued or running: at most one
+    per member and `max_jobs` in all (``QUIZBOT_CLINIC_MAX_JOBS``), so a few members
+    sending files cannot queue work the runner would take minutes to get through.
+
+    Per process: each replica admits its own `max_jobs` (the runner's own queue is
+    shared). One event loop, so no lock: `admitted` checks and takes a place at once.
+    """
+
+    def __init__(self, max_jobs: int = DEFAULT_MAX_JOBS) -> None:
+        if max_jobs < 1:
+            raise ValueError(f"max_jobs must be at least 1, got {max_jobs}")
+        self.max_jobs = max_jobs
+        self._jobs = 0
+        self._members: dict[str, str] = {}  # member key -> the name of their snapshot
+
+    @property
+    def jobs(self) -> int:
+        """Snapshots admitted and not finished."""
+        return self._jobs
+
+    @contextlib.contextmanager
+    def admitted(self, job: ClinicJob) -> Iterator[None]:
+        """Hold a place for `job` while the block runs; raises `ClinicBusyError` (in the
+        job's locale) when the member already has one, or every place is taken."""
+        t = translator(job.locale)
+        key = job.member.key if job.member is not None else None
+        if key is not None and key in self._members:
+            raise ClinicBusyError(
+                t(
+                    "🩺 `{name}` was not analysed: your snapshot `{first}` is still being "
+                    "checked. Send this one again once its answer arrives.",
+                    name=job.name,
+                    first=self._members[key],
+                )
+            )
+        if self._jobs >= self.max_jobs:
+            raise ClinicBusyError(
+                t(
+                    "🩺 The memory clinic is busy with {jobs} snapshots: send `{name}` again "
+                    "in a few minutes.",
+                    jobs=self._jobs,
+                    name=job.name,
+                )
+            )
+        self._jobs += 1
+        if key is not None:
+            self._members[key] = job.name
+        try:
+            yield
+        finally:
+            self._jobs -= 1
+            if key is not None:
+                self._members.pop(key, None)
+
+
 class ClinicDelivery(Protocol):
     """Where a member's clinic answers go, privately (an ephemeral reply, a DM, the
     terminal)."""
@@ -92,9 +154,15 @@ def progress_message(progress: ClinicProgress, name: str, locale: Locale) -> Mes
 
 
 class Clinic:
-    def __init__(self, runner: ClinicRunner, service: QuizService) -> None:
+    """`max_jobs` (``QUIZBOT_CLINIC_MAX_JOBS``): snapshots this process takes at once, one
+    per member (`ClinicAdmission`)."""
+
+    def __init__(
+        self, runner: ClinicRunner, service: QuizService, *, max_jobs: int = DEFAULT_MAX_JOBS
+    ) -> None:
         self.runner = runner
         self.service = service
+        self.admission = ClinicAdmission(max_jobs)
         self._problems = ThrottledLog(log)
 
     @property
@@ -103,24 +171,27 @@ class Clinic:
         return bool(getattr(self.runner, "enabled", True))
 
     async def examine(self, job: ClinicJob, delivery: ClinicDelivery) -> None:
-        """Analyse `job` and deliver the result privately; never raises."""
+        """Analyse `job` and deliver the result privately; never raises. A member whose
+        previous snapshot is still in the clinic, or a full clinic, gets one line saying
+        so (the upload is deleted)."""
         t = translator(job.locale)
         try:
-            await delivery.status(
-                Message(
-                    body=t(
-                        "🩺 Analysing `{name}` — a snapshot of millions of events takes a "
-                        "few seconds…",
-                        name=job.name,
+            with self.admission.admitted(job):
+                await delivery.status(
+                    Message(
+                        body=t(
+                            "🩺 Analysing `{name}` — a snapshot of millions of events takes "
+                            "a few seconds…",
+                            name=job.name,
+                        )
                     )
                 )
-            )
 
-            async def on_progress(progress: ClinicProgress) -> None:
-                await delivery.status(progress_message(progress, job.name, job.locale))
+                async def on_progress(progress: ClinicProgress) -> None:
+                    await delivery.status(progress_message(progress, job.name, job.locale))
 
-            callback: ProgressCallback = on_progress
-            result = await self.runner.run_clinic(job, callback)
+                callback: ProgressCallback = on_progress
+                result = await self.runner.run_clinic(job, callback)
         except UserFacingError as exc:
             job.discard()
             await self._deliver(delivery, Message(body=str(exc)))
@@ -171,9 +242,11 @@ def register_clinic_command(cs: CommandSet) -> None:
 
 
 __all__ = [
+    "DEFAULT_MAX_JOBS",
     "GPU_MEMORY_OPTION",
     "SNAPSHOT_OPTION",
     "Clinic",
+    "ClinicAdmission",
     "ClinicDelivery",
     "progress_message",
     "register_clinic_command",

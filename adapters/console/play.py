@@ -256,7 +256,7 @@ async def _clinic(session: ConsoleSession, args: list[str]) -> None:
         session.say("! " + t("{path}: no such file.", path=cut(args[0])))
         return
     gpu = gpu_memory_from_gib(args[1], locale) if len(args) > 1 else None
-    job = ClinicJob.local_file(path, locale, gpu_memory=gpu)
+    job = ClinicJob.local_file(path, locale, gpu_memory=gpu, member=session.user)
     await session.clinic.examine(job, _PrivateLines(session))
 
 

@@ -187,7 +187,11 @@ class DiscordAdapter:
 
             async def examine(path: Path, reply: DeferredReply) -> None:
                 job = ClinicJob.upload(
-                    path, attached.locale, gpu_memory=gpu_memory, name=attached.name
+                    path,
+                    attached.locale,
+                    gpu_memory=gpu_memory,
+                    name=attached.name,
+                    member=attached.user,
                 )
                 await clinic.examine(job, reply)
 

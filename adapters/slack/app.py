@@ -232,7 +232,9 @@ class SlackAdapter:
             except BaseException:
                 await asyncio.to_thread(path.unlink, True)
                 raise
-            job = ClinicJob.upload(path, locale, gpu_memory=gpu_memory, name=cut(file.name))
+            job = ClinicJob.upload(
+                path, locale, gpu_memory=gpu_memory, name=cut(file.name), member=file.user
+            )
             await clinic.examine(job, DirectMessage(self.chat, file.channel))
 
         self.add_file_handler(takes, examine)
