@@ -182,8 +182,9 @@ class AnswerRepository(Protocol):
         """Record the first answer of a user on an open post (the first one counts).
 
         The outcome's status is RECORDED, ALREADY_ANSWERED (with the choice that counts),
-        CLOSED, UNKNOWN_POST, INVALID_CHOICE or WRONG_CHANNEL (`channel` given and not the
-        post's); `question` is left for the caller. Raises `StorageUnavailable` when the
+        CLOSED, UNKNOWN_POST, INVALID_CHOICE, WRONG_CHANNEL (`channel` given and not the
+        post's) or ERASED (the user was erased after `at`: nothing of theirs is kept);
+        `question` is left for the caller. Raises `StorageUnavailable` when the
         database did not answer within the retry budget. A typed answer gives its `value`
         and whether it is `correct` (its `choice` may be -1: no choice matches it).
         """

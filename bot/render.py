@@ -78,6 +78,13 @@ def outcome_message(outcome: AnswerOutcome, locale: Locale) -> Message:
     t = translator(locale)
     q = outcome.question
     status = outcome.status
+    if status is AnswerStatus.ERASED:
+        return Message(
+            body=t(
+                "You asked the quiz to forget you, and this click arrived before that was "
+                "done, so it was not kept. Click again to answer as a new player."
+            )
+        )
     if status is AnswerStatus.WRONG_CHANNEL:
         return Message(
             body=t(

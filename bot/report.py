@@ -13,6 +13,7 @@ from typing import Protocol
 
 from bot.basics import SCOPE_OPTION
 from bot.commands import Admin, Command, Invocation, Reply
+from bot.csv_cells import guarded_row
 from bot.domain import BoardScope, ChannelRef, Locale, choice_letter
 from bot.errors import UserFacingError
 from bot.features import Feature, Parts
@@ -116,17 +117,19 @@ def report_csv(rows: Sequence[QuestionReport]) -> str:
     writer.writerow(CSV_HEADER)
     for r in hardest_first(rows):
         writer.writerow(
-            (
-                r.question_id,
-                r.topic,
-                r.asked,
-                r.answers,
-                r.correct,
-                r.percent_correct,
-                r.wrong_letter,
-                r.wrong_text,
-                r.wrong_count,
-                r.reports,
+            guarded_row(
+                (
+                    r.question_id,
+                    r.topic,
+                    r.asked,
+                    r.answers,
+                    r.correct,
+                    r.percent_correct,
+                    r.wrong_letter,
+                    r.wrong_text,
+                    r.wrong_count,
+                    r.reports,
+                )
             )
         )
     return out.getvalue()

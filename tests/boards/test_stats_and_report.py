@@ -103,6 +103,23 @@ async def test_report_counts_asked_answers_correct_and_the_most_chosen_wrong_cho
     assert "Only workspace admins" in denied.message.body
 
 
+def test_report_csv_cells_from_members_never_start_a_formula() -> None:
+    rows = [
+        QuestionReport("team-1", "t", 1, 4, 1, 2, 3, '=HYPERLINK("https://evil.example")'),
+        QuestionReport("team-2", "t", 1, 4, 1, 0, 2, "-1"),
+        QuestionReport("team-3", "@topic", 1, 4, 1, 1, 1, "+cmd|' /C calc'!A0"),
+    ]
+    parsed = list(csv.reader(io.StringIO(report_csv(rows))))
+    cells = [cell for row in parsed for cell in row]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    assert sorted(row[7] for row in parsed[1:]) == [
+        "'+cmd|' /C calc'!A0",
+        "'-1",
+        '\'=HYPERLINK("https://evil.example")',
+    ]
+    assert parsed[1][3] == "4"  # numbers are written as numbers
+
+
 def test_report_csv_and_text_list_hardest_first() -> None:
     rows = [
         QuestionReport("easy", "t", 2, 10, 9, 1, 1, 'no, it\'s "fine"'),

@@ -101,15 +101,42 @@ async def test_bad_snapshots_each_get_one_clear_private_line(
     }
     async with clinic() as quiz, run_adapter(quiz=quiz) as adapter:
         sent = []
-        for case, expected in cases.items():
+        for n, (case, expected) in enumerate(cases.items()):
             attached = fake.attach(unique(), files[case][0])
-            inter = await fake.command("clinic", {"snapshot": attached}, user_id="7902")
+            # one member each: a member's second snapshot waits for their first
+            inter = await fake.command("clinic", {"snapshot": attached}, user_id=f"792{n}")
             sent.append((inter, attached, expected))
         for inter, attached, expected in sent:
             done = await final_edit(fake, inter, expected)
             assert attached["filename"] in text_of(done.json) and not done.files
         await adapter.idle()
     assert not (tmp_path / "ran").exists()  # nothing in the refused pickle ran
+
+
+@both_modes
+async def test_a_members_second_snapshot_waits_for_the_first(
+    fake: FakeDiscord, run_adapter: Runner, clinic: ClinicQuiz
+) -> None:
+    data = pickle.dumps(snapshots.growing_batch())
+    first, second = fake.attach(unique(), data), fake.attach(unique(), data)
+    async with clinic() as quiz, run_adapter(quiz=quiz) as adapter:
+        one = await fake.command("clinic", {"snapshot": first}, user_id="7940")
+        two = await fake.command("clinic", {"snapshot": second}, user_id="7940")
+
+        def texts(inter: Json) -> list[str]:
+            # Refused before its download (the initial response), or after it (an edit).
+            answers = [c.json.get("data") or {} for c in fake.callbacks(inter)]
+            return [text_of(a) for a in answers] + [text_of(c.json) for c in edits(fake, inter)]
+
+        def said(expected: str) -> list[Json]:
+            return [i for i in (one, two) if any(expected in t for t in texts(i))]
+
+        await fake.until(lambda: said("is still being checked") and said("expandable_segments"))
+        await adapter.idle()
+    (waited,), (analysed,) = said("is still being checked"), said("expandable_segments")
+    assert waited is not analysed
+    name = (first if analysed is one else second)["filename"]
+    assert name in texts(waited)[-1]  # it names the one in the clinic
 
 
 @both_modes
