@@ -91,6 +91,7 @@ class Registry:
         self.commands = CommandSet()
         self.buttons: dict[str, ButtonKind] = {}
         self.forms: dict[str, FormKind] = {}
+        self._collected: dict[tuple[str, int], tuple[Any, ...]] = {}
         for feature in features:
             self.add(feature)
 
@@ -110,7 +111,13 @@ class Registry:
         self.features.append(feature)
 
     def _all(self, attribute: str) -> tuple[Any, ...]:
-        return tuple(item for f in self.features for item in getattr(f, attribute))
+        # Read on hot paths (each answer's outcome renderers): kept until a feature is added.
+        key = (attribute, len(self.features))
+        found = self._collected.get(key)
+        if found is None:
+            found = tuple(item for f in self.features for item in getattr(f, attribute))
+            self._collected[key] = found
+        return found
 
     @property
     def files(self) -> tuple[FileRoute, ...]:
