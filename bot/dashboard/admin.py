@@ -134,7 +134,8 @@ async def channel_settings(req: PageRequest) -> Render | Redirect:
         value = req.form.get("value", "").strip().lower()[:8]
         known = CHANNEL_SETTINGS.get(name)
         if known is None or (known[1] is not None and value not in known[1]):
-            raise UserFacingError(t("Unknown setting {value!r}.", value=f"{name[:20]} {value}"))
+            shown = name[:20] + " " + value
+            raise UserFacingError(t("Unknown setting {value!r}.", value=shown))
         return Redirect(
             "channel", notice=await command(req, known[0].format(value=value)), query=keep
         )

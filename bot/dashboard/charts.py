@@ -61,9 +61,9 @@ def _change(now: int, before: int, t: Translator) -> str:
         return t("new this week") if now else t("none this week")
     delta = round(100 * (now - before) / before)
     if delta > 0:
-        return t("up {delta} % on the week before", delta=delta)
+        return t("up {delta} % (week on week)", delta=delta)
     if delta < 0:
-        return t("down {delta} % on the week before", delta=-delta)
+        return t("down {delta} % (week on week)", delta=-delta)
     return t("the same as the week before")
 
 
@@ -74,11 +74,12 @@ def activity_chart(days: Sequence[Activity], labels: Sequence[str], t: Translato
     if busiest is None or total == 0:
         title = t("No answers in these {count} days yet", count=len(labels))
     else:
+        day = busiest.starts.strftime("%d/%m")
         title = t(
             "{total} answers in {count} days; the busiest day was {day} with {answers}",
             total=total,
             count=len(labels),
-            day=f"{busiest.starts:%d/%m}",
+            day=day,
             answers=busiest.answered,
         )
     by_day = {f"{d.starts:%m-%d}": d for d in days}
@@ -141,7 +142,7 @@ def topic_chart(questions: Sequence[QuestionStats], t: Translator) -> Chart:
     if rows:
         topic, answered, correct = rows[0]
         title = t(
-            "Weakest topic: {topic}, {rate} % correct of {count} answers",
+            "Weakest topic: {topic}, {count} answers at {rate} %",
             topic=topic,
             rate=percent(correct / answered),
             count=answered,
@@ -155,7 +156,7 @@ def topic_chart(questions: Sequence[QuestionStats], t: Translator) -> Chart:
         "topics",
         title,
         t("Share of correct answers per topic, weakest first."),
-        t("% correct"),
+        t("correct (%)"),
         t("topic"),
         bars,
         vertical=False,
@@ -190,8 +191,7 @@ def calibration_chart(questions: Sequence[QuestionStats], t: Translator) -> Char
         title = t("No question has {count} answers yet", count=ENOUGH)
     elif easy or hard:
         title = t(
-            "{outside} of {count} questions miss the 20–90 % range: {easy} too easy, "
-            "{hard} too hard",
+            "{outside} of {count} questions miss 20–90 %: {easy} too easy, {hard} too hard",
             outside=easy + hard,
             count=len(judged),
             easy=easy,
@@ -218,7 +218,7 @@ def calibration_chart(questions: Sequence[QuestionStats], t: Translator) -> Char
             "{count} answers are left out.",
             count=ENOUGH,
         ),
-        t("% of answers correct"),
+        t("answers correct (%)"),
         t("questions"),
         tuple(bars),
     )

@@ -17,6 +17,7 @@ client and minute are limited.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -149,13 +150,21 @@ class Dashboard:
         return Locale.EN
 
     def notice(self, request: web.Request) -> str:
-        return tokens.unsign(self.config.secret, request.cookies.get(NOTICE_COOKIE)) or ""
+        """The one-time notice a redirect left (base64url inside: a cookie value holds no
+        newline or quote as such)."""
+        value = tokens.unsign(self.config.secret, request.cookies.get(NOTICE_COOKIE))
+        try:
+            return base64.urlsafe_b64decode(value.encode()).decode() if value else ""
+        except (ValueError, UnicodeDecodeError):
+            return ""
 
     def set_notice(self, response: web.StreamResponse, text: str) -> None:
         if text:
             response.set_cookie(
                 NOTICE_COOKIE,
-                tokens.sign(self.config.secret, text[:1500]),
+                tokens.sign(
+                    self.config.secret, base64.urlsafe_b64encode(text[:1200].encode()).decode()
+                ),
                 max_age=60,
                 path="/",
                 httponly=True,
@@ -174,7 +183,7 @@ class Dashboard:
         t = translator(locale)
         notice = self.notice(request)
         html = self.env.get_template(template).render(
-            t=t, locale=locale.value, notice=notice, **context
+            t=t, n=t.n, locale=locale.value, notice=notice, **context
         )
         response = web.Response(text=html, status=status, content_type="text/html")
         if notice:

@@ -55,7 +55,10 @@ class SlackOidc:
         return web.Response(status=302, headers={"Location": f"{redirect}?{urlencode(answer)}"})
 
     def token(self, args: dict[str, Any]) -> dict[str, Any]:
-        if args.get("client_id") != self.client_id or args.get("client_secret") != self.client_secret:
+        if (
+            args.get("client_id") != self.client_id
+            or args.get("client_secret") != self.client_secret
+        ):
             return {"ok": False, "error": "invalid_client_id"}
         grant = self.grants.get(str(args.get("code", "")))
         if grant is None or grant.used:
