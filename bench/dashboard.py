@@ -3,7 +3,7 @@
 100 MiB snapshot.
 
     .venv/bin/python bench/dashboard.py [--answers 1000000] [--members 1000]
-        [--channels 10] [--days 120] [--samples 60] [--upload-mib 100] [--pg URL]
+        [--channels 10] [--days 720] [--samples 60] [--upload-mib 100] [--pg URL]
 
 The history is `bench/leaderboard.py`'s generator (every aggregate computed from the
 answers by the scoring rules), plus the dashboard's own aggregates (`score_questions`,
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import subprocess
@@ -54,19 +55,23 @@ from storage.store import SqlStore
 
 GOAL_MS = 150.0
 RSS_GOAL_MIB = 20.0
-PAGES = (
-    "",
-    "?channel=C00000",
-    "leaderboard",
-    "leaderboard?window=week&scope=workspace",
-    "leaderboard?window=day",
-    "me",
-    "demos",
-    "clinic",
-    "review",
-    "channel",
-    "questions",
-    "schedules",
+PAGES: tuple[str, ...] = (
+    tuple(os.environ.get("BENCH_PAGES", "").split(","))
+    if os.environ.get("BENCH_PAGES")
+    else (
+        "",
+        "?channel=C00000",
+        "leaderboard",
+        "leaderboard?window=week&scope=workspace",
+        "leaderboard?window=day",
+        "me",
+        "demos",
+        "clinic",
+        "review",
+        "channel",
+        "questions",
+        "schedules",
+    )
 )
 
 
@@ -132,19 +137,20 @@ def rss_mib() -> float:
 
 
 UPLOADER = r"""
-import asyncio, sys, aiohttp
+import asyncio, sys, tempfile, aiohttp
 async def main(url, cookie, csrf, size):
-    async def chunks():
+    with tempfile.NamedTemporaryFile(suffix=".pickle") as f:
         block = b"\x80" * (1 << 20)
         for _ in range(size):
-            yield block
-    form = aiohttp.FormData()
-    form.add_field("csrf", csrf)
-    form.add_field("file", chunks(), filename="big.pickle", content_type="application/octet-stream")
-    async with aiohttp.ClientSession(cookies={"quizbot_session": cookie}) as s:
-        writer = form()
-        async with s.post(url, data=writer, allow_redirects=False) as r:
-            print(r.status)
+            f.write(block)
+        f.flush()
+        form = aiohttp.FormData()
+        form.add_field("csrf", csrf)
+        with open(f.name, "rb") as data:  # a file: the form's length is known, as a browser's
+            form.add_field("file", data, filename="big.pickle")
+            async with aiohttp.ClientSession(cookies={"quizbot_session": cookie}) as s:
+                async with s.post(url, data=form, allow_redirects=False) as r:
+                    print(r.status)
 asyncio.run(main(*sys.argv[1:4], int(sys.argv[4])))
 """
 
@@ -228,10 +234,8 @@ async def upload(url: str, cookie: str, csrf: str, mib: int) -> float:
     )  # fmt: skip
     while proc.returncode is None:
         peak = max(peak, rss_mib())
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 0.02)
-        except TimeoutError:
-            pass
     answer = (await proc.stdout.read()).decode().strip() if proc.stdout else ""
     print(f"  upload of {mib} MiB answered: {answer} (RSS {before:.0f} -> peak {peak:.0f} MiB)")
     return peak - before
@@ -267,7 +271,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--answers", type=int, default=1_000_000)
     p.add_argument("--members", type=int, default=1000)
     p.add_argument("--channels", type=int, default=10)
-    p.add_argument("--days", type=int, default=120)
+    # 1,000 members in at most 3 channels each: 720 days hold 1,000,000 distinct answers
+    p.add_argument("--days", type=int, default=720)
     p.add_argument("--samples", type=int, default=60)
     p.add_argument("--upload-mib", type=int, default=100)
     p.add_argument("--pg", default=os.environ.get("QUIZBOT_BENCH_PG", PG_DEFAULT))

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.bank import question_from_dict
 from bot.dashboard.ports import Activity, HistoryEntry, QuestionStats, Streak, WebClinicJob
-from bot.domain import BoardWindow, ChannelRef, Platform, PostKind, UserRef
+from bot.domain import BoardWindow, ChannelRef, Platform, PostKind, Schedule, UserRef
 from bot.team import Workspace
 from storage.models import (
     AnswerRow,
@@ -22,12 +22,14 @@ from storage.models import (
     MemberRow,
     PostRow,
     QuestionVersionRow,
+    ScheduleRow,
     ScoreDayTotalRow,
     ScoreHistogramRow,
     ScoreQuestionRow,
     ScoreRow,
     WebClinicRow,
 )
+from storage.schedules import _to_schedule
 from storage.score_fold import channel_board, workspace_board
 
 
@@ -199,6 +201,27 @@ class SqlDashboard:
                 )
                 for a, kind, ch, data in found
             ]
+
+    async def schedules(
+        self, workspace: Workspace, channel: ChannelRef | None
+    ) -> list[tuple[Schedule, str]]:
+        """The enabled schedules of the channel (None: the workspace), each with its
+        channel's time zone: one statement, however many channels."""
+        where: list[Any] = [
+            ScheduleRow.enabled.is_(True),
+            ChannelRow.platform == str(workspace.platform),
+            ChannelRow.workspace == workspace.id,
+        ]
+        if channel is not None:
+            where.append(ChannelRow.channel == channel.channel)
+        async with self._sessions() as s:
+            rows = await s.execute(
+                select(ScheduleRow, ChannelRow)
+                .join(ChannelRow, ChannelRow.id == ScheduleRow.channel_id)
+                .where(*where)
+                .order_by(ScheduleRow.id)
+            )
+            return [(_to_schedule(r, ch), ch.timezone) for r, ch in rows.all()]
 
     # -- the clinic's uploads ------------------------------------------------------------
 

@@ -94,10 +94,8 @@ async def _upcoming(req: PageRequest, channel: ChannelRef | None) -> list[dict[s
         return []
     t = translator(req.locale)
     found: list[tuple[datetime, ChannelRef, str]] = []
-    for ref in [channel] if channel is not None else req.channels:
-        zone = (await req.store.settings.get(ref)).timezone
-        for schedule in await scheduler.in_channel(ref):
-            found += [(at, ref, zone) for at in scheduler.upcoming(schedule, UPCOMING)]
+    for schedule, zone in await req.store.dashboard.schedules(req.workspace, channel):
+        found += [(at, schedule.channel, zone) for at in scheduler.upcoming(schedule, UPCOMING)]
     found.sort(key=lambda f: f[0])
     return [{"channel": ref, "at": fire_time(at, zone, t)} for at, ref, zone in found[:UPCOMING]]
 

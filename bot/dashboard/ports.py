@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Protocol
 
-from bot.domain import ChannelRef, PostKind, Question, UserRef
+from bot.domain import ChannelRef, PostKind, Question, Schedule, UserRef
 from bot.team import Workspace
 
 
@@ -104,6 +104,12 @@ class DashboardRepository(Protocol):
     async def streaks(
         self, workspace: Workspace, channel: ChannelRef | None, limit: int = 10
     ) -> list[Streak]: ...
+
+    async def schedules(
+        self, workspace: Workspace, channel: ChannelRef | None
+    ) -> list[tuple[Schedule, str]]:
+        """Enabled schedules, each with its channel's time zone."""
+        ...
 
     async def history(
         self, member: UserRef, limit: int = 20, before: int | None = None
