@@ -20,14 +20,22 @@ SOURCES = ["bot", "adapters"]
 PLACEHOLDER = re.compile(r"\{(\w+)[^}]*\}")
 
 
+# The dashboard's templates call the same ``t("…")`` / ``t.n(…)`` (Jinja2's extractor).
+TEMPLATES = [("**/templates/**.html", "jinja2.ext:babel_extract")]
+
+
 def marked_strings() -> set[str]:
     found: set[str] = set()
     for package in SOURCES:
         for _, _, msg, _, _ in extract_from_dir(
-            str(ROOT / package), method_map=[("**.py", "python")], keywords=KEYWORDS
+            str(ROOT / package), method_map=[("**.py", "python"), *TEMPLATES], keywords=KEYWORDS
         ):
             found.add(msg[0] if isinstance(msg, tuple) else msg)
     return found
+
+
+def test_the_dashboards_templates_are_read_for_marked_strings() -> None:
+    assert "Sign in to the quiz dashboard" in marked_strings()
 
 
 def po_files(lang: str) -> list[Path]:
