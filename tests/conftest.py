@@ -6,9 +6,10 @@ import asyncio
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -21,6 +22,7 @@ from bot.quiz import QuizService
 from tests.fakes import RecordingChat
 from tests.quiz import quiz_of
 
+T = TypeVar("T")
 PG_ADMIN_URL = os.environ.get(
     "QUIZBOT_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
@@ -44,7 +46,18 @@ def _pg_available() -> bool:
         await conn.close()
         return True
 
-    return asyncio.run(probe())
+    return run_sync(probe())
+
+
+def run_sync(work: Coroutine[Any, Any, T]) -> T:
+    """Run `work` to completion from a synchronous fixture, also while another event loop
+    runs in this thread (Playwright's sync API keeps one): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, work).result()
 
 
 def _dsn(url: str) -> str:
@@ -63,7 +76,7 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         await upgrade(engine)
         await engine.dispose()  # the last close checkpoints the WAL into the file
 
-    asyncio.run(migrate())
+    run_sync(migrate())
     return path
 
 
@@ -95,9 +108,9 @@ def pg_url() -> Iterator[str]:
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await conn.close()
 
-    asyncio.run(create())
+    run_sync(create())
     yield url
-    asyncio.run(drop())
+    run_sync(drop())
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -118,7 +131,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         await conn.execute(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
         await conn.close()
 
-    asyncio.run(truncate())
+    run_sync(truncate())
     yield url
 
 

@@ -43,6 +43,9 @@ T = TypeVar("T")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Last in the session: Playwright's sync API keeps an event loop running in the
+    # test's thread until the session ends, and no asyncio test can run after it.
+    items.sort(key=lambda item: "dashboard/browser/" in item.nodeid)
     if Path(CHROMIUM).exists():
         return
     for item in items:
