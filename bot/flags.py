@@ -51,7 +51,8 @@ def install_flags(
     def report_button(reveal: Reveal, locale: Locale) -> Button | None:
         if reveal.post.kind is PostKind.PRACTICE:
             return None
-        return Button(translator(locale)("Report a problem"), ActionKind.FLAG, reveal.post.id, "")
+        t = translator(locale)
+        return Button(t("Report a problem"), ActionKind.FLAG, reveal.post.id, "")
 
     service.reveal_buttons.append(report_button)
 
