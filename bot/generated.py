@@ -10,11 +10,12 @@ from dataclasses import replace
 from bot.commands import CommandOption, CommandSet, Invocation, OptionKind, Reply
 from bot.domain import Locale, PostState
 from bot.errors import UserFacingError
+from bot.formats import significant
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import N_, translator
 from bot.interactions import NOT_AVAILABLE, Click, Interactions
 from bot.messages import ActionKind, Message
-from bot.numeric import format_number, numeric_target, parse_typed
+from bot.numeric import numeric_target, parse_typed
 from bot.quiz import QuizService
 
 FORM_KIND = "number"
@@ -94,7 +95,7 @@ def install_generated(cs: CommandSet, interactions: Interactions, service: QuizS
             t(
                 "Your prediction, in {unit} (±{tolerance} counts as right)",
                 unit=target.unit,
-                tolerance=format_number(target.tolerance, locale is Locale.EL),
+                tolerance=significant(target.tolerance, locale),
             ),
             FieldKind.NUMBER,
             max_length=32,

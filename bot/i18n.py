@@ -30,9 +30,10 @@ not known until it runs: pass the values as placeholders; and no call inside an 
 which pybabel cannot see into). pybabel also takes a bare *name* among these keywords for
 the start of a call, so never name a variable ``n`` or ``t`` inside the arguments of a
 marked call: the test that compares pybabel's extraction with the source's calls says
-where one was lost. ``{name}`` placeholders are
-``str.format`` fields, filled only when values are given; numbers a reader sees go through
-`bot.formats` (the locale's decimal comma), not a format spec.
+where one was lost. ``{name}`` placeholders are ``str.format`` fields, filled only when
+values are given; numbers a reader sees go through `bot.formats` (the locale's decimal
+comma), not a format spec. Keep a ``%`` out of a msgid where it can (pass ``12.5 %`` as a
+value): pybabel takes ``% o`` for a printf placeholder and refuses the translation.
 
 A package outside ``bot`` (``gpu_runner``, ``questions``) imports this module and
 `bot.formats` (both pure Python: the runner's child imports them, the bot never imports
