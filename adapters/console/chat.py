@@ -10,7 +10,7 @@ from typing import TextIO
 
 from bot.domain import ChannelRef, Locale, MessageRef, UserRef
 from bot.i18n import Translator, translator
-from bot.messages import ActionKind, Attachment, Button, Image, Message
+from bot.messages import ANSWER, Attachment, Button, Image, Message
 
 LocaleOf = Callable[[ChannelRef], Awaitable[Locale]]
 
@@ -62,7 +62,7 @@ class ConsoleChat:
         print(text, file=self._out, flush=True)
 
     def _remember(self, message: Message) -> None:
-        self.pressable += [b for b in message.buttons if b.action is not ActionKind.ANSWER]
+        self.pressable += [b for b in message.buttons if b.action != ANSWER]
 
     async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
         ref = MessageRef(channel, self._id())
