@@ -58,4 +58,4 @@ I18N_KEYWORDS := -k t -k n:1,2 -k pgettext:1c,2 -k N_ -k Text
 extract: $(STAMP)
 	mkdir -p build
 	$(BIN)/pybabel extract --no-default-keywords $(I18N_KEYWORDS) --sort-by-file \
-	  -o build/messages.pot bot adapters gpu_runner questions
+	  -F babel.cfg -o build/messages.pot bot adapters gpu_runner questions

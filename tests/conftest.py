@@ -26,6 +26,7 @@ PG_ADMIN_URL = os.environ.get(
 )
 REQUIRE_SERVICES = os.environ.get("QUIZBOT_TEST_REQUIRE_SERVICES") == "1"
 TABLES = (
+    "web_clinic, web_rates, web_sign_ins, web_sessions, score_questions, score_day_totals, "
     "erasures, flags, retired_questions, team_questions, team_packs, "
     "demo_runs, practice_cards, score_histograms, score_periods, score_topics, score_days, "
     "scores, answers, posts, schedules, question_versions, members, channels"

@@ -28,6 +28,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from tests.adapters.discord.fake_http import HttpInteractions
+from tests.adapters.discord.fake_oauth import DiscordOAuth
 from tests.adapters.discord.fake_payloads import (
     BOT_PERMISSIONS,
     EPHEMERAL,
@@ -88,6 +89,7 @@ class FakeDiscord(RestRoutes):
         self._runner: web.AppRunner | None = None
         # HTTP mode: interactions are POSTed, signed, to the bot's endpoint (`fake_http`).
         self.http = HttpInteractions(self)
+        self.oauth = DiscordOAuth()  # a member's sign-in to the dashboard (OAuth2)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -95,6 +97,7 @@ class FakeDiscord(RestRoutes):
         app = web.Application(client_max_size=32 * 1024 * 1024)
         app.router.add_get("/gateway", self._gateway)
         app.router.add_get("/attachments/{id}/{name}", self._attachment)
+        app.router.add_get("/oauth2/authorize", self.oauth.authorize)
         if self.control:
             from tests.adapters.discord.fake_control import add_control_routes
 
@@ -369,6 +372,9 @@ class FakeDiscord(RestRoutes):
 
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["path"]
+        auth = request.headers.get("Authorization", "")
+        if path == "/oauth2/token" or auth.startswith("Bearer "):
+            return await self._oauth(request, path, auth)
         body, uploaded = await read_body(request)
         files = [(name, len(data)) for name, data in uploaded]
         call = Call(request.method, path, dict(request.query), body, files, at=time.monotonic())
@@ -378,6 +384,19 @@ class FakeDiscord(RestRoutes):
             response = self.routed(request.method, path, body, files, call)
         await self.record(call, response.status)
         return response
+
+    async def _oauth(self, request: web.Request, path: str, auth: str) -> web.Response:
+        """The OAuth2 token exchange and the signed-in user's own routes."""
+        if path == "/oauth2/token":
+            if request.content_type != "application/x-www-form-urlencoded":
+                status, body = 400, {"error": "invalid_request"}  # Discord takes forms only
+            else:
+                status, body = self.oauth.token(await request.read(), auth)
+        else:
+            status, body = self.oauth.user_route(request.method, path, auth.removeprefix("Bearer "))
+        call = Call(request.method, path, dict(request.query), None, at=time.monotonic())
+        await self.record(call, status)
+        return json_response(body, status)
 
     def routed(
         self, method: str, path: str, body: Any, files: list[tuple[str, int]], call: Call

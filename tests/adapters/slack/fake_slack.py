@@ -22,6 +22,7 @@ from typing import Any, Self
 from aiohttp import WSMsgType, web
 
 from tests.adapters.slack.block_kit import block_kit_problems
+from tests.adapters.slack.fake_oidc import SlackOidc
 
 BOT_TOKEN = "xoxb-fake-bot-token"
 APP_TOKEN = "xapp-fake-app-token"
@@ -98,6 +99,7 @@ class FakeSlack:
         self._changed: asyncio.Condition | None = None
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.oidc = SlackOidc()  # Sign in with Slack (OpenID Connect)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -121,6 +123,7 @@ class FakeSlack:
         app.router.add_get("/files/{file_id}/{name}", self._shared_file)
         app.router.add_post("/response/{name}", self._response_url)
         app.router.add_get("/socket", self._socket)
+        app.router.add_get("/openid/connect/authorize", self.oidc.authorize)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -336,6 +339,10 @@ class FakeSlack:
             await self._notify()
 
     def _answer(self, method: str, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if method == "openid.connect.token":  # client credentials, no token
+            return self.oidc.token(args)
+        if method == "openid.connect.userInfo":  # the signed-in user's own token
+            return self.oidc.user_info(token)
         wanted = self.app_token if method in _APP_TOKEN_METHODS else self.bot_token
         if not token:
             return {"ok": False, "error": "not_authed"}
