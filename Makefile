@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-test.txt 2>/dev/null | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-newest lint check bench clean catalogs
+.PHONY: run test test-newest lint check bench clean catalogs extract
 
 $(STAMP):
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -51,3 +51,11 @@ clean:
 catalogs: $(STAMP)
 	for po in bot/locale/*/LC_MESSAGES/*.po; do \
 	  $(BIN)/pybabel compile --use-fuzzy -i $$po -o $${po%.po}.mo; done
+
+## Extract every marked string of every package into build/messages.pot (the keywords of
+## bot/i18n.py's docstring), to compare with the catalogs or start a new one.
+I18N_KEYWORDS := -k t -k n:1,2 -k pgettext:1c,2 -k N_ -k Text
+extract: $(STAMP)
+	mkdir -p build
+	$(BIN)/pybabel extract --no-default-keywords $(I18N_KEYWORDS) --sort-by-file \
+	  -F babel.cfg -o build/messages.pot bot adapters gpu_runner questions

@@ -54,7 +54,8 @@ def feature(parts: Parts) -> Feature:
     def report_button(reveal: Reveal, locale: Locale) -> Button | None:
         if reveal.post.kind is PostKind.PRACTICE:
             return None
-        return Button(translator(locale)("Report a problem"), FLAG, reveal.post.id, "")
+        t = translator(locale)
+        return Button(t("Report a problem"), FLAG, reveal.post.id, "")
 
     async def open_flag(click: Click, locale: Locale) -> Form | Message:
         t = translator(locale)

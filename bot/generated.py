@@ -11,11 +11,12 @@ from bot.commands import Admin, Command, CommandOption, Invocation, OptionKind, 
 from bot.domain import Locale, PostState
 from bot.errors import UserFacingError
 from bot.features import ButtonKind, Feature, FormKind, Parts
+from bot.formats import significant
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import N_, translator
 from bot.interactions import NOT_AVAILABLE, Click
 from bot.messages import Message
-from bot.numeric import TYPE_NUMBER, format_number, numeric_target, parse_typed
+from bot.numeric import TYPE_NUMBER, numeric_target, parse_typed
 from bot.quiz import QuizService
 
 FORM_KIND = "number"
@@ -88,7 +89,7 @@ def feature(parts: Parts) -> Feature:
             t(
                 "Your prediction, in {unit} (±{tolerance} counts as right)",
                 unit=target.unit,
-                tolerance=format_number(target.tolerance, locale is Locale.EL),
+                tolerance=significant(target.tolerance, locale),
             ),
             FieldKind.NUMBER,
             max_length=32,

@@ -20,9 +20,10 @@ from bot.domain import (
     Reveal,
     choice_letter,
 )
+from bot.formats import significant
 from bot.i18n import N_, Translator, translator
 from bot.messages import ANSWER, Button, Message
-from bot.numeric import TYPE_NUMBER, format_number, numeric_target
+from bot.numeric import TYPE_NUMBER, numeric_target
 
 MEDALS = ("🥇", "🥈", "🥉")
 
@@ -138,9 +139,8 @@ def _typed_outcome(outcome: AnswerOutcome, q: Question, locale: Locale) -> Messa
     t = translator(locale)
     target = numeric_target(q)
     assert outcome.value is not None and target is not None
-    comma = locale is Locale.EL
-    typed = f"{format_number(outcome.value, comma)} {target.unit}"
-    right = f"{format_number(target.value, comma)} {target.unit}"
+    typed = f"{significant(outcome.value, locale)} {target.unit}"
+    right = f"{significant(target.value, locale)} {target.unit}"
     if outcome.status is AnswerStatus.ALREADY_ANSWERED:
         return Message(
             body=t(
@@ -156,7 +156,7 @@ def _typed_outcome(outcome: AnswerOutcome, q: Question, locale: Locale) -> Messa
             "counts as right).",
             value=typed,
             right=right,
-            tolerance=format_number(target.tolerance, comma),
+            tolerance=significant(target.tolerance, locale),
             unit=target.unit,
         )
     return Message(
@@ -171,14 +171,13 @@ def _guesses_lines(reveal: Reveal, locale: Locale) -> list[str]:
     target = numeric_target(reveal.question)
     if target is None:
         return []
-    comma = locale is Locale.EL
     lines = [
         "",
         t(
             "The number: {value} {unit} (±{tolerance} counted as right).",
-            value=format_number(target.value, comma),
+            value=significant(target.value, locale),
             unit=target.unit,
-            tolerance=format_number(target.tolerance, comma),
+            tolerance=significant(target.tolerance, locale),
         ),
     ]
     if not reveal.guesses:
@@ -189,7 +188,7 @@ def _guesses_lines(reveal: Reveal, locale: Locale) -> list[str]:
     labels = [
         t("far below (< −50%)"),
         t("below"),
-        t("right (within ±{tolerance})", tolerance=format_number(target.tolerance, comma)),
+        t("right (within ±{tolerance})", tolerance=significant(target.tolerance, locale)),
         t("above"),
         t("far above (> +50%)"),
     ]

@@ -51,6 +51,7 @@ class ConsoleSession:
         self.commands = quiz.commands
         self.interactions = quiz.interactions
         self.chat = chat
+        chat.use_locale(self.service.locale_for)  # its own words in the channel's language
         self.out = out
         self.channel = ChannelRef(Platform.CONSOLE, WORKSPACE, channel)
         self.user = _user(user)
@@ -249,13 +250,16 @@ class _PrivateLines:
         self.session = session
 
     async def status(self, message: Message) -> None:
-        self.session.say(f"  (only {self.session.user.display} sees this) {message.body}")
+        s = self.session
+        t = translator(await s.service.locale_for(s.channel))
+        s.say("  " + t("(only {name} can see this)", name=s.user.display) + f" {message.body}")
 
     async def result(self, message: Message) -> None:
         s = self.session
         await s.chat.send_private(s.channel, s.user, replace(message, image=None))
         if message.image is not None:
-            s.say(f"    plot: {s.chat.save_image(message.image)}")
+            t = translator(await s.service.locale_for(s.channel))
+            s.say("    " + t("plot: {path}", path=s.chat.save_image(message.image, t)))
 
 
 async def _cancel(session: ConsoleSession, args: list[str]) -> None:

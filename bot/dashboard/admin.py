@@ -107,7 +107,8 @@ async def _decide(req: PageRequest) -> str:
         if reply.errors:
             return "\n".join(reply.errors.values())
         return said([reply.message] if reply.message else [])
-    raise UserFacingError(translator(req.locale)("Unknown action {value!r}.", value=action[:20]))
+    t = translator(req.locale)  # bound: pybabel extracts t("..."), not translator(...)("...")
+    raise UserFacingError(t("Unknown action {value!r}.", value=action[:20]))
 
 
 def _keep(req: PageRequest) -> dict[str, str]:
@@ -212,7 +213,8 @@ def format_duration_of(seconds: int | None, locale: Locale) -> str:
 
     if seconds:
         return format_duration(timedelta(seconds=seconds))
-    return translator(locale)("until the next question (at most 24 h)")
+    t = translator(locale)
+    return t("until the next question (at most 24 h)")
 
 
 async def _change_schedule(req: PageRequest) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.i18n import N_
 from bot.quoting import quoted
 from gpu_runner.sim._config import AllocatorConfig, parse_conf
 from gpu_runner.sim._errors import AllocatorConfigError, SnapshotError
@@ -112,7 +113,7 @@ class Snapshot:
     traces: tuple[tuple[Event, ...], ...]  # per device
     final_reserved: tuple[int, ...]  # per device, from the snapshot's segments
     settings: AllocatorConfig
-    settings_note: str  # where the recorded settings came from
+    settings_note: str  # where the recorded settings came from (English msgid: N_)
     ignored_actions: int
 
     def busiest_device(self) -> int:
@@ -180,11 +181,11 @@ def _final_reserved(segments: object, devices: int, path: str) -> tuple[int, ...
 def _recorded_settings(raw: object) -> tuple[AllocatorConfig, str]:
     """The settings of the recorded run, from the snapshot's ``allocator_settings``."""
     if not isinstance(raw, dict):
-        return parse_conf(""), "not recorded in the snapshot: torch defaults assumed"
+        return parse_conf(""), N_("not recorded in the snapshot: torch defaults assumed")
     text = raw.get("PYTORCH_CUDA_ALLOC_CONF")
     if isinstance(text, str) and len(text) <= _CONF_MAX:
         try:
-            return parse_conf(text), "PYTORCH_CUDA_ALLOC_CONF of the recorded run"
+            return parse_conf(text), N_("PYTORCH_CUDA_ALLOC_CONF of the recorded run")
         except AllocatorConfigError:
             pass  # e.g. a key of another torch version: fall back to the parsed fields
     parts = []
@@ -197,9 +198,9 @@ def _recorded_settings(raw: object) -> tuple[AllocatorConfig, str]:
     if isinstance(threshold, float) and 0.0 < threshold < 1.0:
         parts.append(f"garbage_collection_threshold:{threshold}")
     try:
-        return parse_conf(",".join(parts)), "allocator_settings of the recorded run"
+        return parse_conf(",".join(parts)), N_("allocator_settings of the recorded run")
     except AllocatorConfigError:
-        return parse_conf(""), "allocator_settings unreadable: torch defaults assumed"
+        return parse_conf(""), N_("allocator_settings unreadable: torch defaults assumed")
 
 
 def parse_snapshot(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,7 @@ def test_scripted_round_from_a_pipe_shows_question_outcomes_reveal_and_board(
     asked = next(q for q in bank if q.text(Locale.EN).prompt in out)
     explanation = asked.text(Locale.EN).explanation
     # Each user's private outcome, with the explanation, marked as private.
-    assert "(only you sees this)" in out and "(only bob sees this)" in out
+    assert "(only you can see this)" in out and "(only bob can see this)" in out
     assert out.count(explanation) >= 3  # you, bob, and the reveal
     # The reveal in the thread, with the distribution.
     assert "↳ thread of" in out and "== Answer: " in out and "2 answers:" in out
@@ -56,6 +57,15 @@ def test_scripted_round_from_a_pipe_shows_question_outcomes_reveal_and_board(
     # A leaderboard with both users.
     board = out[out.index("== Leaderboard ==") :]
     assert "you" in board and "bob" in board and "2 players" in board
+
+
+def test_a_greek_channel_gets_the_consoles_own_words_in_greek(tmp_path: Path) -> None:
+    done = run_play(tmp_path, "/lang el\n" + SCRIPT, "--seed", "2")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "(ορατό μόνο σε: you)" in out and "(ορατό μόνο σε: bob)" in out
+    assert re.search(r"↳ νήμα του \[m\d+\]", out) and re.search(r"\[m\d+\] έκλεισε \(", out)
+    assert "sees this" not in out and "thread of" not in out and "] closed" not in out
 
 
 def test_unknown_console_command_and_bad_input_get_clear_lines(tmp_path: Path) -> None:
@@ -96,7 +106,7 @@ async def test_console_session_switches_language_and_users(
                 break
     text = out.getvalue()
     assert "Ελληνικά" in text and "== Ερώτηση ·" in text
-    assert "(only maria sees this)" in text
+    assert "(ορατό μόνο σε: maria)" in text  # the channel is Greek by now
     assert text.count("== Ερώτηση ·") == 1  # /quit stopped the script
 
 
@@ -181,7 +191,7 @@ def test_the_memory_clinic_answers_a_snapshot_privately_in_the_console(tmp_path:
     done = run_play(tmp_path, script)
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "🩺 Analysing `snap.pickle`" in out and "(only you sees this)" in out
+    assert "🩺 Analysing `snap.pickle`" in out and "(only you can see this)" in out
     assert "PYTORCH_CUDA_ALLOC_CONF=" in out  # the line to copy
     assert "plot: quizbot-plots/" in out
     assert "is not a pickle file" in out

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from bot.cli import build_parser
-from gpu_runner.demos import SIMULATED_DEVICE, default_registry
+from bot.domain import Locale
+from gpu_runner.demos import default_registry
+from gpu_runner.demos._labels import simulated_device
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -46,7 +48,7 @@ def test_demo_run_writes_report_metrics_and_plot(
     assert metrics["state"] == "succeeded"
     assert metrics["metrics"]["fragmentation_index"] == 0.75
     assert (tmp_path / "plot.png").read_bytes().startswith(b"\x89PNG")
-    assert SIMULATED_DEVICE in capsys.readouterr().out
+    assert simulated_device(Locale.EL) in capsys.readouterr().out  # the report's language
 
 
 def test_demo_run_refuses_a_bad_parameter_without_starting_anything(

@@ -253,7 +253,8 @@ class Dashboard:
             return await self._console(request, locale)
         provider = self.config.providers.get(name)
         if provider is None:
-            return self.refusal(request, 404, translator(locale)("Not found."), locale)
+            t = translator(locale)
+            return self.refusal(request, 404, t("Not found."), locale)
         now = self.clock.now()
         state, verifier = tokens.new_token(), tokens.new_token() + tokens.new_token()
         await self.sessions.purge(now)
