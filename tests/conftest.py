@@ -16,17 +16,13 @@ from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform, UserRef
 from bot.quiz import QuizService
+from tests.databases import dsn, reset_postgres
 from tests.fakes import RecordingChat
 
 PG_ADMIN_URL = os.environ.get(
     "QUIZBOT_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
 REQUIRE_SERVICES = os.environ.get("QUIZBOT_TEST_REQUIRE_SERVICES") == "1"
-TABLES = (
-    "flags, retired_questions, team_questions, team_packs, "
-    "demo_runs, practice_cards, score_histograms, score_periods, score_topics, score_days, "
-    "scores, answers, posts, schedules, question_versions, members, channels"
-)
 
 
 def _pg_available() -> bool:
@@ -34,17 +30,13 @@ def _pg_available() -> bool:
 
     async def probe() -> bool:
         try:
-            conn = await asyncpg.connect(_dsn(PG_ADMIN_URL), timeout=3)
+            conn = await asyncpg.connect(dsn(PG_ADMIN_URL), timeout=3)
         except (OSError, asyncpg.PostgresError):
             return False
         await conn.close()
         return True
 
     return asyncio.run(probe())
-
-
-def _dsn(url: str) -> str:
-    return url.replace("postgresql+asyncpg://", "postgresql://")
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +71,7 @@ def pg_url() -> Iterator[str]:
     url = f"{base}/{name}"
 
     async def create() -> None:
-        conn = await asyncpg.connect(_dsn(PG_ADMIN_URL))
+        conn = await asyncpg.connect(dsn(PG_ADMIN_URL))
         await conn.execute(f'CREATE DATABASE "{name}"')
         await conn.close()
         engine = create_engine(url)
@@ -87,7 +79,7 @@ def pg_url() -> Iterator[str]:
         await engine.dispose()
 
     async def drop() -> None:
-        conn = await asyncpg.connect(_dsn(PG_ADMIN_URL))
+        conn = await asyncpg.connect(dsn(PG_ADMIN_URL))
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await conn.close()
 
@@ -106,15 +98,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite+aiosqlite:///{path}"
         return
     url = request.getfixturevalue("pg_url")
-
-    async def truncate() -> None:
-        import asyncpg
-
-        conn = await asyncpg.connect(_dsn(url))
-        await conn.execute(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
-        await conn.close()
-
-    asyncio.run(truncate())
+    asyncio.run(reset_postgres(url))
     yield url
 
 
