@@ -22,6 +22,8 @@ from tests.fakes import RecordingChat
 PG_ADMIN_URL = os.environ.get(
     "QUIZBOT_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
+pytest_plugins = ("pytester",)  # tests that run pytest itself (the per-directory timeouts)
+
 REQUIRE_SERVICES = os.environ.get("QUIZBOT_TEST_REQUIRE_SERVICES") == "1"
 
 

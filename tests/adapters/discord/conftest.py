@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,8 +29,17 @@ from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.helpers import endpoint_served
 from tests.core.team import install_team
 
-# Every test here talks to a real client over sockets: bound each one.
-pytestmark = pytest.mark.timeout(30)
+# Every test here talks to a real client over sockets: bound each one (a module's own
+# timeout marker wins). pytest reads no `pytestmark` from a conftest, hence the hook.
+TIMEOUT = 30.0
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:  # the whole session's items: a conftest hook is not per directory
+        if item.path.is_relative_to(HERE) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIMEOUT))
+
 
 Runner = Callable[..., AbstractAsyncContextManager[DiscordAdapter]]
 MODES = ("gateway", "http")
