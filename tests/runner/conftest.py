@@ -53,17 +53,6 @@ def open_gate() -> Iterator[Callable[[int], None]]:
         gate_pid_path(t).unlink(missing_ok=True)
 
 
-def wait_until(
-    predicate: Callable[[], object], timeout: float = 10.0, what: str = "condition"
-) -> None:
-    """Poll against a deadline (never a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.01)
-
-
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     import redis
