@@ -16,12 +16,14 @@ from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform, UserRef
 from bot.quiz import QuizService
+from storage.store import SqlStore
 from tests.databases import dsn, reset_postgres
 from tests.fakes import RecordingChat
 
 PG_ADMIN_URL = os.environ.get(
     "QUIZBOT_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
+
 pytest_plugins = ("pytester",)  # tests that run pytest itself (the per-directory timeouts)
 
 REQUIRE_SERVICES = os.environ.get("QUIZBOT_TEST_REQUIRE_SERVICES") == "1"
@@ -110,9 +112,7 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-async def store(db_url: str, clock: FakeClock) -> AsyncIterator[object]:
-    from storage.store import SqlStore
-
+async def store(db_url: str, clock: FakeClock) -> AsyncIterator[SqlStore]:
     async with SqlStore(db_url, clock=clock) as s:
         yield s
 
@@ -131,10 +131,10 @@ def chat() -> RecordingChat:
 
 @pytest.fixture
 async def service(
-    store: object, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+    store: SqlStore, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
 ) -> AsyncIterator[QuizService]:
     svc = QuizService(
-        store,  # type: ignore[arg-type]
+        store,
         {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat},
         bank,
         clock,

@@ -11,7 +11,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -38,15 +38,39 @@ def _failure(
     return AssertionError(f"{said}; {detail()}" if detail else said)
 
 
+@overload
 async def eventually(
-    check: Callable[[], T | Awaitable[T]],
+    check: Callable[[], Awaitable[T]],
+    *,
+    timeout: float = ...,
+    interval: float = ...,
+    what: str | None = ...,
+    detail: Callable[[], object] | None = ...,
+    wake: asyncio.Condition | None = ...,
+) -> T: ...
+
+
+@overload
+async def eventually(
+    check: Callable[[], T],
+    *,
+    timeout: float = ...,
+    interval: float = ...,
+    what: str | None = ...,
+    detail: Callable[[], object] | None = ...,
+    wake: asyncio.Condition | None = ...,
+) -> T: ...
+
+
+async def eventually(
+    check: Callable[[], Any],
     *,
     timeout: float = 10.0,
     interval: float = 0.01,
     what: str | None = None,
     detail: Callable[[], object] | None = None,
     wake: asyncio.Condition | None = None,
-) -> T:
+) -> Any:
     """Until `check()` (plain or async) returns something true; returns that.
 
     Past `timeout` seconds it raises an AssertionError naming `what` (or the check's
@@ -57,8 +81,9 @@ async def eventually(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
-        result = check()
-        value: T = await result if inspect.isawaitable(result) else result  # type: ignore[assignment]
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
         if value:
             return value
         left = deadline - loop.time()

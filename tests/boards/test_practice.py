@@ -12,6 +12,7 @@ from bot.commands import CommandSet, Invocation, core_commands, run_command
 from bot.domain import AnswerStatus, ChannelRef, Locale, PostKind, PostState
 from bot.practice import INTERVALS, Pick, PracticeCard, choose, review
 from bot.quiz import QuizService
+from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 
@@ -165,7 +166,7 @@ async def test_practice_topic_and_unknown_topic(
 
 
 async def test_console_answers_the_practice_question_after_practice(
-    store: object, bank: QuestionBank, clock: FakeClock
+    store: SqlStore, bank: QuestionBank, clock: FakeClock
 ) -> None:
     from adapters.console.chat import ConsoleChat
     from adapters.console.play import ConsoleSession
@@ -175,7 +176,7 @@ async def test_console_answers_the_practice_question_after_practice(
     out = io.StringIO()
     chat = ConsoleChat(out)
     service = QuizService(
-        store,  # type: ignore[arg-type]
+        store,
         {Platform.CONSOLE: chat},
         bank,
         clock,
@@ -183,7 +184,7 @@ async def test_console_answers_the_practice_question_after_practice(
         count_update_interval=0,
     )
     commands = core_commands()
-    install_practice(service, commands, store.practice)  # type: ignore[attr-defined]
+    install_practice(service, commands, store.practice)
     session = ConsoleSession(service, commands, chat, out)
     await session.handle("/ask")
     channel_post = await service.open_post(session.channel)

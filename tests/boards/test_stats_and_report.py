@@ -141,7 +141,7 @@ def test_quizbot_report_command_line_prints_csv_or_text(
     async def seed() -> None:
         async with SqlStore(url, clock=FakeClock()) as store:
             chat = RecordingChat()
-            service = QuizService(store, {Platform.SLACK: chat}, bank, store.clock)  # type: ignore[arg-type]
+            service = QuizService(store, {Platform.SLACK: chat}, bank, store.clock)
             await play(service, ChannelRef(Platform.SLACK, "T1", "C1"), {ALICE: True, BOB: False})
 
     asyncio.run(seed())

@@ -22,16 +22,17 @@ from bot.numeric import numeric_target
 from bot.quiz import QuizService
 from questions.families import default_families
 from questions.families.source import FamilySource
+from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 
 
 @pytest.fixture
 async def quiz(
-    store: object, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+    store: SqlStore, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
 ) -> AsyncIterator[tuple[QuizService, Interactions]]:
     service = QuizService(
-        store,  # type: ignore[arg-type]
+        store,
         {Platform.SLACK: chat},
         bank,
         clock,

@@ -22,6 +22,7 @@ from bot.domain import (
 from bot.errors import UserFacingError
 from bot.messages import ActionKind, Button
 from bot.quiz import QuizService
+from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 
@@ -152,7 +153,7 @@ async def test_channel_locale_switches_question_and_outcome_to_greek(
 
 
 async def test_editing_a_question_never_rewrites_an_earlier_post(
-    store: object,
+    store: SqlStore,
     chat: RecordingChat,
     bank: QuestionBank,
     clock: FakeClock,

@@ -29,7 +29,9 @@ def sample(column: Column[Any], inserted: dict[str, dict[str, Any]]) -> object:
     """A value for `column`: the parent row's key for a foreign key, else one of its type."""
     for fk in column.foreign_keys:
         return inserted[fk.column.table.name][fk.column.name]
-    kind = column.type.impl if isinstance(column.type, TypeDecorator) else column.type
+    kind = column.type
+    if isinstance(kind, TypeDecorator):
+        kind = kind.impl_instance
     return SAMPLES[kind.python_type]
 
 

@@ -25,6 +25,7 @@ from bot.ports import Chat
 from bot.quiz import QuizService
 from questions.families.source import FamilySource
 from storage.demo_runs import SqlDemoRunRepository
+from storage.store import SqlStore
 from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.helpers import endpoint_served
 from tests.core.team import install_team
@@ -66,10 +67,10 @@ def chats() -> dict[str, Chat]:
 
 @pytest.fixture
 def discord_service(
-    store: object, chats: dict[str, Chat], bank: QuestionBank, clock: FakeClock
+    store: SqlStore, chats: dict[str, Chat], bank: QuestionBank, clock: FakeClock
 ) -> QuizService:
     return QuizService(
-        store,  # type: ignore[arg-type]
+        store,
         chats,
         bank,
         clock,

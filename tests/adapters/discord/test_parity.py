@@ -18,6 +18,7 @@ from bot.interactions import Interactions
 from bot.quiz import QuizService
 from bot.scheduling import Scheduler, register_schedule_commands
 from questions.team import TeamQuestions
+from storage.store import SqlStore
 from tests.adapters.discord.conftest import DemoKit, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
 from tests.adapters.discord.helpers import ADMIN, ask, modal_for, said, text_of
@@ -209,7 +210,7 @@ async def test_every_subcommand_works_end_to_end(
 
 
 async def test_practice_is_private_with_its_own_answer_buttons(
-    fake: FakeDiscord, run_adapter: Runner, full: DemoKit, store: object
+    fake: FakeDiscord, run_adapter: Runner, full: DemoKit, store: SqlStore
 ) -> None:
     async with run_adapter(**full.options()):
         inter = await fake.command("practice", {"topic": "fragmentation"}, user_id="7502")

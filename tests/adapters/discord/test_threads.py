@@ -7,6 +7,7 @@ from bot.commands import CommandSet, Invocation, Reply, core_commands
 from bot.domain import MessageRef, PostState, UserRef
 from bot.messages import ActionKind, Button, Image, Message
 from bot.quiz import QuizService
+from storage.store import SqlStore
 from tests.adapters.discord.conftest import Runner
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import ADMIN, ask, channel_of, custom_ids, said, text_of
@@ -19,11 +20,12 @@ def ref(fake: FakeDiscord, message_id: str) -> MessageRef:
 
 
 async def test_reveal_goes_in_a_thread_started_from_the_question(
-    fake: FakeDiscord, run_adapter: Runner, store: object, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore, discord_service: QuizService
 ) -> None:
     async with run_adapter():
         message, post_id = await ask(fake)
-        post = await store.posts.get(post_id)  # type: ignore[attr-defined]
+        post = await store.posts.get(post_id)
+        assert post is not None
         question = discord_service.bank.get(post.question_id)
         assert question is not None
         right = f"quiz:answer:{post_id}:{question.answer}"
@@ -45,7 +47,8 @@ async def test_reveal_goes_in_a_thread_started_from_the_question(
         assert close_edit.json["components"] == []
         assert "closed" in close_edit.json["embeds"][0]["footer"]["text"]
         await fake.until(lambda: bool(fake.callbacks(inter)))
-        assert (await store.posts.get(post_id)).state is PostState.CLOSED  # type: ignore[attr-defined]
+        stored = await store.posts.get(post_id)
+        assert stored is not None and stored.state is PostState.CLOSED
 
 
 async def test_without_thread_permission_the_reveal_is_a_reply(
@@ -126,15 +129,17 @@ async def test_question_deleted_before_the_close_still_gets_its_reveal(
 
 
 async def test_a_429_with_via_header_is_retried(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     fake.rate_limit("POST", rf"/channels/{fake.channel_id}/messages", retry_after=0.05)
     async with run_adapter():
         message, post_id = await ask(fake)
         posts = fake.of("POST", rf"/channels/{fake.channel_id}/messages")
         assert [c.status for c in posts] == [429, 200]
-        post = await store.posts.get(post_id)  # type: ignore[attr-defined]
-        assert post.state is PostState.OPEN and post.message.message == message["id"]
+        post = await store.posts.get(post_id)
+        assert post is not None
+        assert post.state is PostState.OPEN and post.message is not None
+        assert post.message.message == message["id"]
 
 
 async def test_private_message_outside_an_interaction_is_a_dm(

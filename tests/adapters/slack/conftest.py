@@ -21,6 +21,7 @@ from bot.clock import FakeClock
 from bot.commands import core_commands
 from bot.domain import ChannelRef, Platform, Post
 from bot.quiz import QuizService
+from storage.store import SqlStore
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 
@@ -48,10 +49,10 @@ async def slack_chat(fake_slack: FakeSlack, sleeps: list[float]) -> AsyncIterato
 
 @pytest.fixture
 async def slack_service(
-    store: object, slack_chat: SlackChat, bank: QuestionBank, clock: FakeClock
+    store: SqlStore, slack_chat: SlackChat, bank: QuestionBank, clock: FakeClock
 ) -> AsyncIterator[QuizService]:
     svc = QuizService(
-        store,  # type: ignore[arg-type]
+        store,
         {Platform.SLACK: slack_chat},
         bank,
         clock,
