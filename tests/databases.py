@@ -17,7 +17,20 @@ def reset_tables() -> list[str]:
     return [t.name for t in tables if t.name != VERSION_TABLE]
 
 
-RESET = "TRUNCATE {} RESTART IDENTITY CASCADE".format(", ".join(f'"{t}"' for t in reset_tables()))
+def _reset_statement() -> str:
+    """DELETE, not TRUNCATE: on tables this small TRUNCATE's new files cost ~0.2-0.4 s a
+    test, DELETE a few ms. Then every serial id starts over, as after a fresh migration."""
+    deletes = [f'DELETE FROM "{name}"' for name in reset_tables()]
+    serials = [(t.name, t.autoincrement_column) for t in Base.metadata.sorted_tables]
+    restarts = [
+        f"SELECT setval(pg_get_serial_sequence('\"{table}\"', '{column.name}'), 1, false)"
+        for table, column in serials
+        if column is not None
+    ]
+    return "; ".join(deletes + restarts)
+
+
+RESET = _reset_statement()
 
 
 def dsn(url: str) -> str:
