@@ -15,7 +15,9 @@ from tests.runner.fault_demos import SOURCE, gate_path, gate_pid_path
 
 REQUIRE_SERVICES = os.environ.get("QUIZBOT_TEST_REQUIRE_SERVICES") == "1"
 REDIS_URL = os.environ.get("QUIZBOT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-_tokens = itertools.count(int(time.time() * 1000) % 10**9)
+# File-name tokens for the gate and pid files in the temporary directory: unique per
+# process (parallel test workers, other checkouts' runs), then counted up.
+_tokens = itertools.count(os.getpid() * 10**5 + int(time.time() * 1000) % 10**5)
 
 
 @pytest.fixture(scope="session")

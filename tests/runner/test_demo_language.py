@@ -3,6 +3,7 @@ the glossary's words for reserved and allocated, retries."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import pytest
@@ -11,6 +12,7 @@ from bot.domain import Locale
 from tests.runner.demo_checks import LANGUAGE_CHECKS, NO_TORCH, run_demo
 
 
+@functools.cache  # each check reads the same two reports: run each demo once a locale
 def report(demo: str, locale: Locale, **params: object) -> str:
     return run_demo(demo, locale, **params).report
 
