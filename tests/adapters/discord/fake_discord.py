@@ -44,6 +44,7 @@ from tests.adapters.discord.fake_rest import (
     json_response,
     read_body,
 )
+from tests.polling import eventually
 
 HEARTBEAT_MS = 41250
 
@@ -264,31 +265,29 @@ class FakeDiscord(RestRoutes):
     async def wait_for(
         self, method: str, path: str, count: int = 1, *, timeout: float = 10
     ) -> list[Call]:
-        """Until `count` calls matched (polled on every recorded call, never on a timer)."""
+        """Until `count` calls matched (re-checked on every recorded call)."""
+        await self.until(
+            lambda: len(self.of(method, path)) >= count,
+            timeout=timeout,
+            what=f"{count}× {method} {path}",
+        )
+        return self.of(method, path)
 
-        async def enough() -> list[Call]:
-            async with self._changed:
-                await self._changed.wait_for(lambda: len(self.of(method, path)) >= count)
-            return self.of(method, path)
-
-        try:
-            return await asyncio.wait_for(enough(), timeout)
-        except TimeoutError:
-            seen = [f"{c.method} {c.path} {c.status}" for c in self.calls]
-            raise AssertionError(f"no {count}× {method} {path} within {timeout}s; {seen}") from None
-
-    async def until(self, predicate: Callable[[], bool], *, timeout: float = 10) -> None:
+    async def until(
+        self, predicate: Callable[[], bool], *, timeout: float = 10, what: str | None = None
+    ) -> None:
         """Until `predicate()` holds, re-checked on every recorded call."""
+        await eventually(
+            predicate,
+            timeout=timeout,
+            interval=0.5,  # a backstop: every recorded call wakes the check
+            what=what,
+            detail=self._seen,
+            wake=self._changed,
+        )
 
-        async def holds() -> None:
-            async with self._changed:
-                await self._changed.wait_for(predicate)
-
-        try:
-            await asyncio.wait_for(holds(), timeout)
-        except TimeoutError:
-            seen = [f"{c.method} {c.path} {c.status}" for c in self.calls]
-            raise AssertionError(f"condition not met within {timeout}s; calls: {seen}") from None
+    def _seen(self) -> str:
+        return f"calls: {[f'{c.method} {c.path} {c.status}' for c in self.calls]}"
 
     def callbacks(self, interaction: Json) -> list[Call]:
         return self.of("POST", f"/interactions/{interaction['id']}/{interaction['token']}/callback")

@@ -4,8 +4,8 @@ uploads and a Socket Mode WebSocket, speaking Slack's wire formats to the real
 
 Arguments are merged from the query string, a form body and a JSON body (slack_sdk sends
 `chat.*` as JSON and `params=` methods as a query string). Every call is recorded; tests
-wait on the record with `wait_until` (a condition, polled on every change, with a
-deadline) and never sleep.
+wait on the record with `wait_until` (`tests.polling.eventually`, woken on every
+change, with a deadline) and never sleep.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from aiohttp import WSMsgType, web
 
 from tests.adapters.slack.block_kit import block_kit_problems
 from tests.adapters.slack.fake_oidc import SlackOidc
+from tests.polling import eventually
 
 BOT_TOKEN = "xoxb-fake-bot-token"
 APP_TOKEN = "xapp-fake-app-token"
@@ -222,12 +223,18 @@ class FakeSlack:
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
         """Wait until `predicate()` holds, re-checked after every recorded change."""
         assert self._changed is not None
-        try:
-            async with asyncio.timeout(timeout), self._changed:
-                await self._changed.wait_for(predicate)
-        except TimeoutError:
+
+        def seen() -> str:
             summary = [(c.method, c.status, c.response.get("error")) for c in self.calls]
-            raise AssertionError(f"condition not met in {timeout} s; calls: {summary}") from None
+            return f"calls: {summary}"
+
+        await eventually(
+            predicate,
+            timeout=timeout,
+            interval=0.5,  # a backstop: every recorded change wakes the check
+            detail=seen,
+            wake=self._changed,
+        )
 
     async def wait_for_calls(
         self, method: str, count: int = 1, timeout: float = 10.0
