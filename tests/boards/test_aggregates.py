@@ -120,7 +120,9 @@ async def play_script(
 ) -> QuizService:
     """Play a `rounds` script on an emptied database (posts closed "never" stay open)."""
     await _clear(store)
-    async with quiz_of(store, {Platform.SLACK: RecordingChat()}, bank, clock, seed=3) as quiz:
+    async with quiz_of(
+        store, {Platform.SLACK: RecordingChat()}, bank, clock, features=[], seed=3
+    ) as quiz:
         return await _play_script(quiz.service, store, bank, clock, script)
 
 

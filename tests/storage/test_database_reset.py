@@ -20,6 +20,7 @@ SAMPLES: dict[type, object] = {
     int: 1,
     float: 1.0,
     str: "x",
+    bytes: b"x",
     date: date(2024, 1, 1),
     datetime: datetime(2024, 1, 1, tzinfo=UTC),
 }
