@@ -184,6 +184,7 @@ async def build_core(
             metrics.registry,
             port=settings.http_port,
             checks={"scheduler": scheduler.healthy, "database": store.ping},
+            aborted_body=lambda reason: metrics.http_aborted_bodies.inc(reason=reason),
         )
         yield Core(
             settings,
