@@ -95,6 +95,12 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("QUIZBOT_CELERY_BROKER_URL"),
         description="Celery broker (and result backend) for QUIZBOT_RUNNER=celery",
     )
+    demo_user: str = Field(
+        "nobody",
+        validation_alias=AliasChoices("QUIZBOT_DEMO_USER"),
+        description="a runner started as root runs each demo as this user (a name or "
+        "uid:gid), never as root: demos are refused when it cannot run Python",
+    )
     clinic_max_mb: int = Field(
         100,
         validation_alias=AliasChoices("QUIZBOT_CLINIC_MAX_MB"),

@@ -38,9 +38,14 @@ async def open_runner(settings: Settings) -> AsyncIterator[Runner]:
             clinic_max_bytes=settings.clinic_max_bytes,
         )
         return
+    from gpu_runner.executor import ExecutorConfig
     from gpu_runner.local import LocalRunner
 
-    async with LocalRunner(registry=registry, clinic_max_bytes=settings.clinic_max_bytes) as runner:
+    async with LocalRunner(
+        config=ExecutorConfig(demo_user=settings.demo_user),
+        registry=registry,
+        clinic_max_bytes=settings.clinic_max_bytes,
+    ) as runner:
         yield runner
 
 

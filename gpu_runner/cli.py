@@ -87,7 +87,10 @@ def _run(args: argparse.Namespace) -> int:
     demo = registry[job.demo]
     # A simulated allocator demo needs no torch: skip the slow import in the fork server.
     lean = args.simulate and demo.kind is DemoKind.ALLOCATOR
-    with Executor(ExecutorConfig(preload_torch=not lean), registry=registry) as executor:
+    from bot.config import load_settings
+
+    config = ExecutorConfig(preload_torch=not lean, demo_user=load_settings().demo_user)
+    with Executor(config, registry=registry) as executor:
         result = executor.run(job, timeout=args.timeout)
     print(result.report or f"{result.state}: {result.error}")
     print(f"\n[{result.device or 'no device'}] {result.state}")
@@ -119,11 +122,14 @@ def _run(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     from bot.config import load_settings
     from gpu_runner.celery_runner import DEFAULT_QUEUE, make_celery_app, run_worker
+    from gpu_runner.executor import Executor, ExecutorConfig
 
     settings = load_settings()
+    config = ExecutorConfig(demo_user=settings.demo_user)
     app = make_celery_app(
         settings.celery_broker_url,
         queue=args.queue or DEFAULT_QUEUE,
+        executor=lambda: Executor(config),
         clinic_max_bytes=settings.clinic_max_bytes,
     )
     return run_worker(app, args.concurrency, args.loglevel)
@@ -136,6 +142,10 @@ def _ping(args: argparse.Namespace) -> int:
     from gpu_runner.celery_runner import make_celery_app
 
     settings = load_settings()
+    refused = _demos_refused(settings.demo_user)
+    if refused:
+        print(f"quizbot: error: demos are refused on this host: {refused}", file=sys.stderr)
+        return 1
     app = make_celery_app(settings.celery_broker_url).app
     # Workers are named celery@<hostname> (Celery's default node name).
     destination = None if args.all else [f"celery@{socket.gethostname()}"]
@@ -156,3 +166,15 @@ def _ping(args: argparse.Namespace) -> int:
         for node in reply:
             print(f"{node}: ok")
     return 0
+
+
+def _demos_refused(demo_user: str) -> str:
+    """Why this host's runner would refuse every demo ("" when it would run them): the
+    fork server's own check, in this process (before any thread starts)."""
+    from gpu_runner.isolation import demo_credentials, plan_isolation
+
+    try:
+        creds = demo_credentials(demo_user)
+    except ValueError as exc:
+        return str(exc)
+    return plan_isolation(creds).refused or ""

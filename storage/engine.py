@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +69,7 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
                     f"cannot open the SQLite database {path!r}: directory {str(parent)!r} "
                     "does not exist; create it or set QUIZBOT_DATABASE_URL to another file"
                 )
+            _private_file(Path(path))
         engine = create_async_engine(url, connect_args={"timeout": 30}, **kwargs)
         _sqlite_pragmas(engine)
         return engine
@@ -73,6 +77,24 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
     kwargs.setdefault("max_overflow", 10)
     kwargs.setdefault("pool_pre_ping", True)
     return create_async_engine(url, **kwargs)
+
+
+def _private_file(path: Path) -> None:
+    """The SQLite file readable by its owner only: demos run as other users on the same
+    host. SQLite gives its -wal and -shm files the database file's mode."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            with contextlib.suppress(OSError):  # not ours to change: SQLite says so later
+                mode = name.stat().st_mode
+                if mode & 0o077 and stat.S_ISREG(mode):
+                    name.chmod(stat.S_IMODE(mode) & 0o700)
+                    log.info("made %s readable by its owner only", name)
+    except OSError:
+        return  # SQLite reports what is wrong with the path, in its own words
+    else:
+        os.close(fd)
 
 
 def _sqlite_pragmas(engine: AsyncEngine) -> None:
