@@ -14,8 +14,16 @@ from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import N_, translator
 from bot.interactions import NOT_AVAILABLE, Click, Interactions
 from bot.messages import ActionKind, Message
-from bot.numeric import format_number, numeric_target, parse_typed
+from bot.numeric import (
+    MAX_TYPED,
+    NumberProblem,
+    TypedNumber,
+    format_number,
+    numeric_target,
+    read_typed,
+)
 from bot.quiz import QuizService
+from bot.quoting import quoted
 
 FORM_KIND = "number"
 FIELD = "value"
@@ -26,7 +34,21 @@ SHARE_OPTION = CommandOption(
     min_value=0,
     max_value=100,
 )
-NOT_A_NUMBER = N_("{value!r} is not a number: type only the number, in {unit} (e.g. 42 or 42.5).")
+NUMBER_PROBLEMS = {
+    NumberProblem.EMPTY: N_("Type your prediction, a number in {unit}."),
+    NumberProblem.NOT_A_NUMBER: N_(
+        "{value} is not a number: type only the number, in {unit} (e.g. 42 or 42.5)."
+    ),
+    NumberProblem.NEGATIVE: N_("{value} is negative: a prediction is 0 or more, in {unit}."),
+    NumberProblem.TOO_LARGE: N_("{value} is too large: a prediction is at most {limit} {unit}."),
+    NumberProblem.UNIT: N_(
+        "{value}: type only the number, without {typed} — the answer is in {unit}."
+    ),
+    NumberProblem.AMBIGUOUS: N_(
+        "{value} can be read as {one} or as {other} {unit}: type {one} or {other}, "
+        "whichever you mean."
+    ),
+}
 
 
 def install_generated(cs: CommandSet, interactions: Interactions, service: QuizService) -> None:
@@ -97,23 +119,22 @@ def install_generated(cs: CommandSet, interactions: Interactions, service: QuizS
                 tolerance=format_number(target.tolerance, locale is Locale.EL),
             ),
             FieldKind.NUMBER,
-            max_length=32,
+            max_length=64,
             placeholder=t("a number, e.g. 42"),
         )
         return Form(FORM_KIND, post.id, "", t("Type the number"), (field,), submit=t("Answer"))
 
     async def submit_number(sub: Submission, locale: Locale) -> SubmitReply:
-        t = translator(locale)
         text = sub.values.get(FIELD, "")
-        value = parse_typed(text)
-        if value is None:
-            post = await service.store.posts.get(sub.post_id)
-            question = await service.store.questions.get(post.question_hash) if post else None
-            target = numeric_target(question) if question else None
-            unit = target.unit if target else ""
-            return SubmitReply(errors={FIELD: t(NOT_A_NUMBER, value=text[:32], unit=unit)})
+        post = await service.store.posts.get(sub.post_id)
+        question = await service.store.questions.get(post.question_hash) if post else None
+        target = numeric_target(question) if question else None
+        unit = target.unit if target else ""
+        typed = read_typed(text, locale, unit)
+        if typed.value is None:
+            return SubmitReply(errors={FIELD: number_problem(typed, text, unit, locale)})
         reply = await service.record_typed(
-            sub.post_id, sub.user, value, sub.user_locale, channel=sub.channel
+            sub.post_id, sub.user, typed.value, sub.user_locale, channel=sub.channel
         )
         return SubmitReply(reply.message)
 
@@ -121,4 +142,19 @@ def install_generated(cs: CommandSet, interactions: Interactions, service: QuizS
     interactions.register_submit(FORM_KIND, submit_number)
 
 
-__all__ = ["FIELD", "FORM_KIND", "install_generated"]
+def number_problem(typed: TypedNumber, text: str, unit: str, locale: Locale) -> str:
+    """Why a typed answer is not taken, with what was typed (whole, up to 60 characters)."""
+    t = translator(locale)
+    readings = [format_number(v, locale is Locale.EL) for v in typed.readings] + ["", ""]
+    return t(
+        NUMBER_PROBLEMS[typed.problem or NumberProblem.NOT_A_NUMBER],
+        value=quoted(text.strip()),
+        unit=unit,
+        limit=f"{MAX_TYPED:,.0f}".replace(",", "\u202f"),
+        typed=quoted(typed.unit),
+        one=readings[0],
+        other=readings[1],
+    )
+
+
+__all__ = ["FIELD", "FORM_KIND", "install_generated", "number_problem"]
