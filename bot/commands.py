@@ -7,6 +7,7 @@ adapter shows (privately or in the channel); public questions are posted by the 
 
 from __future__ import annotations
 
+import difflib
 import logging
 import shlex
 from collections.abc import Awaitable, Callable, Sequence
@@ -20,6 +21,7 @@ from bot.i18n import N_, Translator, translator
 from bot.logs import problem_key
 from bot.messages import Message
 from bot.quiz import GENERATED, QuizService
+from bot.quoting import quoted
 from bot.team import TEAM
 
 log = logging.getLogger(__name__)
@@ -185,20 +187,15 @@ async def run_command(
     name, args = words[0].lower(), words[1:]
     handler = commands.handlers.get(name)
     if handler is None:
-        return [
-            Reply(
-                Message(
-                    body=t("Unknown command {name!r}.", name=name)
-                    + "\n\n"
-                    + help_message(commands, t).body
-                )
-            )
-        ]
+        return [Reply(Message(body=_unknown(commands, name, t)))]
     try:
+        args = _known_values(commands, service, name, args)
         if commands.needs_admin(name, args):
             status = await inv.admin_status()
             if status is not AdminStatus.YES:
                 return [Reply(Message(body=_refusal(inv, name, status, t)))]
+        if (problem := _arguments_problem(commands, service, name, args, t)) is not None:
+            return [Reply(Message(body=problem))]
         return await handler(service, inv, args)
     except UserFacingError as exc:
         return [Reply(Message(body=str(exc)))]
@@ -211,6 +208,82 @@ async def run_command(
             exc=exc,
         )
         return [Reply(failure_message(inv.locale, exc))]
+
+
+def _unknown(commands: CommandSet, name: str, t: Translator) -> str:
+    """ "Did you mean" for a close typo, else the list of commands."""
+    close = difflib.get_close_matches(name, list(commands.handlers), n=1, cutoff=0.6)
+    if close:
+        return t(
+            "Unknown command {name!r}. Did you mean /quiz {command}? (/quiz help lists them all)",
+            name=name,
+            command=close[0],
+        )
+    return t("Unknown command {name!r}.", name=name) + "\n\n" + help_message(commands, t).body
+
+
+def _text_options(commands: CommandSet, name: str) -> tuple[CommandOption, ...] | None:
+    """The options a command's words fill, in order (files never come as words); None for
+    a command that takes free text."""
+    options = commands.options.get(name)
+    if options is None:
+        return None
+    return tuple(o for o in options if o.kind is not OptionKind.ATTACHMENT)
+
+
+def _values(option: CommandOption, service: QuizService) -> Sequence[str]:
+    return option.choices or (option.suggest(service) if option.suggest else ())
+
+
+def _known_values(
+    commands: CommandSet, service: QuizService, name: str, args: list[str]
+) -> list[str]:
+    """Each word that names a choice or a suggested value (a topic) in another case, as
+    that value: ``ask GPU`` asks topic ``gpu``."""
+    options = _text_options(commands, name) or ()
+    out = list(args)
+    for i, (option, word) in enumerate(zip(options, args, strict=False)):
+        values = _values(option, service)
+        if word not in values:
+            folded = word.casefold()
+            out[i] = next((v for v in values if v.casefold() == folded), word)
+    return out
+
+
+def _arguments_problem(
+    commands: CommandSet, service: QuizService, name: str, args: list[str], t: Translator
+) -> str | None:
+    """A missing required argument, or words a command with fixed options does not take
+    (its last option takes the rest when it is free text: ``demo <id> [parameters]``)."""
+    options = _text_options(commands, name)
+    if options is None:
+        return None
+    usage = commands.usage[name]
+    missing = [o for o in options[len(args) :] if o.required]
+    if missing:
+        values = list(_values(missing[0], service))
+        what = t(missing[0].description)
+        if values:
+            return t(
+                "/quiz {name} needs {what}: {values}. Example: /quiz {name} {example}",
+                name=name,
+                what=what,
+                values=", ".join(values[:10]) + (", …" if len(values) > 10 else ""),
+                example=values[0],
+            )
+        return t(
+            "/quiz {name} needs {what}. Usage: /quiz {usage}", name=name, what=what, usage=usage
+        )
+    last = options[-1] if options else None
+    takes_rest = last is not None and last.kind is OptionKind.STRING and not _values(last, service)
+    if len(args) > len(options) and not takes_rest:
+        return t(
+            "/quiz {name} does not take {extra}: nothing was done. Usage: /quiz {usage}",
+            name=name,
+            extra=quoted(" ".join(args[len(options) :])),
+            usage=usage,
+        )
+    return None
 
 
 def _refusal(inv: Invocation, name: str, status: AdminStatus, t: Translator) -> str:
