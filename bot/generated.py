@@ -5,10 +5,11 @@ field, scored right within the question's tolerance."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from bot.commands import CommandOption, CommandSet, Invocation, OptionKind, Reply
-from bot.domain import Locale, PostState
+from bot.domain import Locale, NumericTarget, PostState
 from bot.errors import UserFacingError
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import N_, translator
@@ -111,18 +112,7 @@ def install_generated(cs: CommandSet, interactions: Interactions, service: QuizS
         target = numeric_target(question) if question is not None else None
         if target is None:
             return Message(body=t("This question takes no typed answer: use its buttons."))
-        field = FormField(
-            FIELD,
-            t(
-                "Your prediction, in {unit} (±{tolerance} counts as right)",
-                unit=target.unit,
-                tolerance=format_number(target.tolerance, locale is Locale.EL),
-            ),
-            FieldKind.NUMBER,
-            max_length=64,
-            placeholder=t("a number, e.g. 42"),
-        )
-        return Form(FORM_KIND, post.id, "", t("Type the number"), (field,), submit=t("Answer"))
+        return number_form(post.id, target, locale)
 
     async def submit_number(sub: Submission, locale: Locale) -> SubmitReply:
         text = sub.values.get(FIELD, "")
@@ -132,7 +122,8 @@ def install_generated(cs: CommandSet, interactions: Interactions, service: QuizS
         unit = target.unit if target else ""
         typed = read_typed(text, locale, unit)
         if typed.value is None:
-            return SubmitReply(errors={FIELD: number_problem(typed, text, unit, locale)})
+            form = number_form(sub.post_id, target, locale) if target else None
+            return SubmitReply(errors={FIELD: number_problem(typed, text, unit, locale)}, form=form)
         reply = await service.record_typed(
             sub.post_id, sub.user, typed.value, sub.user_locale, channel=sub.channel
         )
@@ -140,6 +131,31 @@ def install_generated(cs: CommandSet, interactions: Interactions, service: QuizS
 
     interactions.register_form(ActionKind.NUMBER, open_number)
     interactions.register_submit(FORM_KIND, submit_number)
+
+
+def number_form(post_id: int, target: NumericTarget, locale: Locale) -> Form:
+    """The typed answer's form: one number field that checks itself."""
+    t = translator(locale)
+
+    def check(value: str, values: Mapping[str, str]) -> str | None:
+        typed = read_typed(value, locale, target.unit)
+        return (
+            None if typed.value is not None else number_problem(typed, value, target.unit, locale)
+        )
+
+    field = FormField(
+        FIELD,
+        t(
+            "Your prediction, in {unit} (±{tolerance} counts as right)",
+            unit=target.unit,
+            tolerance=format_number(target.tolerance, locale is Locale.EL),
+        ),
+        FieldKind.NUMBER,
+        max_length=64,
+        placeholder=t("a number, e.g. 42"),
+        check=check,
+    )
+    return Form(FORM_KIND, post_id, "", t("Type the number"), (field,), submit=t("Answer"))
 
 
 def number_problem(typed: TypedNumber, text: str, unit: str, locale: Locale) -> str:
@@ -157,4 +173,4 @@ def number_problem(typed: TypedNumber, text: str, unit: str, locale: Locale) -> 
     )
 
 
-__all__ = ["FIELD", "FORM_KIND", "install_generated", "number_problem"]
+__all__ = ["FIELD", "FORM_KIND", "install_generated", "number_form", "number_problem"]

@@ -190,7 +190,12 @@ class ConsoleSession:
     async def _fill(self, line: str) -> None:
         field = self._next_field()
         assert self.form is not None and field is not None
-        self.filled[field.name] = "" if line.strip() == "-" else line.strip()
+        value = "" if line.strip() == "-" else line.strip()
+        if (problem := field.problem({**self.filled, field.name: value})) is not None:
+            self.say(f"! {console_syntax(problem)}")  # asked again at once, not at the end
+            self._prompt()
+            return
+        self.filled[field.name] = value
         if self._next_field() is not None:
             self._prompt()
             return
