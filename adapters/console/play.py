@@ -304,8 +304,8 @@ class _PrivateLines:
 async def _clinic(session: ConsoleSession, args: list[str]) -> None:
     locale = await session.service.locale_for(session.channel)
     t = translator(locale)
-    if not args:
-        session.say("! " + t("usage: /clinic PATH [GPU memory in GiB]"))
+    if not args:  # how to record a snapshot, or get the sample: the core's /quiz clinic
+        await session._quiz("clinic")
         return
     if session.clinic is None:
         session.say("! " + str(clinic_off_error(locale)))

@@ -1,4 +1,4 @@
-"""``quizbot sim ...``: the simulator's command group (``replay``).
+"""``quizbot sim ...``: the simulator's command group (``replay``, ``sample-snapshot``).
 
 The lead's ``bot/cli.py`` calls `add_sim_commands` on its subparsers; every subcommand
 sets ``func(args) -> int`` (the exit code).
@@ -57,6 +57,17 @@ def add_sim_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     where.add_argument("--out", type=Path, help="directory for the PNG (default: .)")
     where.add_argument("--plot", type=Path, help="path of the PNG")
     replay.set_defaults(func=run_replay)
+    sample = sim_sub.add_parser(
+        "sample-snapshot",
+        help="write a sample memory snapshot, to try the memory clinic without a GPU",
+        description=(
+            "Write a snapshot in torch.cuda.memory._dump_snapshot() format, recorded by the "
+            "simulator: a batch growing from 8 to 16 on a 768 MiB GPU that runs out of "
+            "memory once with the default allocator."
+        ),
+    )
+    sample.add_argument("out", type=Path, help="the file to write, e.g. sample.pickle")
+    sample.set_defaults(func=run_sample)
 
 
 def _row(name: str, cells: list[str]) -> str:
@@ -128,4 +139,27 @@ def run_replay(args: argparse.Namespace) -> int:
     path = args.plot or (args.out or Path(".")) / f"{args.snapshot.stem}-replay.png"
     written = plot_replays([recorded, asked], path, title=f"Replay of {args.snapshot.name}")
     print(f"plot: {written}")
+    return EXIT_OK
+
+
+def run_sample(args: argparse.Namespace) -> int:
+    """``quizbot sim sample-snapshot OUT``: write the sample snapshot."""
+    from gpu_runner.sim.sample import SAMPLE_GPU, write_sample
+
+    out: Path = args.out
+    try:
+        size = write_sample(out)
+    except FileExistsError:
+        print(f"error: {out} exists; choose another file name", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"error: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(
+        f"wrote {out} ({size:,} bytes): a {SAMPLE_GPU // MiB} MiB GPU running out of memory "
+        "once with the default allocator.\n"
+        f"Try it: quizbot sim replay {out} --conf expandable_segments:True, or send it to "
+        "/quiz clinic (Slack: in a direct message to the bot; Discord: as the snapshot "
+        f"attachment; console: /clinic {out})."
+    )
     return EXIT_OK

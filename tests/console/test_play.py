@@ -219,3 +219,12 @@ def test_help_shows_console_syntax_and_the_consoles_own_commands(tmp_path: Path)
     assert "/lang needs the language" in out and "Example: /lang en" in out
     assert "/close does not take 'now'" in out
     assert 'cron "30 9 * * 1-5" UTC' in out
+
+
+def test_clinic_without_a_path_says_how_to_record_a_snapshot_or_get_the_sample(
+    tmp_path: Path,
+) -> None:
+    done = run_play(tmp_path, "/clinic\n")
+    assert done.returncode == 0, done.stderr
+    assert "_record_memory_history" in done.stdout and "/clinic PATH" in done.stdout
+    assert "quizbot sim sample-snapshot sample.pickle" in done.stdout
