@@ -7,11 +7,12 @@ sets ``func(args) -> int`` (the exit code).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 from gpu_runner.sim._errors import AllocatorConfigError, SnapshotError
-from gpu_runner.sim._sizes import GiB, MiB, format_mib, parse_size
+from gpu_runner.sim._sizes import GiB, MiB, TiB, format_mib, format_size, parse_size
 from gpu_runner.sim._unpickle import MAX_SNAPSHOT_BYTES
 from gpu_runner.sim.replay import RecordedFigures, ReplayResult, recorded_figures, replay_file
 
@@ -45,7 +46,8 @@ def add_sim_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     replay.add_argument(
         "--total-memory",
         default="80GiB",
-        help="device memory of the simulated GPU (default 80GiB), e.g. 141GB",
+        help="device memory of the simulated GPU, with its unit (default 80GiB), e.g. 141GB "
+        "or 81920MiB",
     )
     replay.add_argument("--device", type=int, default=None, help="device trace to replay")
     replay.add_argument(
@@ -68,6 +70,33 @@ def add_sim_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     )
     sample.add_argument("out", type=Path, help="the file to write, e.g. sample.pickle")
     sample.set_defaults(func=run_sample)
+
+
+# The memory of any CUDA GPU lies here (old and embedded boards have a few hundred MiB;
+# the largest single GPUs some hundreds of GiB): a size outside is a slip of the unit.
+MIN_GPU_MEMORY, MAX_GPU_MEMORY = 256 * MiB, TiB
+_BARE_NUMBER = re.compile(r"\s*[0-9]*\.?[0-9]+\s*")
+
+
+def gpu_memory(text: str) -> int:
+    """``--total-memory``: a size with its unit (a bare number is refused: bytes or GiB?),
+    within what a GPU has."""
+    if _BARE_NUMBER.fullmatch(text):
+        raise ValueError(
+            f"--total-memory {text!r} has no unit: write e.g. {text.strip()}GiB (or GB, MiB, TiB)"
+        )
+    size = parse_size(text)
+    if size < MIN_GPU_MEMORY:
+        raise ValueError(
+            f"--total-memory {text!r} is {format_size(size)}, less than 256 MiB, smaller "
+            "than any CUDA GPU: check the unit (e.g. 80GiB)"
+        )
+    if size > MAX_GPU_MEMORY:
+        raise ValueError(
+            f"--total-memory {text!r} is {format_size(size)}, more than 1 TiB, larger than "
+            "any GPU's memory: check the unit (e.g. 80GiB)"
+        )
+    return size
 
 
 def _row(name: str, cells: list[str]) -> str:
@@ -109,7 +138,7 @@ def format_report(
 def run_replay(args: argparse.Namespace) -> int:
     """``quizbot sim replay``: print the comparison and write the PNG."""
     try:
-        total = parse_size(args.total_memory)
+        total = gpu_memory(args.total_memory)
         snapshot, device, recorded, asked = replay_file(
             args.snapshot,
             total_memory=total,
@@ -158,7 +187,8 @@ def run_sample(args: argparse.Namespace) -> int:
     print(
         f"wrote {out} ({size:,} bytes): a {SAMPLE_GPU // MiB} MiB GPU running out of memory "
         "once with the default allocator.\n"
-        f"Try it: quizbot sim replay {out} --conf expandable_segments:True, or send it to "
+        f"Try it: quizbot sim replay {out} --total-memory {SAMPLE_GPU // MiB}MiB "
+        "--conf expandable_segments:True, or send it to "
         "/quiz clinic (Slack: in a direct message to the bot; Discord: as the snapshot "
         f"attachment; console: /clinic {out})."
     )
