@@ -42,7 +42,8 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         None,
         validation_alias=AliasChoices("QUIZBOT_DATABASE_URL"),
-        description="SQLAlchemy URL; unset: the embedded SQLite file ./quizbot.db",
+        description="SQLAlchemy URL, not a path (sqlite+aiosqlite:///./quizbot.db, "
+        "postgresql://user@host/db); unset: the embedded SQLite file ./quizbot.db",
     )
     questions_path: Path | None = Field(
         None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from bot.errors import StorageError
+from bot.quoting import cut
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +37,15 @@ def normalize_url(url: str) -> str:
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
+        shown = _masked(url)
+        if "://" not in url and "@" not in url:  # a file path: the SQLite URL of that file
+            raise StorageError(
+                f"QUIZBOT_DATABASE_URL {shown!r} is not a database URL; for that SQLite "
+                f"file use sqlite+aiosqlite:///{url.strip()} (or unset it for ./quizbot.db)"
+            ) from exc
         raise StorageError(
-            f"QUIZBOT_DATABASE_URL {redact(url)!r} is not a database URL; "
-            "use e.g. sqlite+aiosqlite:///quizbot.db or postgresql+asyncpg://user@host/db"
+            f"QUIZBOT_DATABASE_URL {shown!r} is not a database URL; "
+            "use e.g. sqlite+aiosqlite:///./quizbot.db or postgresql+asyncpg://user@host/db"
         ) from exc
     backend = parsed.get_backend_name()
     if backend in ("postgres", "postgresql"):
@@ -49,6 +57,12 @@ def normalize_url(url: str) -> str:
             f"QUIZBOT_DATABASE_URL uses {backend!r}; quizbot supports sqlite and postgresql"
         )
     return parsed.render_as_string(hide_password=False)
+
+
+def _masked(text: str) -> str:
+    """What was typed, cut short, with anything between a ``user:`` and an ``@`` hidden: a
+    value SQLAlchemy cannot parse may still hold a password."""
+    return cut(re.sub(r"(:)[^:@/]*(@)", r"\1***\2", text.strip()), 80)
 
 
 def redact(url: str) -> str:
