@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from bot.domain import ChannelRef, Locale, PostKind, Reveal
+from bot.features import ButtonKind, Feature, FormKind, Parts
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import translator
-from bot.interactions import NOT_AVAILABLE, Click, Interactions
-from bot.messages import ActionKind, Button, Message
-from bot.quiz import QuizService
+from bot.interactions import NOT_AVAILABLE, Click
+from bot.messages import Button, Message
 from bot.quoting import cut
 from bot.review import REASONS
-from bot.team import FlagReason, TeamPackRepository
+from bot.team import FlagReason
 
 FORM_KIND = "flag"
 REASON, NOTE = "reason", "note"
@@ -45,6 +45,9 @@ def _same_workspace(post: ChannelRef, where: ChannelRef) -> bool:
 def reason_choices(locale: Locale) -> str:
     t = translator(locale)
     return " · ".join(f"{i} {t(REASONS[r])}" for i, r in enumerate(ORDER, 1))
+
+
+FLAG = "flag"  # the reveal's "Report a problem": opens the form
 
 
 def flag_form(post_id: int, locale: Locale) -> Form:
@@ -80,15 +83,13 @@ def flag_form(post_id: int, locale: Locale) -> Form:
     return Form(FORM_KIND, post_id, "", t("Report a problem"), fields, submit=t("Send"))
 
 
-def install_flags(
-    interactions: Interactions, service: QuizService, team: TeamPackRepository
-) -> None:
+def feature(parts: Parts) -> Feature:
+    service, team = parts.service, parts.store.team
+
     def report_button(reveal: Reveal, locale: Locale) -> Button | None:
         if reveal.post.kind is PostKind.PRACTICE:
             return None
-        return Button(translator(locale)("Report a problem"), ActionKind.FLAG, reveal.post.id, "")
-
-    service.reveal_buttons.append(report_button)
+        return Button(translator(locale)("Report a problem"), FLAG, reveal.post.id, "")
 
     async def open_flag(click: Click, locale: Locale) -> Form | Message:
         t = translator(locale)
@@ -116,8 +117,12 @@ def install_flags(
             )
         return SubmitReply(Message(body=t("You already reported this question; thanks.")))
 
-    interactions.register_form(ActionKind.FLAG, open_flag)
-    interactions.register_submit(FORM_KIND, submit_flag)
+    return Feature(
+        "flags",
+        buttons=[ButtonKind(FLAG, form=open_flag)],
+        forms=[FormKind(FORM_KIND, submit_flag)],
+        reveal_buttons=[report_button],
+    )
 
 
-__all__ = ["FORM_KIND", "flag_form", "install_flags", "parse_reason", "reason_choices"]
+__all__ = ["FLAG", "FORM_KIND", "feature", "flag_form", "parse_reason", "reason_choices"]

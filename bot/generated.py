@@ -8,15 +8,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from bot.commands import CommandOption, CommandSet, Invocation, OptionKind, Reply
+from bot.commands import Admin, Command, CommandOption, Invocation, OptionKind, Reply
 from bot.domain import Locale, NumericTarget, PostState
 from bot.errors import UserFacingError
+from bot.features import ButtonKind, Feature, FormKind, Parts
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import N_, translator
-from bot.interactions import NOT_AVAILABLE, Click, Interactions
-from bot.messages import ActionKind, Message
+from bot.interactions import NOT_AVAILABLE, Click
+from bot.messages import Message
 from bot.numeric import (
     MAX_TYPED,
+    TYPE_NUMBER,
     NumberProblem,
     TypedNumber,
     format_number,
@@ -52,7 +54,9 @@ NUMBER_PROBLEMS = {
 }
 
 
-def install_generated(cs: CommandSet, interactions: Interactions, service: QuizService) -> None:
+def feature(parts: Parts) -> Feature:
+    service = parts.service
+
     async def generated(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         t = translator(inv.locale)
         settings = await service.store.settings.get(inv.channel)
@@ -94,15 +98,6 @@ def install_generated(cs: CommandSet, interactions: Interactions, service: QuizS
             )
         ]
 
-    cs.add(
-        "generated",
-        generated,
-        "generated [0-100]",
-        admin=True,
-        admin_args_only=True,
-        options=[SHARE_OPTION],
-    )
-
     async def open_number(click: Click, locale: Locale) -> Form | Message:
         t = translator(locale)
         post = await service.store.posts.get(click.post_id)
@@ -129,8 +124,21 @@ def install_generated(cs: CommandSet, interactions: Interactions, service: QuizS
         )
         return SubmitReply(reply.message)
 
-    interactions.register_form(ActionKind.NUMBER, open_number)
-    interactions.register_submit(FORM_KIND, submit_number)
+    return Feature(
+        "generated",
+        commands=[
+            Command(
+                "generated",
+                generated,
+                "generated [0-100]",
+                N_("show or set the share of generated questions"),
+                Admin.TO_CHANGE,
+                options=(SHARE_OPTION,),
+            )
+        ],
+        buttons=[ButtonKind(TYPE_NUMBER, form=open_number)],
+        forms=[FormKind(FORM_KIND, submit_number)],
+    )
 
 
 def number_form(post_id: int, target: NumericTarget, locale: Locale) -> Form:
@@ -139,9 +147,9 @@ def number_form(post_id: int, target: NumericTarget, locale: Locale) -> Form:
 
     def check(value: str, values: Mapping[str, str]) -> str | None:
         typed = read_typed(value, locale, target.unit)
-        return (
-            None if typed.value is not None else number_problem(typed, value, target.unit, locale)
-        )
+        if typed.value is not None:
+            return None
+        return number_problem(typed, value, target.unit, locale)
 
     field = FormField(
         FIELD,
@@ -173,4 +181,4 @@ def number_problem(typed: TypedNumber, text: str, unit: str, locale: Locale) -> 
     )
 
 
-__all__ = ["FIELD", "FORM_KIND", "install_generated", "number_form", "number_problem"]
+__all__ = ["FIELD", "FORM_KIND", "feature", "number_form", "number_problem"]

@@ -124,6 +124,9 @@ def _plain(whole: str, fraction: str) -> str:
     return f"{digits}.{fraction}" if fraction else digits
 
 
+TYPE_NUMBER = "number"  # the button kind that opens the typed-answer form (`bot.generated`)
+
+
 def numeric_target(question: Question) -> NumericTarget | None:
     generated = question.inputs.get("generated")
     if not isinstance(generated, Mapping):

@@ -21,8 +21,8 @@ from bot.domain import (
     choice_letter,
 )
 from bot.i18n import N_, Translator, translator
-from bot.messages import ActionKind, Button, Message
-from bot.numeric import format_number, numeric_target
+from bot.messages import ANSWER, Button, Message
+from bot.numeric import TYPE_NUMBER, format_number, numeric_target
 
 MEDALS = ("🥇", "🥈", "🥉")
 
@@ -48,13 +48,12 @@ def question_message(post: Post, question: Question, timezone: str) -> Message:
         ()
         if closed
         else tuple(
-            Button(choice_letter(i), ActionKind.ANSWER, post.id, str(i))
-            for i in range(len(text.choices))
+            Button(choice_letter(i), ANSWER, post.id, str(i)) for i in range(len(text.choices))
         )
     )
     if not closed and numeric_target(question) is not None:
         # A generated question also takes a typed number ("predict the number").
-        buttons += (Button(t("Type the number…"), ActionKind.NUMBER, post.id, ""),)
+        buttons += (Button(t("Type the number…"), TYPE_NUMBER, post.id, ""),)
     footer = [t.n("{count} answered", "{count} answered", post.answer_count)]
     if closed:
         footer.append(t("closed"))
@@ -79,6 +78,13 @@ def outcome_message(outcome: AnswerOutcome, locale: Locale) -> Message:
     t = translator(locale)
     q = outcome.question
     status = outcome.status
+    if status is AnswerStatus.ERASED:
+        return Message(
+            body=t(
+                "You asked the quiz to forget you, and this click arrived before that was "
+                "done, so it was not kept. Click again to answer as a new player."
+            )
+        )
     if status is AnswerStatus.WRONG_CHANNEL:
         return Message(
             body=t(

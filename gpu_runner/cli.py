@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bot.domain import DemoJob, DemoState, Locale
 
 
-def add_demo_commands(subparsers: Any) -> None:
+def add_demo_commands(subparsers: Any, settings: Callable[[], WorkerSettings]) -> None:
     demo = subparsers.add_parser("demo", help="list or run the GPU memory demonstrations")
     sub = demo.add_subparsers(dest="demo_command", metavar="ACTION", required=True)
     lst = sub.add_parser("list", help="the registered demos and their parameters")
@@ -33,10 +35,21 @@ def add_demo_commands(subparsers: Any) -> None:
         help="a demo parameter (repeatable)",
     )
     run.add_argument("--timeout", type=float, default=None, help="seconds (default: the demo's)")
-    run.set_defaults(func=_run)
+    run.set_defaults(func=_with(settings, _run))
 
 
-def add_runner_commands(subparsers: Any) -> None:
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """What `runner worker` and `runner ping` need of the bot's settings (the composition
+    root reads them: the runner does not import the bot's configuration)."""
+
+    broker_url: str
+    broker_shown: str  # the broker's URL without its password, for messages
+    clinic_max_bytes: int
+    demo_user: str = "nobody"  # a runner started as root runs demos as this user
+
+
+def add_runner_commands(subparsers: Any, settings: Callable[[], WorkerSettings]) -> None:
     runner = subparsers.add_parser("runner", help="run demos for other bot hosts")
     sub = runner.add_subparsers(dest="runner_command", metavar="ACTION", required=True)
     worker = sub.add_parser(
@@ -47,13 +60,13 @@ def add_runner_commands(subparsers: Any) -> None:
     )
     worker.add_argument("--queue", default=None, help="queue name (default: quizbot-demos)")
     worker.add_argument("--loglevel", default="INFO")
-    worker.set_defaults(func=_worker)
+    worker.set_defaults(func=_with(settings, _worker))
     ping = sub.add_parser(
         "ping", help="exit 0 when this host's runner worker answers (a health check)"
     )
     ping.add_argument("--all", action="store_true", help="any worker, not only this host's")
     ping.add_argument("--timeout", type=float, default=5.0, help="seconds to wait (default 5)")
-    ping.set_defaults(func=_ping)
+    ping.set_defaults(func=_with(settings, _ping))
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -66,7 +79,7 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, settings: WorkerSettings) -> int:
     from gpu_runner.demos import DemoKind, DemoRequestError, default_registry
     from gpu_runner.executor import Executor, ExecutorConfig
 
@@ -87,9 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     demo = registry[job.demo]
     # A simulated allocator demo needs no torch: skip the slow import in the fork server.
     lean = args.simulate and demo.kind is DemoKind.ALLOCATOR
-    from bot.config import load_settings
-
-    config = ExecutorConfig(preload_torch=not lean, demo_user=load_settings().demo_user)
+    config = ExecutorConfig(preload_torch=not lean, demo_user=settings.demo_user)
     with Executor(config, registry=registry) as executor:
         result = executor.run(job, timeout=args.timeout)
     print(result.report or f"{result.state}: {result.error}")
@@ -119,15 +130,26 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if result.state is DemoState.SUCCEEDED else 1
 
 
-def _worker(args: argparse.Namespace) -> int:
-    from bot.config import load_settings
+def _with(
+    settings: Callable[[], WorkerSettings],
+    run: Callable[[argparse.Namespace, WorkerSettings], int],
+) -> Callable[[argparse.Namespace], int]:
+    """`run` with the settings read when the command runs (named as `run`: logs, tests)."""
+
+    def command(args: argparse.Namespace) -> int:
+        return run(args, settings())
+
+    command.__name__ = run.__name__
+    return command
+
+
+def _worker(args: argparse.Namespace, settings: WorkerSettings) -> int:
     from gpu_runner.celery_runner import DEFAULT_QUEUE, make_celery_app, run_worker
     from gpu_runner.executor import Executor, ExecutorConfig
 
-    settings = load_settings()
     config = ExecutorConfig(demo_user=settings.demo_user)
     app = make_celery_app(
-        settings.celery_broker_url,
+        settings.broker_url,
         queue=args.queue or DEFAULT_QUEUE,
         executor=lambda: Executor(config),
         clinic_max_bytes=settings.clinic_max_bytes,
@@ -135,26 +157,23 @@ def _worker(args: argparse.Namespace) -> int:
     return run_worker(app, args.concurrency, args.loglevel)
 
 
-def _ping(args: argparse.Namespace) -> int:
+def _ping(args: argparse.Namespace, settings: WorkerSettings) -> int:
     import socket
 
-    from bot.config import load_settings, redact_url
     from gpu_runner.celery_runner import make_celery_app
 
-    settings = load_settings()
     refused = _demos_refused(settings.demo_user)
     if refused:
         print(f"quizbot: error: demos are refused on this host: {refused}", file=sys.stderr)
         return 1
-    app = make_celery_app(settings.celery_broker_url).app
+    app = make_celery_app(settings.broker_url).app
     # Workers are named celery@<hostname> (Celery's default node name).
     destination = None if args.all else [f"celery@{socket.gethostname()}"]
     try:
         replies = app.control.ping(destination=destination, timeout=args.timeout)
     except Exception as exc:  # broker down: say which broker, never its password
         print(
-            f"quizbot: error: broker {redact_url(settings.celery_broker_url)} "
-            f"unreachable: {type(exc).__name__}",
+            f"quizbot: error: broker {settings.broker_shown} unreachable: {type(exc).__name__}",
             file=sys.stderr,
         )
         return 1

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.domain import ChannelRef, MessageRef, UserRef
-from bot.messages import ActionKind, Attachment, Button, Image, Message
+from bot.messages import ANSWER, Attachment, Button, Image, Message
 
 # *bold* — not the stars of a cron expression ("30 9 * * 1-5"): bold text touches them.
 _BOLD = re.compile(r"\*(?=[^\s*])([^*\n]*?[^\s*])\*")
@@ -56,7 +56,7 @@ class ConsoleChat:
         print(text, file=self._out, flush=True)
 
     def _remember(self, message: Message) -> None:
-        self.pressable += [b for b in message.buttons if b.action is not ActionKind.ANSWER]
+        self.pressable += [b for b in message.buttons if b.action != ANSWER]
 
     async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
         ref = MessageRef(channel, self._id())

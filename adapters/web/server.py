@@ -65,7 +65,7 @@ class WebServer:
 
     @property
     def port(self) -> int:
-        """The bound port (after start)."""
+        """The bound port (once initialized)."""
         if self._port is None:
             raise RuntimeError("the web server is not started")
         return self._port
@@ -76,7 +76,7 @@ class WebServer:
         return f"http://{host}:{self.port}"
 
     async def __aenter__(self) -> Self:
-        await self.start()
+        await self.initialize()
         return self
 
     async def __aexit__(
@@ -87,7 +87,7 @@ class WebServer:
     ) -> None:
         await self.shutdown()
 
-    async def start(self) -> None:
+    async def initialize(self) -> None:
         runner = web.AppRunner(
             self.app, access_log=None, lingering_time=LINGERING_TIME, logger=PROTOCOL_LOG
         )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from bot.admin import EVERYONE
 from bot.commands import CommandSet, Invocation, run_command
 from bot.domain import ChannelRef, Locale, PostKind
 from bot.quiz import QuizService
@@ -37,7 +38,7 @@ async def test_a_question_nobody_answered_is_not_answered_yet_not_zero_percent(
     service: QuizService, channel: ChannelRef, commands: CommandSet
 ) -> None:
     post = await play(service, channel, {})
-    admin = Invocation(channel, ALICE, Locale.EN, is_admin=True)
+    admin = Invocation(channel, ALICE, Locale.EN, EVERYONE)
     (reply,) = await run_command(commands, service, admin, "report")
     assert f"*{post.question_id}*" in reply.message.body
     assert "not answered yet" in reply.message.body and "0%" not in reply.message.body

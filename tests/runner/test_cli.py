@@ -8,16 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from gpu_runner.cli import add_demo_commands, add_runner_commands
+from bot.cli import build_parser
 from gpu_runner.demos import SIMULATED_DEVICE, default_registry
 
 
 def parse(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="quizbot")
-    sub = parser.add_subparsers(dest="command")
-    add_demo_commands(sub)
-    add_runner_commands(sub)
-    return parser.parse_args(argv)
+    return build_parser().parse_args(argv)
 
 
 def test_demo_list_shows_every_id_with_its_parameters(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 
-from bot.quiz import QuizService
 from tests.adapters.discord.conftest import Runner, both_modes
 from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.helpers import ADMIN, ask, said
@@ -36,9 +35,9 @@ def without_mentions(calls: list[tuple[str, dict[str, object]]]) -> list[str]:
 
 @both_modes
 async def test_every_message_the_bot_sends_allows_no_mentions(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
-    async with run_adapter():
+    async with run_adapter() as adapter:
         message, post_id = await ask(fake)
         click = await fake.click(message["id"], f"quiz:answer:{post_id}:0", user_id="7001")
         await said(fake, click)
@@ -47,7 +46,7 @@ async def test_every_message_the_bot_sends_allows_no_mentions(
         posts = len(fake.of("POST", r"/channels/\d+/messages"))
         await fake.command("close", permissions=ADMIN)  # public: the reveal, in a thread
         await fake.until(lambda: len(fake.of("POST", r"/channels/\d+/messages")) > posts)
-        await discord_service.drain_updates()
+        await adapter.service.drain_updates()
     sent = message_bodies(fake)
     kinds = {
         route.split(" ")[0] + (" callback" if "callback" in route else "") for route, _ in sent
