@@ -139,9 +139,14 @@ async def open_runner(settings: Settings) -> AsyncIterator[Runner]:
             clinic_max_bytes=settings.clinic_max_bytes,
         )
         return
+    from gpu_runner.executor import ExecutorConfig
     from gpu_runner.local import LocalRunner
 
-    async with LocalRunner(registry=catalog, clinic_max_bytes=settings.clinic_max_bytes) as runner:
+    async with LocalRunner(
+        config=ExecutorConfig(demo_user=settings.demo_user),
+        registry=catalog,
+        clinic_max_bytes=settings.clinic_max_bytes,
+    ) as runner:
         yield runner
 
 
@@ -250,6 +255,7 @@ async def build_core(
             metrics.registry,
             port=settings.http_port,
             checks={**quiz.registry.checks, "database": store.ping},
+            aborted_body=lambda reason: metrics.http_aborted_bodies.inc(reason=reason),
         )
         yield Core(quiz, settings, bank, store, metrics, web)
 

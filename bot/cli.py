@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 from bot import __version__
-from bot.config import Settings, load_settings
+from bot.config import Settings, env_name, load_settings
 from bot.errors import QuizError
 
 
@@ -29,7 +31,17 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--seed", type=int, default=None, help="seed question selection")
     play.set_defaults(func=_play)
 
-    serve = sub.add_parser("serve", help="run on Slack and/or Discord (whichever has credentials)")
+    serve = sub.add_parser(
+        "serve",
+        help="run on Slack and/or Discord (whichever has credentials)",
+        description=textwrap.fill(
+            "Run the bot on every platform that has credentials: Slack with "
+            "SLACK_BOT_TOKEN, Discord with DISCORD_TOKEN (both at once is fine).",
+            88,
+        ),
+        epilog=settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve.set_defaults(func=_serve)
 
     webp = sub.add_parser(
@@ -59,13 +71,27 @@ def build_parser() -> argparse.ArgumentParser:
     from storage.report import add_report_commands
 
     add_questions_commands(sub, _open_store)
-    add_demo_commands(sub)
+    add_demo_commands(sub, _worker_settings)
     add_runner_commands(sub, _worker_settings)
     add_sim_commands(sub)
     add_report_commands(sub, _open_store)
     add_member_commands(sub, _open_store)
 
     return parser
+
+
+def settings_help(width: int = 88) -> str:
+    """Every variable `Settings` reads, with its meaning and default (the help of `serve`)."""
+    lines = ["environment variables (or the same keys in the TOML file QUIZBOT_CONFIG names):"]
+    for field, info in Settings.model_fields.items():
+        default = info.default
+        shown = getattr(default, "value", default)
+        text = info.description or ""
+        if shown not in (None, ""):
+            text += f" (default: {shown})"
+        lines.append(f"  {env_name(field)}")
+        lines += textwrap.wrap(text, width, initial_indent="      ", subsequent_indent="      ")
+    return "\n".join(lines)
 
 
 def _open_store() -> AbstractAsyncContextManager[Any]:
@@ -81,7 +107,7 @@ def _worker_settings() -> Any:
 
     settings = load_settings()
     url = settings.celery_broker_url
-    return WorkerSettings(url, redact_url(url), settings.clinic_max_bytes)
+    return WorkerSettings(url, redact_url(url), settings.clinic_max_bytes, settings.demo_user)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -92,6 +118,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         code = args.func(args)
+        sys.stdout.flush()  # here, where a closed pipe can still be caught
+    except BrokenPipeError:
+        # The reader stopped early (`quizbot questions generate … | head`): no error
+        # message, and no second one from the flush at exit — stdout goes to devnull, and
+        # the exit status is Python's own on EPIPE
+        # (https://docs.python.org/3/library/signal.html#note-on-sigpipe).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except QuizError as exc:
         print(f"quizbot: error: {exc}", file=sys.stderr)
         return 2

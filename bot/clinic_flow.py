@@ -61,6 +61,11 @@ RECORD_HINT = N_(
     "Record one with torch.cuda.memory._record_memory_history(max_entries=100000), run the "
     'steps that run out of memory, then torch.cuda.memory._dump_snapshot("snapshot.pickle").'
 )
+# Recording needs CUDA: without a GPU the simulator writes one to try the clinic with.
+SAMPLE_HINT = N_(
+    "No GPU at hand? quizbot sim sample-snapshot sample.pickle writes a sample: a batch that "
+    "grows until the default allocator runs out of memory."
+)
 
 
 DEFAULT_MAX_JOBS = 4
@@ -272,7 +277,7 @@ def feature(parts: Parts) -> Feature:
     async def how(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         t = translator(inv.locale)
         how = HOW_TO.get(inv.channel.platform, HOW_TO[Platform.CONSOLE])
-        return [Reply(Message(body=t(how) + "\n\n" + t(RECORD_HINT)))]
+        return [Reply(Message(body=f"{t(how)}\n\n{t(RECORD_HINT)}\n\n{t(SAMPLE_HINT)}"))]
 
     return Feature(
         "clinic",

@@ -7,6 +7,7 @@ adapter shows (privately or in the channel); public questions are posted by the 
 
 from __future__ import annotations
 
+import difflib
 import shlex
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from bot.forms import Form
 from bot.i18n import Translator, translator
 from bot.messages import Message
 from bot.quiz import QuizService
+from bot.quoting import quoted
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,15 +156,7 @@ async def run_command(
     name, args = words[0].lower(), words[1:]
     command = commands.get(name)
     if command is None:
-        return [
-            Reply(
-                Message(
-                    body=t("Unknown command {name!r}.", name=name)
-                    + "\n\n"
-                    + help_message(commands, t).body
-                )
-            )
-        ]
+        return [Reply(Message(body=_unknown(commands, name, t)))]
     return await guard(
         service.problems, f"/quiz {name}", inv.locale, _run(command, service, inv, args), _reply
     )
@@ -171,14 +165,89 @@ async def run_command(
 async def _run(
     command: Command, service: QuizService, inv: Invocation, args: list[str]
 ) -> list[Reply]:
+    t = translator(inv.locale)
+    args = _known_values(command, service, args)
     if command.needs_admin(args):
         status = await inv.admin()
         if status is not AdminStatus.YES:
-            t = translator(inv.locale)
             return [
                 Reply(Message(body=admin_refusal(inv.channel.platform, command.name, status, t)))
             ]
+    if (problem := _arguments_problem(command, service, args, t)) is not None:
+        return [Reply(Message(body=problem))]
     return await command.run(service, inv, args)
+
+
+def _unknown(commands: CommandSet, name: str, t: Translator) -> str:
+    """ "Did you mean" for a close typo, else the list of commands."""
+    close = difflib.get_close_matches(name, commands.names(), n=1, cutoff=0.6)
+    if close:
+        return t(
+            "Unknown command {name!r}. Did you mean /quiz {command}? (/quiz help lists them all)",
+            name=name,
+            command=close[0],
+        )
+    return t("Unknown command {name!r}.", name=name) + "\n\n" + help_message(commands, t).body
+
+
+def _text_options(command: Command) -> tuple[CommandOption, ...] | None:
+    """The options a command's words fill, in order (files never come as words); None for
+    a command that takes free text."""
+    if command.options is None:
+        return None
+    return tuple(o for o in command.options if o.kind is not OptionKind.ATTACHMENT)
+
+
+def _values(option: CommandOption, service: QuizService) -> Sequence[str]:
+    return option.choices or (option.suggest(service) if option.suggest else ())
+
+
+def _known_values(command: Command, service: QuizService, args: list[str]) -> list[str]:
+    """Each word that names a choice or a suggested value (a topic) in another case, as
+    that value: ``ask GPU`` asks topic ``gpu``."""
+    out = list(args)
+    for i, (option, word) in enumerate(zip(_text_options(command) or (), args, strict=False)):
+        values = _values(option, service)
+        if word not in values:
+            folded = word.casefold()
+            out[i] = next((v for v in values if v.casefold() == folded), word)
+    return out
+
+
+def _arguments_problem(
+    command: Command, service: QuizService, args: list[str], t: Translator
+) -> str | None:
+    """A missing required argument, or words a command with fixed options does not take
+    (its last option takes the rest when it is free text: ``demo <id> [parameters]``)."""
+    options = _text_options(command)
+    if options is None:
+        return None
+    name, usage = command.name, command.usage
+    missing = [o for o in options[len(args) :] if o.required]
+    if missing:
+        values = list(_values(missing[0], service))
+        what = t(missing[0].description)
+        if values:
+            return t(
+                "/quiz {name} needs {what}: {values}. Example: /quiz {name} {example}",
+                name=name,
+                what=what,
+                values=", ".join(values[:10]) + (", …" if len(values) > 10 else ""),
+                example=values[0],
+            )
+        return t(
+            "/quiz {name} needs {what}. Usage: /quiz {usage}", name=name, what=what, usage=usage
+        )
+    last = options[-1] if options else None
+    takes_rest = last is not None and last.kind is OptionKind.STRING and not _values(last, service)
+    if len(args) > len(options) and not takes_rest:
+        return t(
+            "/quiz {name} does not take {extra}: nothing was done. Usage: /quiz {usage}",
+            name=name,
+            extra=quoted(" ".join(args[len(options) :])),
+            usage=usage,
+        )
+    return None
 
 
 def _reply(message: Message) -> list[Reply]:

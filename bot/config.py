@@ -42,7 +42,8 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         None,
         validation_alias=AliasChoices("QUIZBOT_DATABASE_URL"),
-        description="SQLAlchemy URL; unset: the embedded SQLite file ./quizbot.db",
+        description="SQLAlchemy URL, not a path (sqlite+aiosqlite:///./quizbot.db, "
+        "postgresql://user@host/db); unset: the embedded SQLite file ./quizbot.db",
     )
     questions_path: Path | None = Field(
         None,
@@ -94,6 +95,12 @@ class Settings(BaseSettings):
         "redis://127.0.0.1:6379/0",
         validation_alias=AliasChoices("QUIZBOT_CELERY_BROKER_URL"),
         description="Celery broker (and result backend) for QUIZBOT_RUNNER=celery",
+    )
+    demo_user: str = Field(
+        "nobody",
+        validation_alias=AliasChoices("QUIZBOT_DEMO_USER"),
+        description="a runner started as root runs each demo as this user (a name or "
+        "uid:gid), never as root: demos are refused when it cannot run Python",
     )
     clinic_max_mb: int = Field(
         100,

@@ -5,6 +5,8 @@ on every platform) and an optional note. Admins see the counts in `/quiz review`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from bot.domain import ChannelRef, Locale, PostKind, Reveal
 from bot.features import ButtonKind, Feature, FormKind, Parts
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
@@ -48,6 +50,39 @@ def reason_choices(locale: Locale) -> str:
 FLAG = "flag"  # the reveal's "Report a problem": opens the form
 
 
+def flag_form(post_id: int, locale: Locale) -> Form:
+    """The report form; its reason checks itself (the console asks it again at once)."""
+    t = translator(locale)
+
+    def reason_problem(value: str, values: Mapping[str, str]) -> str | None:
+        if parse_reason(value) is not None:
+            return None
+        return t(
+            "{value!r} is not a reason: type 1 (wrong answer), 2 (ambiguous), "
+            "3 (typo) or 4 (outdated).",
+            value=cut(value, 20),
+        )
+
+    fields = (
+        FormField(
+            REASON,
+            t("Reason: a number or a word"),
+            max_length=40,
+            placeholder=reason_choices(locale),
+            check=reason_problem,
+        ),
+        FormField(
+            NOTE,
+            t("Note (optional)"),
+            FieldKind.PARAGRAPH,
+            required=False,
+            max_length=NOTE_MAX,
+            placeholder=t("What is wrong, and the source if you have one"),
+        ),
+    )
+    return Form(FORM_KIND, post_id, "", t("Report a problem"), fields, submit=t("Send"))
+
+
 def feature(parts: Parts) -> Feature:
     service, team = parts.service, parts.store.team
 
@@ -62,38 +97,14 @@ def feature(parts: Parts) -> Feature:
         post = await service.store.posts.get(click.post_id)
         if post is None or not _same_workspace(post.channel, click.channel):
             return Message(body=t(NOT_AVAILABLE))
-        fields = (
-            FormField(
-                REASON,
-                t("Reason: a number or a word"),
-                max_length=40,
-                placeholder=reason_choices(locale),
-            ),
-            FormField(
-                NOTE,
-                t("Note (optional)"),
-                FieldKind.PARAGRAPH,
-                required=False,
-                max_length=NOTE_MAX,
-                placeholder=t("What is wrong, and the source if you have one"),
-            ),
-        )
-        return Form(FORM_KIND, post.id, "", t("Report a problem"), fields, submit=t("Send"))
+        return flag_form(post.id, locale)
 
     async def submit_flag(sub: Submission, locale: Locale) -> SubmitReply:
         t = translator(locale)
-        typed = sub.values.get(REASON, "")
-        reason = parse_reason(typed)
+        form = flag_form(sub.post_id, locale)
+        reason = parse_reason(sub.values.get(REASON, ""))
         if reason is None:
-            return SubmitReply(
-                errors={
-                    REASON: t(
-                        "{value!r} is not a reason: type 1 (wrong answer), 2 (ambiguous), "
-                        "3 (typo) or 4 (outdated).",
-                        value=cut(typed.strip(), 20),
-                    )
-                }
-            )
+            return SubmitReply(errors=form.problems(sub.values), form=form)
         post = await service.store.posts.get(sub.post_id)
         question = await service.store.questions.get(post.question_hash) if post else None
         if post is None or question is None or not _same_workspace(post.channel, sub.channel):
@@ -115,4 +126,4 @@ def feature(parts: Parts) -> Feature:
     )
 
 
-__all__ = ["FLAG", "FORM_KIND", "feature", "parse_reason", "reason_choices"]
+__all__ = ["FLAG", "FORM_KIND", "feature", "flag_form", "parse_reason", "reason_choices"]

@@ -3,14 +3,16 @@ submit, a reason), whatever the platform — a Slack modal (`views.open`), a Dis
 (interaction response type 9), prompts in the console.
 
 A form's `id` routes the submission back: ``quiz:form:<kind>:<post>:<value>``, the same
-shape as a button's. The core validates a submission and answers with a private message,
-or with a problem per field (Slack shows them in the form; Discord and the console show
-them as a message with the text to retry).
+shape as a button's. Each field may carry its own `check` (its value and the values typed
+before it -> what to fix): the console asks a field again as soon as it fails; a submitted
+modal gets every failing field's own problem (Slack shows them under the fields, Discord
+in a message naming each field). The core then validates the whole submission and answers
+with a private message, or with a problem per field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -30,6 +32,11 @@ class FieldKind(StrEnum):
     NUMBER = "number"  # one line, read as a number by the core
 
 
+FieldCheck = Callable[[str, Mapping[str, str]], str | None]
+"""A field's own check: its value (stripped) and every value typed so far -> the problem,
+in the form's language, or None when the value is good."""
+
+
 @dataclass(frozen=True, slots=True)
 class FormField:
     name: str
@@ -39,6 +46,13 @@ class FormField:
     max_length: int = 200
     placeholder: str = ""
     value: str = ""  # prefilled (a retry keeps what was typed)
+    check: FieldCheck | None = field(default=None, compare=False, repr=False)
+
+    def problem(self, values: Mapping[str, str]) -> str | None:
+        """What is wrong with this field's value in `values`, or None."""
+        if self.check is None:
+            return None
+        return self.check(values.get(self.name, "").strip(), values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +71,10 @@ class Form:
     @property
     def id(self) -> str:
         return f"{FORM_PREFIX}{self.kind}:{self.post_id}:{self.value}"
+
+    def problems(self, values: Mapping[str, str]) -> dict[str, str]:
+        """Each field's own problem with `values`, by field name (empty: all good)."""
+        return {f.name: p for f in self.fields if (p := f.problem(values)) is not None}
 
     @staticmethod
     def decode(form_id: str) -> tuple[str, int, str] | None:
@@ -116,4 +134,4 @@ class SubmitReply:
         return not self.errors
 
 
-__all__ = ["FieldKind", "Form", "FormField", "Submission", "SubmitReply"]
+__all__ = ["FieldCheck", "FieldKind", "Form", "FormField", "Submission", "SubmitReply"]

@@ -5,10 +5,11 @@ field, scored right within the question's tolerance."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from bot.commands import Admin, Command, CommandOption, Invocation, OptionKind, Reply
-from bot.domain import Locale, PostState
+from bot.domain import Locale, NumericTarget, PostState
 from bot.errors import UserFacingError
 from bot.features import ButtonKind, Feature, FormKind, Parts
 from bot.formats import significant
@@ -16,8 +17,16 @@ from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import N_, translator
 from bot.interactions import NOT_AVAILABLE, Click
 from bot.messages import Message
-from bot.numeric import TYPE_NUMBER, numeric_target, parse_typed
+from bot.numeric import (
+    MAX_TYPED,
+    TYPE_NUMBER,
+    NumberProblem,
+    TypedNumber,
+    numeric_target,
+    read_typed,
+)
 from bot.quiz import QuizService
+from bot.quoting import quoted
 
 FORM_KIND = "number"
 FIELD = "value"
@@ -28,7 +37,21 @@ SHARE_OPTION = CommandOption(
     min_value=0,
     max_value=100,
 )
-NOT_A_NUMBER = N_("{value!r} is not a number: type only the number, in {unit} (e.g. 42 or 42.5).")
+NUMBER_PROBLEMS = {
+    NumberProblem.EMPTY: N_("Type your prediction, a number in {unit}."),
+    NumberProblem.NOT_A_NUMBER: N_(
+        "{value} is not a number: type only the number, in {unit} (e.g. 42 or 42.5)."
+    ),
+    NumberProblem.NEGATIVE: N_("{value} is negative: a prediction is 0 or more, in {unit}."),
+    NumberProblem.TOO_LARGE: N_("{value} is too large: a prediction is at most {limit} {unit}."),
+    NumberProblem.UNIT: N_(
+        "{value}: type only the number, without {typed} — the answer is in {unit}."
+    ),
+    NumberProblem.AMBIGUOUS: N_(
+        "{value} can be read as {one} or as {other} {unit}: type {one} or {other}, "
+        "whichever you mean."
+    ),
+}
 
 
 def feature(parts: Parts) -> Feature:
@@ -84,31 +107,20 @@ def feature(parts: Parts) -> Feature:
         target = numeric_target(question) if question is not None else None
         if target is None:
             return Message(body=t("This question takes no typed answer: use its buttons."))
-        field = FormField(
-            FIELD,
-            t(
-                "Your prediction, in {unit} (±{tolerance} counts as right)",
-                unit=target.unit,
-                tolerance=significant(target.tolerance, locale),
-            ),
-            FieldKind.NUMBER,
-            max_length=32,
-            placeholder=t("a number, e.g. 42"),
-        )
-        return Form(FORM_KIND, post.id, "", t("Type the number"), (field,), submit=t("Answer"))
+        return number_form(post.id, target, locale)
 
     async def submit_number(sub: Submission, locale: Locale) -> SubmitReply:
-        t = translator(locale)
         text = sub.values.get(FIELD, "")
-        value = parse_typed(text)
-        if value is None:
-            post = await service.store.posts.get(sub.post_id)
-            question = await service.store.questions.get(post.question_hash) if post else None
-            target = numeric_target(question) if question else None
-            unit = target.unit if target else ""
-            return SubmitReply(errors={FIELD: t(NOT_A_NUMBER, value=text[:32], unit=unit)})
+        post = await service.store.posts.get(sub.post_id)
+        question = await service.store.questions.get(post.question_hash) if post else None
+        target = numeric_target(question) if question else None
+        unit = target.unit if target else ""
+        typed = read_typed(text, locale, unit)
+        if typed.value is None:
+            form = number_form(sub.post_id, target, locale) if target else None
+            return SubmitReply(errors={FIELD: number_problem(typed, text, unit, locale)}, form=form)
         reply = await service.record_typed(
-            sub.post_id, sub.user, value, sub.user_locale, channel=sub.channel
+            sub.post_id, sub.user, typed.value, sub.user_locale, channel=sub.channel
         )
         return SubmitReply(reply.message)
 
@@ -129,4 +141,44 @@ def feature(parts: Parts) -> Feature:
     )
 
 
-__all__ = ["FIELD", "FORM_KIND", "feature"]
+def number_form(post_id: int, target: NumericTarget, locale: Locale) -> Form:
+    """The typed answer's form: one number field that checks itself."""
+    t = translator(locale)
+
+    def check(value: str, values: Mapping[str, str]) -> str | None:
+        typed = read_typed(value, locale, target.unit)
+        if typed.value is not None:
+            return None
+        return number_problem(typed, value, target.unit, locale)
+
+    field = FormField(
+        FIELD,
+        t(
+            "Your prediction, in {unit} (±{tolerance} counts as right)",
+            unit=target.unit,
+            tolerance=significant(target.tolerance, locale),
+        ),
+        FieldKind.NUMBER,
+        max_length=64,
+        placeholder=t("a number, e.g. 42"),
+        check=check,
+    )
+    return Form(FORM_KIND, post_id, "", t("Type the number"), (field,), submit=t("Answer"))
+
+
+def number_problem(typed: TypedNumber, text: str, unit: str, locale: Locale) -> str:
+    """Why a typed answer is not taken, with what was typed (whole, up to 60 characters)."""
+    t = translator(locale)
+    readings = [significant(v, locale) for v in typed.readings] + ["", ""]
+    return t(
+        NUMBER_PROBLEMS[typed.problem or NumberProblem.NOT_A_NUMBER],
+        value=quoted(text.strip()),
+        unit=unit,
+        limit=f"{MAX_TYPED:,.0f}".replace(",", "\u202f"),
+        typed=quoted(typed.unit),
+        one=readings[0],
+        other=readings[1],
+    )
+
+
+__all__ = ["FIELD", "FORM_KIND", "feature", "number_form", "number_problem"]

@@ -35,10 +35,15 @@ class ThrottledLog:
         self._seen: dict[str, _Seen] = {}
 
     def problem(
-        self, key: str, message: str, *args: object, exc: BaseException | None = None
+        self,
+        key: str,
+        message: str,
+        *args: object,
+        exc: BaseException | None = None,
+        level: int = logging.ERROR,
     ) -> bool:
-        """Log `message` (with `exc`'s traceback) unless `key` was logged within the
-        interval; returns whether it was logged."""
+        """Log `message` at `level` (with `exc`'s traceback) unless `key` was logged within
+        the interval; returns whether it was logged."""
         now = self._now()
         seen = self._seen.get(key)
         if seen is not None and now - seen.first_at < self._interval:
@@ -51,7 +56,7 @@ class ThrottledLog:
         if len(self._seen) >= self._max_keys:
             self._seen.clear()
         self._seen[key] = _Seen(now)
-        self._log.error(message, *args, exc_info=exc)
+        self._log.log(level, message, *args, exc_info=exc)
         return True
 
 

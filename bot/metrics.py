@@ -164,6 +164,12 @@ class QuizMetrics:
             "Platform requests dropped as malformed or not ours, by platform and kind",
             ("platform", "kind"),
         )
+        self.http_aborted_bodies = r.counter(
+            "quizbot_http_aborted_bodies_total",
+            "HTTP request bodies not received whole, by reason (deadline: too slow; "
+            "disconnected: the client closed the connection mid-body)",
+            ("reason",),
+        )
         self.redeliveries = r.counter(
             "quizbot_redeliveries_total",
             "Platform requests recognised as redeliveries and not handled twice, by platform",

@@ -225,7 +225,7 @@ def reveal_message(reveal: Reveal, locale: Locale) -> Message:
     elif total or reveal.guesses:
         lines.append("")
         lines.append(t("Nobody got this one."))
-    if reveal.leader is not None:
+    if reveal.leader is not None and reveal.leader.points > 0:
         lines.append(
             t(
                 "Channel leader: {name} with {points} points",
@@ -233,6 +233,8 @@ def reveal_message(reveal: Reveal, locale: Locale) -> Message:
                 points=reveal.leader.points,
             )
         )
+    elif reveal.leader is not None:  # answers, but no point yet for anyone
+        lines.append(t("Channel leader: nobody has scored yet."))
     if q.references:
         lines.append("")
         lines.append(t("Read more: {links}", links=" · ".join(q.references)))
@@ -280,7 +282,8 @@ def leaderboard_message(board: Leaderboard, locale: Locale) -> Message:
 
 
 def _board_line(r: LeaderboardRow, t: Translator) -> str:
-    medal = MEDALS[r.rank - 1] if r.rank <= len(MEDALS) else f"{r.rank}."
+    # A medal is for points: a member with none has a place number only.
+    medal = MEDALS[r.rank - 1] if r.rank <= len(MEDALS) and r.points > 0 else f"{r.rank}."
     return t(
         "{medal} {name} — {points} pts ({correct}/{answered} correct)",
         medal=medal,

@@ -72,14 +72,22 @@ def report_message(
     ordered = hardest_first(rows)
     lines = []
     for r in ordered[:limit]:
-        line = t(
-            "*{question}* ({topic}): asked {asked}×, {answers} answers, correct: {percent}%",
-            question=r.question_id,
-            topic=r.topic,
-            asked=r.asked,
-            answers=r.answers,
-            percent=r.percent_correct,
-        )
+        if r.answers:
+            line = t(
+                "*{question}* ({topic}): asked {asked}×, {answers} answers, correct: {percent}%",
+                question=r.question_id,
+                topic=r.topic,
+                asked=r.asked,
+                answers=r.answers,
+                percent=r.percent_correct,
+            )
+        else:  # no share of nothing: 0 % would read as "everyone got it wrong"
+            line = t(
+                "*{question}* ({topic}): asked {asked}×, not answered yet",
+                question=r.question_id,
+                topic=r.topic,
+                asked=r.asked,
+            )
         if r.wrong_choice is not None:
             line += "; " + t(
                 "most chosen wrong answer: {letter}. {text} ({count})",
@@ -144,7 +152,7 @@ def report_text(rows: Sequence[QuestionReport]) -> str:
             r.topic,
             str(r.asked),
             str(r.answers),
-            f"{r.percent_correct}%",
+            f"{r.percent_correct}%" if r.answers else "-",
             str(r.reports) if r.reports else "",
             f"{r.wrong_letter}. {r.wrong_text} ({r.wrong_count})" if r.wrong_letter else "",
         )

@@ -40,7 +40,8 @@ def stats_message(
             players=players,
         ),
         t(
-            "Streak: {current} in a row now, best {best}.",
+            "Streak (scheduled questions right in a row): {current} now, best {best}. "
+            "Questions from /quiz ask score points but neither extend nor break it.",
             current=stats.current_streak,
             best=stats.best_streak,
         ),

@@ -17,7 +17,7 @@ from typing import Any
 from bot.commands import Command, Invocation, Reply
 from bot.domain import LETTERS, Locale
 from bot.features import Feature, FormKind, Parts
-from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
+from bot.forms import FieldCheck, FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import N_, Translator, translator
 from bot.messages import Message
 from bot.quiz import QuizService
@@ -52,35 +52,126 @@ ALREADY = {
 
 
 def submit_form(locale: Locale, values: Mapping[str, str] | None = None) -> Form:
-    """The form, in `locale` (the question is written in it); `values` prefill a retry."""
+    """The form, in `locale` (the question is written in it); `values` prefill a retry.
+    Each field checks itself: the letter against the choices typed before it."""
     t = translator(locale)
     values = values or {}
 
-    def field(name: str, label: str, kind: FieldKind, size: int, hint: str = "") -> FormField:
+    def field(
+        name: str, label: str, kind: FieldKind, size: int, hint: str, check: FieldCheck
+    ) -> FormField:
         return FormField(
-            name, label, kind, max_length=size, placeholder=hint, value=values.get(name, "")
+            name,
+            label,
+            kind,
+            max_length=size,
+            placeholder=hint,
+            value=values.get(name, ""),
+            check=check,
         )
 
     fields = (
-        field(PROMPT, t("Question"), FieldKind.PARAGRAPH, 600),
+        field(PROMPT, t("Question"), FieldKind.PARAGRAPH, 600, "", _prompt_problem(t)),
         field(
             CHOICES,
             t("Choices, one per line (2–5)"),
             FieldKind.PARAGRAPH,
             800,
             t("one choice per line (or a | b | c)"),
+            _choices_problem(t),
         ),
-        field(ANSWER, t("Correct choice: its letter (A–E)"), FieldKind.TEXT, 3, "B"),
-        field(EXPLANATION, t("Why it is right (shown at the reveal)"), FieldKind.PARAGRAPH, 1200),
+        field(
+            ANSWER,
+            t("Correct choice: its letter (A for the first)"),
+            FieldKind.TEXT,
+            3,
+            "B",
+            _answer_problem(t),
+        ),
+        field(
+            EXPLANATION,
+            t("Why it is right (shown at the reveal)"),
+            FieldKind.PARAGRAPH,
+            1200,
+            "",
+            _explanation_problem(t),
+        ),
         field(
             DETAILS,
             t("Topic, difficulty 1–3, link (optional)"),
             FieldKind.TEXT,
             400,
             t("our-cluster, 2, https://wiki.example.com/gpus"),
+            _details_problem(t),
         ),
     )
     return Form(FORM_KIND, 0, locale.value, t("Submit a question"), fields, submit=t("Submit"))
+
+
+def _choices(values: Mapping[str, str]) -> list[str]:
+    lines = values.get(CHOICES, "").splitlines()
+    if len(lines) == 1 and "|" in lines[0]:  # one line where a form is one line (console)
+        lines = lines[0].split("|")
+    choices = [_MARKER.sub("", line).strip() for line in lines]
+    return [c for c in choices if c]
+
+
+def _letter_count(values: Mapping[str, str]) -> int:
+    """How many letters the answer may be: the choices typed, or all five while the
+    choices themselves are wrong."""
+    count = len(_choices(values))
+    return count if MIN_CHOICES <= count <= MAX_CHOICES else MAX_CHOICES
+
+
+def _answer_index(values: Mapping[str, str]) -> int:
+    letter = values.get(ANSWER, "").strip().rstrip(".)").upper()
+    count = _letter_count(values)
+    return LETTERS.index(letter) if len(letter) == 1 and letter in LETTERS[:count] else -1
+
+
+def _prompt_problem(t: Translator) -> FieldCheck:
+    return lambda value, values: None if value else t("Write the question.")
+
+
+def _choices_problem(t: Translator) -> FieldCheck:
+    def check(value: str, values: Mapping[str, str]) -> str | None:
+        count = len(_choices(values))
+        if MIN_CHOICES <= count <= MAX_CHOICES:
+            return None
+        return t("Write 2 to 5 choices, one per line (you wrote {count}).", count=count)
+
+    return check
+
+
+def _answer_problem(t: Translator) -> FieldCheck:
+    def check(value: str, values: Mapping[str, str]) -> str | None:
+        if _answer_index(values) >= 0:
+            return None
+        return t(
+            "{value!r} is not one of your choices: type its letter, A to {last}.",
+            value=cut(value, 10),
+            last=LETTERS[_letter_count(values) - 1],
+        )
+
+    return check
+
+
+def _explanation_problem(t: Translator) -> FieldCheck:
+    def check(value: str, values: Mapping[str, str]) -> str | None:
+        if value:
+            return None
+        return t("Write why the answer is right: it is shown when the question closes.")
+
+    return check
+
+
+def _details_problem(t: Translator) -> FieldCheck:
+    def check(value: str, values: Mapping[str, str]) -> str | None:
+        errors: dict[str, str] = {}
+        _details(value, t, errors)
+        return errors.get(DETAILS)
+
+    return check
 
 
 def form_to_data(
@@ -88,42 +179,20 @@ def form_to_data(
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The question as bank-file data, or what to fix per field (before the validator)."""
     t = translator(locale)
-    errors: dict[str, str] = {}
-    prompt = values.get(PROMPT, "").strip()
-    if not prompt:
-        errors[PROMPT] = t("Write the question.")
-    lines = values.get(CHOICES, "").splitlines()
-    if len(lines) == 1 and "|" in lines[0]:  # one line where a form is one line (console)
-        lines = lines[0].split("|")
-    choices = [_MARKER.sub("", line).strip() for line in lines]
-    choices = [c for c in choices if c]
-    if not MIN_CHOICES <= len(choices) <= MAX_CHOICES:
-        errors[CHOICES] = t(
-            "Write 2 to 5 choices, one per line (you wrote {count}).", count=len(choices)
-        )
-    letter = values.get(ANSWER, "").strip().rstrip(".)").upper()
-    count = len(choices) if MIN_CHOICES <= len(choices) <= MAX_CHOICES else MAX_CHOICES
-    index = LETTERS.index(letter) if len(letter) == 1 and letter in LETTERS[:count] else -1
-    if index < 0:
-        errors[ANSWER] = t(
-            "{value!r} is not one of your choices: type its letter, A to {last}.",
-            value=cut(values.get(ANSWER, "").strip(), 10),
-            last=LETTERS[count - 1],
-        )
-    explanation = values.get(EXPLANATION, "").strip()
-    if not explanation:
-        errors[EXPLANATION] = t(
-            "Write why the answer is right: it is shown when the question closes."
-        )
-    topic, difficulty, links = _details(values.get(DETAILS, ""), t, errors)
+    errors = submit_form(locale).problems(values)
+    topic, difficulty, links = _details(values.get(DETAILS, ""), t, {})
     data: dict[str, Any] = {
         "id": "team-new",
         "topic": topic,
         "difficulty": difficulty,
-        "answer": index,
+        "answer": _answer_index(values),
         "demo": None,
         "references": links,
-        locale.value: {"prompt": prompt, "choices": choices, "explanation": explanation},
+        locale.value: {
+            "prompt": values.get(PROMPT, "").strip(),
+            "choices": _choices(values),
+            "explanation": values.get(EXPLANATION, "").strip(),
+        },
     }
     return data, errors
 

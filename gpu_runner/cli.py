@@ -13,7 +13,7 @@ from typing import Any
 from bot.domain import DemoJob, DemoState, Locale
 
 
-def add_demo_commands(subparsers: Any) -> None:
+def add_demo_commands(subparsers: Any, settings: Callable[[], WorkerSettings]) -> None:
     demo = subparsers.add_parser("demo", help="list or run the GPU memory demonstrations")
     sub = demo.add_subparsers(dest="demo_command", metavar="ACTION", required=True)
     lst = sub.add_parser("list", help="the registered demos and their parameters")
@@ -35,7 +35,7 @@ def add_demo_commands(subparsers: Any) -> None:
         help="a demo parameter (repeatable)",
     )
     run.add_argument("--timeout", type=float, default=None, help="seconds (default: the demo's)")
-    run.set_defaults(func=_run)
+    run.set_defaults(func=_with(settings, _run))
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +46,7 @@ class WorkerSettings:
     broker_url: str
     broker_shown: str  # the broker's URL without its password, for messages
     clinic_max_bytes: int
+    demo_user: str = "nobody"  # a runner started as root runs demos as this user
 
 
 def add_runner_commands(subparsers: Any, settings: Callable[[], WorkerSettings]) -> None:
@@ -78,7 +79,7 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, settings: WorkerSettings) -> int:
     from gpu_runner.demos import DemoKind, DemoRequestError, default_registry
     from gpu_runner.executor import Executor, ExecutorConfig
 
@@ -99,7 +100,8 @@ def _run(args: argparse.Namespace) -> int:
     demo = registry[job.demo]
     # A simulated allocator demo needs no torch: skip the slow import in the fork server.
     lean = args.simulate and demo.kind is DemoKind.ALLOCATOR
-    with Executor(ExecutorConfig(preload_torch=not lean), registry=registry) as executor:
+    config = ExecutorConfig(preload_torch=not lean, demo_user=settings.demo_user)
+    with Executor(config, registry=registry) as executor:
         result = executor.run(job, timeout=args.timeout)
     print(result.report or f"{result.state}: {result.error}")
     print(f"\n[{result.device or 'no device'}] {result.state}")
@@ -143,10 +145,13 @@ def _with(
 
 def _worker(args: argparse.Namespace, settings: WorkerSettings) -> int:
     from gpu_runner.celery_runner import DEFAULT_QUEUE, make_celery_app, run_worker
+    from gpu_runner.executor import Executor, ExecutorConfig
 
+    config = ExecutorConfig(demo_user=settings.demo_user)
     app = make_celery_app(
         settings.broker_url,
         queue=args.queue or DEFAULT_QUEUE,
+        executor=lambda: Executor(config),
         clinic_max_bytes=settings.clinic_max_bytes,
     )
     return run_worker(app, args.concurrency, args.loglevel)
@@ -157,6 +162,10 @@ def _ping(args: argparse.Namespace, settings: WorkerSettings) -> int:
 
     from gpu_runner.celery_runner import make_celery_app
 
+    refused = _demos_refused(settings.demo_user)
+    if refused:
+        print(f"quizbot: error: demos are refused on this host: {refused}", file=sys.stderr)
+        return 1
     app = make_celery_app(settings.broker_url).app
     # Workers are named celery@<hostname> (Celery's default node name).
     destination = None if args.all else [f"celery@{socket.gethostname()}"]
@@ -176,3 +185,15 @@ def _ping(args: argparse.Namespace, settings: WorkerSettings) -> int:
         for node in reply:
             print(f"{node}: ok")
     return 0
+
+
+def _demos_refused(demo_user: str) -> str:
+    """Why this host's runner would refuse every demo ("" when it would run them): the
+    fork server's own check, in this process (before any thread starts)."""
+    from gpu_runner.isolation import demo_credentials, plan_isolation
+
+    try:
+        creds = demo_credentials(demo_user)
+    except ValueError as exc:
+        return str(exc)
+    return plan_isolation(creds).refused or ""

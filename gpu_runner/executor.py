@@ -51,8 +51,8 @@ class ExecutorConfig:
     start_timeout: float = 120.0  # importing torch on a cold disk is slow
     python: str = sys.executable
     extra_env: dict[str, str] = field(default_factory=dict)  # allow-listed names only
-    # Started as root, demos run as this user (a name or uid[:gid]); None: as uid 0
-    # without capabilities (see gpu_runner.isolation).
+    # Started as root, demos run as this user (a name or uid[:gid]), never as root: with
+    # None, or a user who cannot run Python here, they are refused (gpu_runner.isolation).
     demo_user: str | None = DEFAULT_DEMO_USER
 
 
@@ -64,6 +64,7 @@ class DeviceInfo:
     cuda: str | None
     preload_s: float = 0.0
     isolation: str = ""  # who demos run as, e.g. "uid 65534, no capabilities"
+    refused: str = ""  # why demos cannot run on this host, and the fix (else empty)
 
     @property
     def line(self) -> str:
@@ -362,8 +363,12 @@ class Executor:
                 cuda=msg.get("cuda"),
                 preload_s=float(msg.get("preload_s") or 0.0),
                 isolation=str(msg.get("isolation") or ""),
+                refused=str(msg.get("refused") or ""),
             )
-            log.info("demo fork server ready; demos run as %s", self._info.isolation)
+            if self._info.refused:
+                log.warning("demo fork server ready, but demos are refused: %s", self._info.refused)
+            else:
+                log.info("demo fork server ready; demos run as %s", self._info.isolation)
             self._hello.set()
             return
         with self._lock:

@@ -201,7 +201,10 @@ class Server:
             try:
                 os.setsid()  # its own process group: a timeout kills everything it started
                 if self.isolation is not None:
+                    if msg.get("task") == "clinic" and self.isolation.switch_to is not None:
+                        msg = {**msg, "path": _readable_copy(msg)}
                     _isolate(self.isolation, result_w)
+                os.chdir("/")  # not the bot's directory, where its SQLite file may be
                 _die_with_parent(self_pid)  # after the switch: a uid change clears it
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 devnull = os.open(os.devnull, os.O_RDONLY)
@@ -395,12 +398,37 @@ class Server:
         }
 
 
+def _readable_copy(msg: Mapping[str, Any]) -> str:
+    """A clinic snapshot is a private file of the bot (mode 0600, in a private directory)
+    that the demo user may not open: copied, while still root, into an in-memory file
+    this child keeps open, it reaches the clinic as ``/proc/self/fd/N``. At most one byte
+    past the cap is copied: the clinic's own size check then refuses it."""
+    path = str(msg.get("path") or "")
+    left = int(msg.get("max_bytes") or 0) + 1
+    try:
+        source = os.open(path, os.O_RDONLY)
+    except OSError:
+        return path  # the clinic says it cannot read the file
+    try:
+        copy = os.memfd_create("quizbot-snapshot")
+        while left > 0 and (sent := os.sendfile(copy, source, None, min(left, 1 << 24))):
+            left -= sent
+    except OSError:
+        return path
+    finally:
+        os.close(source)
+    return f"/proc/self/fd/{copy}"
+
+
 def _isolate(isolation: DemoIsolation, result_fd: int) -> None:
     """Drop root before any demo code runs; if that fails, report it and never run it."""
     try:
         isolation.apply()
     except OSError as exc:
-        error = f"could not isolate the demo ({isolation.description}): {exc}; nothing ran"
+        if isolation.refused is not None:
+            error = f"not run: {isolation.refused}; nothing ran"
+        else:
+            error = f"could not isolate the demo ({isolation.description}): {exc}; nothing ran"
         payload = {"kind": "result", "state": "failed", "error": error, "device": ""}
         os.write(result_fd, dumps(payload))
         os._exit(1)
@@ -445,6 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     creds = DemoCredentials.from_argument(args.demo_user) if args.demo_user else None
     isolation = plan_isolation(creds)
     info["isolation"] = isolation.description
+    info["refused"] = isolation.refused
     server = Server(registry, out_fd, dict(os.environ), use_torch, isolation)
     server.send({"op": "hello", "pid": os.getpid(), "demos": registry.ids(), **info})
     server.serve()

@@ -9,14 +9,15 @@ with ``CAP_SYS_PTRACE`` — which root has, non-dumpable or not. So, two layers:
 - The process that starts demos, and the fork server, mark themselves non-dumpable
   (``prctl(PR_SET_DUMPABLE, 0)``): a demo of the same (non-root) user can no longer read
   their ``/proc`` files (nor attach a debugger, nor get a core dump of them).
-- Started as root, each demo child drops to an unprivileged user (``nobody`` by default)
-  before any demo code runs: other uid, no capabilities, and ``no_new_privs`` so that no
-  set-uid program can give them back. If that user cannot read the Python installation
-  (e.g. it lives under ``/root``), a demo could not even import; the children then stay
-  uid 0 but drop every capability instead — ``CAP_SYS_PTRACE`` with the rest, so the
-  non-dumpable parents are out of reach again (they can still read root's files: give the
-  demo user access to Python to get the stronger isolation). `plan_isolation` decides,
-  once, in the fork server.
+- Started as root, each demo child drops to an unprivileged user (``nobody`` by default,
+  ``QUIZBOT_DEMO_USER``) before any demo code runs: other uid, no capabilities, and
+  ``no_new_privs`` so that no set-uid program can give them back. Demos never run as root:
+  root reads every root-owned file (``/etc/shadow``, the bot's database) whatever its
+  capabilities. If that user cannot read the Python installation because a directory
+  above it is closed (Python under ``/root``), the fork server moves into a private mount
+  namespace where that directory is an empty tmpfs with only Python's directories bound
+  back (`gpu_runner.private_mounts`); if even that cannot help, demos are refused with the
+  reason and the fix. `plan_isolation` decides, once, in the fork server.
 
 Both are Linux features; elsewhere the functions do nothing and say so in the log.
 """
@@ -24,6 +25,7 @@ Both are Linux features; elsewhere the functions do nothing and say so in the lo
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
 import os
 import pwd
@@ -32,16 +34,18 @@ import sys
 from dataclasses import dataclass
 from typing import Final
 
+from gpu_runner.private_mounts import expose_read_only
+
 log = logging.getLogger(__name__)
 
 PR_SET_DUMPABLE: Final = 4
 PR_GET_DUMPABLE: Final = 3
 PR_SET_NO_NEW_PRIVS: Final = 38
-PR_CAPBSET_DROP: Final = 24
-PR_CAP_AMBIENT: Final = 47
-PR_CAP_AMBIENT_CLEAR_ALL: Final = 4
-_CAPABILITY_VERSION_3: Final = 0x20080522
 DEFAULT_DEMO_USER: Final = "nobody"
+_FIX: Final = (
+    "make it readable by that user (chmod o+rx on it and the directories above it, or "
+    "install Python outside /root), or set QUIZBOT_DEMO_USER to a user who can read it"
+)
 _NUMERIC_USER = re.compile(r"^([0-9]{1,10})(?::([0-9]{1,10}))?$")
 
 
@@ -102,130 +106,138 @@ def is_non_dumpable() -> bool:
 
 def demo_credentials(user: str | None) -> DemoCredentials | None:
     """Whom demo children run as: ``user`` (a name, or ``uid[:gid]``) when this process is
-    root, else None (they run as this process's own user, which cannot be changed)."""
+    root, else None (they run as this process's own user, which cannot be changed; as root
+    with no user, plan_isolation refuses demos)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0 or not user:
-        return None  # not root, or no user: plan_isolation keeps uid 0, drops capabilities
+        return None
     if (numeric := _NUMERIC_USER.match(user)) is not None:
         uid, gid = numeric.group(1), numeric.group(2) or numeric.group(1)
-        return DemoCredentials(int(uid), int(gid))
-    try:
-        entry = pwd.getpwnam(user)
-    except KeyError:
+        creds = DemoCredentials(int(uid), int(gid))
+    else:
+        try:
+            entry = pwd.getpwnam(user)
+        except KeyError:
+            raise ValueError(
+                f"the demo user {user!r} does not exist on this host; create it, or give a "
+                f"numeric uid:gid (e.g. 65534:65534)"
+            ) from None
+        groups = tuple(g for g in os.getgrouplist(user, entry.pw_gid) if g != entry.pw_gid)
+        creds = DemoCredentials(entry.pw_uid, entry.pw_gid, groups)
+    if creds.uid == 0 or creds.gid == 0:
         raise ValueError(
-            f"the demo user {user!r} does not exist on this host; create it, or give a "
-            f"numeric uid:gid (e.g. 65534:65534)"
-        ) from None
-    groups = tuple(g for g in os.getgrouplist(user, entry.pw_gid) if g != entry.pw_gid)
-    return DemoCredentials(entry.pw_uid, entry.pw_gid, groups)
-
-
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [
-        ("effective", ctypes.c_uint32),
-        ("permitted", ctypes.c_uint32),
-        ("inheritable", ctypes.c_uint32),
-    ]
-
-
-def drop_capabilities() -> None:
-    """In a demo child that stays uid 0: give up every capability, for good (raises
-    OSError if that fails). Without ``CAP_SYS_PTRACE`` a non-dumpable process is out of
-    reach even for uid 0; without ``CAP_SETPCAP`` and with ``no_new_privs`` nothing
-    brings the capabilities back, not even executing a program as root."""
-    libc = _libc()
-    if libc is None:
-        raise OSError("capabilities are a Linux feature")
-    # The bounding set first: dropping from it needs CAP_SETPCAP, which goes next.
-    cap = 0
-    while _prctl(PR_CAPBSET_DROP, cap) == 0:
-        cap += 1
-    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
-    if _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
-        raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
-    header = _CapHeader(_CAPABILITY_VERSION_3, 0)
-    data = (_CapData * 2)()  # all zero: no effective, permitted or inheritable capability
-    if libc.capset(ctypes.byref(header), data) != 0:
-        raise OSError(ctypes.get_errno(), "capset failed")
-    if effective_capabilities() != 0:
-        raise OSError("the demo child still holds capabilities")
-
-
-def effective_capabilities() -> int | None:
-    """This process's effective capability mask, from /proc (None where unknown)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("CapEff:"):
-                    return int(line.split()[1], 16)
-    except OSError:
-        return None
-    return None
+            f"the demo user {user!r} is root, and demos never run as root: set "
+            "QUIZBOT_DEMO_USER to an unprivileged user (e.g. nobody or 65534:65534)"
+        )
+    return creds
 
 
 @dataclass(frozen=True, slots=True)
 class DemoIsolation:
     """How demo children are kept from their parents' secrets (decided once)."""
 
-    switch_to: DemoCredentials | None  # drop to this user
-    drop_caps: bool  # stay uid 0 without capabilities
+    switch_to: DemoCredentials | None  # drop to this user (started as root)
     description: str  # for the log and the fork server's hello
+    refused: str | None = None  # why no demo may run here, and the fix
 
     def apply(self) -> None:
         """In a fresh demo child, before any demo code: raises OSError on failure."""
+        if self.refused is not None:
+            raise OSError(self.refused)
         if self.switch_to is not None:
             drop_privileges(self.switch_to)
-        elif self.drop_caps:
-            drop_capabilities()
+            # The uid change made the child non-dumpable, which hands its /proc files to
+            # root (a demo resets its peak memory through /proc/self/clear_refs). It holds
+            # no secret to guard: its environment is the allow-list, its memory the fork
+            # server's, which never saw the bot's environment.
+            _prctl(PR_SET_DUMPABLE, 1)
 
 
 def plan_isolation(creds: DemoCredentials | None) -> DemoIsolation:
-    """In the fork server: the strongest isolation that lets a demo still run here."""
+    """In the fork server: who demo children run as. Started as root, never root: the demo
+    user, with Python's directories exposed to it where a closed directory hides them, or
+    no demo at all (`refused`). May move this process into a private mount namespace."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         own = os.geteuid() if hasattr(os, "geteuid") else "?"
-        return DemoIsolation(None, False, f"uid {own} (the runner's own user)")
-    if creds is not None:
-        unreadable = _unreadable_as(creds)
-        if unreadable is None:
-            return DemoIsolation(creds, False, f"uid {creds.uid}, no capabilities")
-        log.warning(
-            "the demo user (uid %d) cannot read %s, so demos could not import Python "
-            "there; they run as uid 0 without capabilities instead (make the Python "
-            "installation readable by that user for the stronger isolation)",
-            creds.uid,
-            unreadable,
+        return DemoIsolation(None, f"uid {own} (the runner's own user)")
+    if creds is None:
+        return _refused(
+            "demos never run as root, and no demo user is set: set QUIZBOT_DEMO_USER to an "
+            "unprivileged user (e.g. nobody)"
         )
-    return DemoIsolation(None, True, "uid 0 without capabilities")
+    blocked = _unreadable_as(creds)
+    exposed: list[str] = []
+    # A closed directory above Python can be covered; a closed directory of Python's own
+    # cannot (it stays named in the refusal).
+    if closed := sorted({c for path, c in blocked if c != path}):
+        try:
+            exposed = expose_read_only(needed_paths(), closed)
+        except OSError as exc:
+            log.warning("could not expose Python to the demo user in a private mount: %s", exc)
+        else:
+            blocked = _unreadable_as(creds)
+    if blocked:
+        path = blocked[0][0]
+        return _refused(
+            f"demos never run as root, and the demo user (uid {creds.uid}) cannot read "
+            f"{path}, which Python needs: {_FIX}"
+        )
+    description = f"uid {creds.uid}, no capabilities"
+    if exposed:
+        description += f" (Python bound into a private mount over {', '.join(exposed)})"
+    return DemoIsolation(creds, description)
 
 
-def _unreadable_as(creds: DemoCredentials) -> str | None:
-    """The first path a demo needs that ``creds`` cannot read (a forked probe), or None."""
-    needed = [os.path.dirname(os.__file__), *(p for p in sys.path if p and os.path.isdir(p))]
+def _refused(reason: str) -> DemoIsolation:
+    return DemoIsolation(None, "refused: no unprivileged demo user can run Python", reason)
+
+
+def needed_paths() -> list[str]:
+    """What a demo child reads: the interpreter, its prefixes, the import path."""
+    found = [
+        os.path.dirname(os.path.realpath(sys.executable)),
+        sys.base_prefix,
+        sys.prefix,
+        os.path.dirname(os.__file__),
+        *sys.path,
+    ]
+    return list(dict.fromkeys(p for p in found if p and os.path.isdir(p)))
+
+
+def _unreadable_as(creds: DemoCredentials) -> list[tuple[str, str]]:
+    """Each needed path ``creds`` cannot read, with the first directory on its way that
+    stops them (the path itself when it is closed), from a forked probe."""
+    needed = needed_paths()
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the probe child
-        found = b""
+        found: list[tuple[str, str]] = []
         try:
             drop_privileges(creds)
             for path in needed:
-                try:
-                    os.listdir(path)
-                except OSError:
-                    found = path.encode()
-                    break
+                if not os.access(path, os.R_OK | os.X_OK):
+                    found.append((path, _first_closed(path)))
         except BaseException as exc:
-            found = f"(the switch failed: {exc})".encode()
+            found = [(f"(the switch to uid {creds.uid} failed: {exc})", "")]
         finally:
-            os.write(write, found)
+            os.write(write, json.dumps(found).encode())
             os._exit(0)
     os.close(write)
-    answer = os.read(read, 4096).decode()
+    answer = b""
+    while chunk := os.read(read, 65536):
+        answer += chunk
     os.close(read)
     os.waitpid(pid, 0)
-    return answer or None
+    return [(str(path), str(closed)) for path, closed in json.loads(answer or b"[]")]
+
+
+def _first_closed(path: str) -> str:
+    """The first directory from ``/`` down that this process may not pass through."""
+    parts = os.path.abspath(path).split(os.sep)[1:]
+    for i in range(len(parts)):
+        ancestor = os.sep + os.sep.join(parts[:i])
+        if not os.access(ancestor, os.X_OK):
+            return ancestor
+    return path
 
 
 def drop_privileges(creds: DemoCredentials) -> None:
@@ -245,10 +257,9 @@ __all__ = [
     "DemoCredentials",
     "DemoIsolation",
     "demo_credentials",
-    "drop_capabilities",
     "drop_privileges",
-    "effective_capabilities",
     "is_non_dumpable",
     "make_non_dumpable",
+    "needed_paths",
     "plan_isolation",
 ]

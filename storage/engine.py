@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from bot.errors import StorageError
+from bot.quoting import cut
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +37,15 @@ def normalize_url(url: str) -> str:
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
+        shown = _masked(url)
+        if "://" not in url and "@" not in url:  # a file path: the SQLite URL of that file
+            raise StorageError(
+                f"QUIZBOT_DATABASE_URL {shown!r} is not a database URL; for that SQLite "
+                f"file use sqlite+aiosqlite:///{url.strip()} (or unset it for ./quizbot.db)"
+            ) from exc
         raise StorageError(
-            f"QUIZBOT_DATABASE_URL {redact(url)!r} is not a database URL; "
-            "use e.g. sqlite+aiosqlite:///quizbot.db or postgresql+asyncpg://user@host/db"
+            f"QUIZBOT_DATABASE_URL {shown!r} is not a database URL; "
+            "use e.g. sqlite+aiosqlite:///./quizbot.db or postgresql+asyncpg://user@host/db"
         ) from exc
     backend = parsed.get_backend_name()
     if backend in ("postgres", "postgresql"):
@@ -46,6 +57,12 @@ def normalize_url(url: str) -> str:
             f"QUIZBOT_DATABASE_URL uses {backend!r}; quizbot supports sqlite and postgresql"
         )
     return parsed.render_as_string(hide_password=False)
+
+
+def _masked(text: str) -> str:
+    """What was typed, cut short, with anything between a ``user:`` and an ``@`` hidden: a
+    value SQLAlchemy cannot parse may still hold a password."""
+    return cut(re.sub(r"(:)[^:@/]*(@)", r"\1***\2", text.strip()), 80)
 
 
 def redact(url: str) -> str:
@@ -66,6 +83,7 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
                     f"cannot open the SQLite database {path!r}: directory {str(parent)!r} "
                     "does not exist; create it or set QUIZBOT_DATABASE_URL to another file"
                 )
+            _private_file(Path(path))
         engine = create_async_engine(url, connect_args={"timeout": 30}, **kwargs)
         _sqlite_pragmas(engine)
         return engine
@@ -73,6 +91,24 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
     kwargs.setdefault("max_overflow", 10)
     kwargs.setdefault("pool_pre_ping", True)
     return create_async_engine(url, **kwargs)
+
+
+def _private_file(path: Path) -> None:
+    """The SQLite file readable by its owner only: demos run as other users on the same
+    host. SQLite gives its -wal and -shm files the database file's mode."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            with contextlib.suppress(OSError):  # not ours to change: SQLite says so later
+                mode = name.stat().st_mode
+                if mode & 0o077 and stat.S_ISREG(mode):
+                    name.chmod(stat.S_IMODE(mode) & 0o700)
+                    log.info("made %s readable by its owner only", name)
+    except OSError:
+        return  # SQLite reports what is wrong with the path, in its own words
+    else:
+        os.close(fd)
 
 
 def _sqlite_pragmas(engine: AsyncEngine) -> None:

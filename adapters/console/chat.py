@@ -14,7 +14,15 @@ from bot.messages import ANSWER, Attachment, Button, Image, Message
 
 LocaleOf = Callable[[ChannelRef], Awaitable[Locale]]
 
-_BOLD = re.compile(r"\*([^*\n]+)\*")
+# *bold* — not the stars of a cron expression ("30 9 * * 1-5"): bold text touches them.
+_BOLD = re.compile(r"\*(?=[^\s*])([^*\n]*?[^\s*])\*")
+_QUIZ = re.compile(r"(?<![\w/])/quiz (?=[a-z])")
+
+
+def console_syntax(text: str) -> str:
+    """The core's messages name commands as Slack and Discord type them (``/quiz ask``);
+    the console types ``/ask``."""
+    return _QUIZ.sub("/", text)
 
 
 def render_text(message: Message, indent: str = "") -> str:
@@ -29,7 +37,7 @@ def render_text(message: Message, indent: str = "") -> str:
         lines.append("  ".join(f"[{b.label}]" for b in message.buttons))
     if message.footer:
         lines.append(f"({message.footer})")
-    return textwrap.indent("\n".join(lines), indent, lambda _: True)
+    return textwrap.indent(console_syntax("\n".join(lines)), indent, lambda _: True)
 
 
 class ConsoleChat:

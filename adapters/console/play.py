@@ -1,9 +1,11 @@
 """The console REPL: a number (or letter) answers the open question; `/command` runs
-a `/quiz` subcommand; `/press [demo]` clicks the newest button that is not an answer (the
-reveal's "Run the demo", "Report a problem", a review's Approve); `/import PATH` imports a
-question file into the console's team pack; `/as NAME` switches user; `/quit` leaves.
-Everyone is an admin here. Clicks go through the
-core's `Interactions`, as on Slack and Discord.
+a `/quiz` subcommand (``/quiz command`` too); `/press [kind]` clicks the newest button
+that is not an answer (the reveal's "Run the demo", "Report a problem", a typed answer's
+"Type the number…", a review's Approve); `/import PATH` imports a question file into the
+console's team pack; `/as NAME` switches user; `/cancel` leaves a form; `/quit` leaves.
+Everyone is an admin here. Clicks go through the core's `Interactions`, as on Slack and
+Discord. What the core says about commands (``/quiz ask``) is shown in console syntax
+(``/ask``); `/help` adds the console's own commands.
 
 When stdin is not a terminal, the lines are read as a script and echoed, so a round can be
 played from a pipe.
@@ -12,20 +14,21 @@ played from a pipe.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from adapters.console.chat import ConsoleChat
+from adapters.console.chat import ConsoleChat, console_syntax
 from bot.admin import EVERYONE
 from bot.commands import Invocation, run_command
 from bot.domain import LETTERS, ChannelRef, Platform, PostState, UserRef
 from bot.errors import UserFacingError
 from bot.features import Quiz
 from bot.forms import Form, FormField, Submission
-from bot.i18n import translator
+from bot.i18n import N_, translator
 from bot.intake import FileRoute, SentFile, accepted, handle
 from bot.interactions import Click
 from bot.messages import ANSWER, Button, Message
@@ -60,6 +63,7 @@ class ConsoleSession:
         # The console's own commands (`/clock` is added by `quizbot play`); a feature's
         # file route is typed as `/<command> PATH …` (`/clinic PATH`, `/import PATH`).
         self.extra: dict[str, ConsoleCommand] = {
+            "help": _help,
             "as": _as,
             "press": _press,
             "cancel": _cancel,
@@ -82,16 +86,35 @@ class ConsoleSession:
                 await self._fill(line)
             elif line.startswith("/"):
                 name, _, rest = line[1:].partition(" ")
-                if (extra := self.extra.get(name.lower())) is not None:
+                if name.lower() == "quiz":  # as typed on Slack and Discord
+                    name, _, rest = rest.strip().partition(" ")
+                name = name.lower()
+                if (extra := self.extra.get(name)) is not None:
                     await extra(self, rest.split())
-                elif (route := self.quiz.registry.file_route(name.lower())) and rest.strip():
+                elif (route := self.quiz.registry.file_route(name)) and rest.strip():
                     await self.send_file(route, rest.split())
+                elif name not in self.commands and (close := self._close_extra(name)):
+                    t = translator(await self.service.locale_for(self.channel))
+                    self.say(
+                        "! "
+                        + t(
+                            "Unknown command {name!r}. Did you mean /{command}?",
+                            name=name,
+                            command=close,
+                        )
+                    )
                 else:
-                    await self._quiz(line[1:])
+                    await self._quiz(f"{name} {rest}".strip())
             else:
                 await self._answer(line)
         except UserFacingError as exc:
-            self.say(f"! {exc}")
+            self.say(f"! {console_syntax(str(exc))}")
+
+    def _close_extra(self, name: str) -> str | None:
+        """A console command `name` is a typo of (the core suggests its own)."""
+        names = [*self.extra, *self.commands.names()]
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        return close[0] if close and close[0] in self.extra else None
 
     async def _quiz(self, text: str) -> None:
         settings = await self.service.store.settings.get(self.channel)
@@ -163,7 +186,12 @@ class ConsoleSession:
     async def _fill(self, line: str) -> None:
         field = self._next_field()
         assert self.form is not None and field is not None
-        self.filled[field.name] = "" if line.strip() == "-" else line.strip()
+        value = "" if line.strip() == "-" else line.strip()
+        if (problem := field.problem({**self.filled, field.name: value})) is not None:
+            self.say(f"! {console_syntax(problem)}")  # asked again at once, not at the end
+            self._prompt()
+            return
+        self.filled[field.name] = value
         if self._next_field() is not None:
             self._prompt()
             return
@@ -224,6 +252,37 @@ def _parse_choice(text: str) -> int | None:
     if len(text) == 1 and text in LETTERS:
         return LETTERS.index(text)
     return None
+
+
+# The console's own commands and file routes, for /help (each shown where it is there).
+CONSOLE_COMMANDS = {
+    "as": ("/as NAME", N_("act as another user (console only)")),
+    "clock": ("/clock +1d", N_("move the console's clock forward, to try schedules")),
+    "press": (
+        "/press [kind]",
+        N_(
+            "click the newest button that is not an answer; kind: demo, number (type a "
+            "number), flag, approve, reject, retire or forget"
+        ),
+    ),
+    "import": ("/import PATH", N_("import a question file into the console's team pack")),
+    "clinic": ("/clinic PATH [GiB]", N_("check a PyTorch memory snapshot file")),
+    "cancel": ("/cancel", N_("stop filling in a form")),
+    "quit": ("/quit", N_("leave")),
+}
+
+
+async def _help(session: ConsoleSession, args: list[str]) -> None:
+    await session._quiz(" ".join(["help", *args]))
+    t = translator(await session.service.locale_for(session.channel))
+    lines = [
+        t("In the console (/quiz ask works too):"),
+        "  " + t("1-4 or a-d: answer the open question"),
+    ]
+    for name, (usage, description) in CONSOLE_COMMANDS.items():
+        if name in session.extra or session.quiz.registry.file_route(name) is not None:
+            lines.append(f"  {usage} — {t(description)}")
+    session.say("\n".join(lines))
 
 
 async def _as(session: ConsoleSession, args: list[str]) -> None:

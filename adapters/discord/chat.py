@@ -36,6 +36,7 @@ from adapters.discord.render import (
     content,
     image_attachment,
     message_json,
+    no_mentions,
     truncate,
 )
 from adapters.discord.replies import current_private_line
@@ -163,7 +164,7 @@ class DiscordChat:
         attachment: dict[str, Any] = {"id": 0, "filename": name}
         if file.title:
             attachment["description"] = truncate(file.title, ATTACHMENT_DESCRIPTION_LIMIT)
-        body: dict[str, Any] = {"attachments": [attachment]}
+        body: dict[str, Any] = {"attachments": [attachment], "allowed_mentions": no_mentions()}
         if comment:
             body["content"] = content(comment)
         try:
@@ -192,7 +193,9 @@ class DiscordChat:
             log.warning("could not edit message %s: %s", ref, exc.reason)
 
     async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
-        body: dict[str, Any] = {"content": content(comment)} if comment else {}
+        body: dict[str, Any] = {"allowed_mentions": no_mentions()}
+        if comment:
+            body["content"] = content(comment)
         await self._in_thread(parent, image.title, body, image)
 
     # -- threads -------------------------------------------------------------------------

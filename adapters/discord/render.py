@@ -276,8 +276,18 @@ def image_attachment(image: Image) -> dict[str, Any]:
     return attachment
 
 
+def no_mentions() -> dict[str, list[str]]:
+    """``allowed_mentions`` for every message the bot sends: nothing in it pings anyone
+    (a question's text, a member's name or typed answer may hold ``@everyone``)."""
+    return {"parse": []}
+
+
 def message_json(message: Message) -> dict[str, Any]:
     """The JSON of a message (create, edit, interaction reply): its embed and button rows;
     ``components`` is empty when there are no buttons, so an edit removes them."""
     rendered = _rendered(message)
-    return {"embeds": [rendered.embed], "components": rendered.components()}
+    return {
+        "embeds": [rendered.embed],
+        "components": rendered.components(),
+        "allowed_mentions": no_mentions(),
+    }

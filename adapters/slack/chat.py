@@ -42,8 +42,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_API_URL = "https://slack.com/api/"
-# Where `url_private` points: the bot token is sent nowhere else.
-_FILE_HOSTS = (".slack.com", ".slack-edge.com", ".slack-gov.com")
+# Where `url_private` points (Slack, GovSlack): the bot token is sent nowhere else, and
+# only over https on the default port.
+_FILE_HOSTS = frozenset({"files.slack.com", "files.slack-gov.com"})
+_DEFAULT_PORTS = {"https": 443, "http": 80}
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -298,12 +300,19 @@ class SlackChat:
         than `max_bytes`."""
         if self._session is None:
             raise RuntimeError("SlackChat is not started: use `async with SlackChat(...)`")
-        host = urlsplit(url).hostname or ""
-        if host != urlsplit(self._base_url).hostname and not host.endswith(_FILE_HOSTS):
-            raise PlatformError("Slack", "files", None, f"not a Slack file URL: {host[:60]}")
+        if not self._is_file_url(url):
+            where = urlsplit(url)
+            raise PlatformError(
+                "Slack",
+                "files",
+                None,
+                f"not a Slack file URL: {where.scheme}://{where.netloc[:60]}",
+            )
         headers = {"Authorization": f"Bearer {self._token}"}
         try:
-            async with self._session.get(url, headers=headers) as resp:
+            # No redirect is followed: its target would get the token unchecked. Slack
+            # answers a file it will not give with a redirect to its login page anyway.
+            async with self._session.get(url, headers=headers, allow_redirects=False) as resp:
                 if resp.status != 200 or resp.content_type == "text/html":
                     raise PlatformError(
                         "Slack",
@@ -322,6 +331,17 @@ class SlackChat:
                 return size
         except aiohttp.ClientError as exc:
             raise PlatformError("Slack", "files", None, str(exc)[:200]) from exc
+
+    def _is_file_url(self, url: str) -> bool:
+        """Slack's file hosts over https on the default port, or exactly the configured
+        API's scheme, host and port (a GovSlack proxy, the tests' fake)."""
+        try:
+            parts, base = urlsplit(url), urlsplit(self._base_url)
+            where = (parts.scheme, parts.hostname, parts.port or _DEFAULT_PORTS.get(parts.scheme))
+            api = (base.scheme, base.hostname, base.port or _DEFAULT_PORTS.get(base.scheme))
+        except ValueError:  # a port that is not a number
+            return False
+        return where == api or where in {("https", host, 443) for host in _FILE_HOSTS}
 
     async def user_info(self, user_id: str) -> dict[str, Any]:
         resp = await self.call("users.info", self.client.users_info(user=user_id))

@@ -11,8 +11,9 @@ command is stored to be replayed after a crash. The Events API (``url_verificati
 ``event_callback``: JSON bodies, few of them) goes through Bolt, its documented route.
 
 A body that is not what Slack sends (not form-encoded, no ``payload``/``command``, JSON
-that does not parse, a payload missing its fields) is answered 400 over HTTP, acknowledged
-and dropped over Socket Mode, and logged once per interval — never an exception.
+that does not parse or is nested too deep, a payload missing its fields) is answered 400
+over HTTP, acknowledged and dropped over Socket Mode, and logged once per interval —
+never an exception.
 """
 
 from __future__ import annotations
@@ -99,8 +100,10 @@ class Inbound:
                 if answer is not None:
                     return web.json_response(answer)
                 return web.Response(status=200)
+            text = body.decode("utf-8", errors="replace")
+            _json_object(text, "an Events API body")  # Bolt would answer 500 with a traceback
             bolt = AsyncBoltRequest(
-                body=body.decode("utf-8", errors="replace"),
+                body=text,
                 query=request.query_string,
                 headers=_headers(request.headers.items()),
             )
@@ -185,13 +188,13 @@ class Inbound:
         )
 
 
-def _json_object(text: str) -> dict[str, Any]:
+def _json_object(text: str, what: str = "an interaction payload") -> dict[str, Any]:
     try:
         value = json.loads(text)
-    except ValueError:
-        raise Malformed("an interaction payload that is not JSON") from None
+    except (ValueError, RecursionError):  # RecursionError: nested thousands deep
+        raise Malformed(f"{what} that is not JSON") from None
     if not isinstance(value, dict):
-        raise Malformed("an interaction payload that is not a JSON object")
+        raise Malformed(f"{what} that is not a JSON object")
     return value
 
 

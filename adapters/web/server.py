@@ -3,6 +3,10 @@
 ``/healthz`` answers 200 with JSON when every check passes (by default: the scheduler is
 running, the database answers), else 503 naming what is down. ``/metrics`` renders the
 registry in the Prometheus text format. Other adapters add routes to `app` before start.
+
+The port is public (Slack's and Discord's HTTP modes): every request body is read first,
+within `body_deadline` seconds, and slow, cut or undecodable bodies are answered, counted
+(`aborted_body`) and logged once per interval without a traceback (`bodies.py`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from types import TracebackType
 from typing import Protocol, Self
 
 from aiohttp import web
+
+from .bodies import BODY_DEADLINE, LINGERING_TIME, PROTOCOL_LOG, AbortedBody, BodyGuard
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +44,16 @@ class WebServer:
         host: str = "0.0.0.0",
         checks: Mapping[str, HealthCheck] | None = None,
         check_timeout: float = 2.0,
+        body_deadline: float = BODY_DEADLINE,
+        aborted_body: AbortedBody | None = None,
     ) -> None:
         self.metrics = metrics
         self.host = host
         self.requested_port = port
         self.check_timeout = check_timeout
         self.checks: dict[str, HealthCheck] = dict(checks or {})
-        self.app = web.Application()
+        self.body_guard = BodyGuard(body_deadline, aborted_body or (lambda reason: None))
+        self.app = web.Application(middlewares=[self.body_guard.middleware])
         self.app.router.add_get("/healthz", self._healthz)
         self.app.router.add_get("/metrics", self._metrics)
         self._runner: web.AppRunner | None = None
@@ -79,7 +88,9 @@ class WebServer:
         await self.shutdown()
 
     async def initialize(self) -> None:
-        runner = web.AppRunner(self.app, access_log=None)
+        runner = web.AppRunner(
+            self.app, access_log=None, lingering_time=LINGERING_TIME, logger=PROTOCOL_LOG
+        )
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.requested_port)
         try:

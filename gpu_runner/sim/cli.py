@@ -1,4 +1,4 @@
-"""``quizbot sim ...``: the simulator's command group (``replay``).
+"""``quizbot sim ...``: the simulator's command group (``replay``, ``sample-snapshot``).
 
 The lead's ``bot/cli.py`` calls `add_sim_commands` on its subparsers; every subcommand
 sets ``func(args) -> int`` (the exit code). What it prints and plots goes through the
@@ -9,6 +9,7 @@ and the snapshot's own error messages stay in English.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +18,7 @@ from bot import formats
 from bot.domain import Locale
 from bot.i18n import translator
 from gpu_runner.sim._errors import AllocatorConfigError, SnapshotError
-from gpu_runner.sim._sizes import MiB, parse_size
+from gpu_runner.sim._sizes import MiB, TiB, format_size, parse_size
 from gpu_runner.sim._unpickle import MAX_SNAPSHOT_BYTES
 from gpu_runner.sim.replay import RecordedFigures, ReplayResult, recorded_figures, replay_file
 
@@ -51,7 +52,8 @@ def add_sim_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     replay.add_argument(
         "--total-memory",
         default="80GiB",
-        help="device memory of the simulated GPU (default 80GiB), e.g. 141GB",
+        help="device memory of the simulated GPU, with its unit (default 80GiB), e.g. 141GB "
+        "or 81920MiB",
     )
     replay.add_argument("--device", type=int, default=None, help="device trace to replay")
     replay.add_argument(
@@ -69,6 +71,44 @@ def add_sim_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     where.add_argument("--out", type=Path, help="directory for the PNG (default: .)")
     where.add_argument("--plot", type=Path, help="path of the PNG")
     replay.set_defaults(func=run_replay)
+    sample = sim_sub.add_parser(
+        "sample-snapshot",
+        help="write a sample memory snapshot, to try the memory clinic without a GPU",
+        description=(
+            "Write a snapshot in torch.cuda.memory._dump_snapshot() format, recorded by the "
+            "simulator: a batch growing from 8 to 16 on a 768 MiB GPU that runs out of "
+            "memory once with the default allocator."
+        ),
+    )
+    sample.add_argument("out", type=Path, help="the file to write, e.g. sample.pickle")
+    sample.set_defaults(func=run_sample)
+
+
+# The memory of any CUDA GPU lies here (old and embedded boards have a few hundred MiB;
+# the largest single GPUs some hundreds of GiB): a size outside is a slip of the unit.
+MIN_GPU_MEMORY, MAX_GPU_MEMORY = 256 * MiB, TiB
+_BARE_NUMBER = re.compile(r"\s*[0-9]*\.?[0-9]+\s*")
+
+
+def gpu_memory(text: str) -> int:
+    """``--total-memory``: a size with its unit (a bare number is refused: bytes or GiB?),
+    within what a GPU has."""
+    if _BARE_NUMBER.fullmatch(text):
+        raise ValueError(
+            f"--total-memory {text!r} has no unit: write e.g. {text.strip()}GiB (or GB, MiB, TiB)"
+        )
+    size = parse_size(text)
+    if size < MIN_GPU_MEMORY:
+        raise ValueError(
+            f"--total-memory {text!r} is {format_size(size)}, less than 256 MiB, smaller "
+            "than any CUDA GPU: check the unit (e.g. 80GiB)"
+        )
+    if size > MAX_GPU_MEMORY:
+        raise ValueError(
+            f"--total-memory {text!r} is {format_size(size)}, more than 1 TiB, larger than "
+            "any GPU's memory: check the unit (e.g. 80GiB)"
+        )
+    return size
 
 
 def _locale(text: str) -> Locale:
@@ -136,7 +176,7 @@ def run_replay(args: argparse.Namespace) -> int:
     locale: Locale = getattr(args, "locale", Locale.EN)
     t = translator(locale)
     try:
-        total = parse_size(args.total_memory)
+        total = gpu_memory(args.total_memory)
         snapshot, device, recorded, asked = replay_file(
             args.snapshot,
             total_memory=total,
@@ -192,4 +232,28 @@ def run_replay(args: argparse.Namespace) -> int:
         locale=locale,
     )
     print(t("plot: {path}", path=written))
+    return EXIT_OK
+
+
+def run_sample(args: argparse.Namespace) -> int:
+    """``quizbot sim sample-snapshot OUT``: write the sample snapshot."""
+    from gpu_runner.sim.sample import SAMPLE_GPU, write_sample
+
+    out: Path = args.out
+    try:
+        size = write_sample(out)
+    except FileExistsError:
+        print(f"error: {out} exists; choose another file name", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"error: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(
+        f"wrote {out} ({size:,} bytes): a {SAMPLE_GPU // MiB} MiB GPU running out of memory "
+        "once with the default allocator.\n"
+        f"Try it: quizbot sim replay {out} --total-memory {SAMPLE_GPU // MiB}MiB "
+        "--conf expandable_segments:True, or send it to "
+        "/quiz clinic (Slack: in a direct message to the bot; Discord: as the snapshot "
+        f"attachment; console: /clinic {out})."
+    )
     return EXIT_OK

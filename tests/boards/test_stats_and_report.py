@@ -44,7 +44,7 @@ async def test_stats_show_streaks_accuracy_per_topic_and_suggest_the_weakest(
     assert reply.private
     body = reply.message.body
     assert "Answered 4, correct 3 (75%), 31 points, rank 1 of 2." in body
-    assert "Streak: 0 in a row now, best 2." in body
+    assert "Streak (scheduled questions right in a row): 0 now, best 2." in body
     assert f"- {weak}: 1/2 (50%)" in body and f"- {strong}: 2/2 (100%)" in body
     assert body.index(weak) < body.index(strong)  # weakest first
     assert f"Weakest topic: {weak} (50%)" in body and f"/quiz practice {weak}" in body

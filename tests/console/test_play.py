@@ -198,3 +198,33 @@ def test_the_memory_clinic_answers_a_snapshot_privately_in_the_console(tmp_path:
     assert "no such file" in out
     off = run_play(tmp_path, f"/clinic {snapshot}\n", "--seed", "1", env={"QUIZBOT_RUNNER": "off"})
     assert "QUIZBOT_RUNNER=off" in off.stdout
+
+
+def test_help_shows_console_syntax_and_the_consoles_own_commands(tmp_path: Path) -> None:
+    script = (
+        "/help\n/quiz ask fragmentation\n/pres\n/leaderbord\n/lang\n/close now\n"
+        '/schedule set cron "30 9 * * 1-5" UTC\n/quit\n'
+    )
+    done = run_play(tmp_path, script)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    shown = out.replace("you> /quiz ask", "").replace("(/quiz ask works too)", "")
+    assert "`/ask [topic]`" in out and "/quiz " not in shown, out
+    for usage in ("/as NAME", "/clock +1d", "/press [kind]", "/import PATH", "/cancel", "/quit"):
+        assert usage in out, usage
+    assert "number (type a number)" in out
+    assert "== Question ·" in out  # /quiz ask ran as /ask
+    assert "Unknown command 'pres'. Did you mean /press?" in out
+    assert "Unknown command 'leaderbord'. Did you mean /leaderboard?" in out
+    assert "/lang needs the language" in out and "Example: /lang en" in out
+    assert "/close does not take 'now'" in out
+    assert 'cron "30 9 * * 1-5" UTC' in out
+
+
+def test_clinic_without_a_path_says_how_to_record_a_snapshot_or_get_the_sample(
+    tmp_path: Path,
+) -> None:
+    done = run_play(tmp_path, "/clinic\n")
+    assert done.returncode == 0, done.stderr
+    assert "_record_memory_history" in done.stdout and "/clinic PATH" in done.stdout
+    assert "quizbot sim sample-snapshot sample.pickle" in done.stdout

@@ -45,10 +45,10 @@ async def _submit_to_forget_me(
         "/submit",
         GOOD["prompt"],
         "gpu-a | gpu-b | gpu-c",
-        "Q",  # not a letter of the choices: asked again
+        "D",  # not a letter of the three choices: asked again at once
+        "B",
         GOOD["explanation"],
         "our-cluster, 1",
-        "B",
         "/review",
         "/press approve",
         "/ask team",
@@ -56,6 +56,7 @@ async def _submit_to_forget_me(
         "2",
         "/close",
         "/press flag",
+        "nonsense",  # not a reason: asked again at once
         "typo",
         "-",
         "/review",
@@ -71,7 +72,12 @@ async def _submit_to_forget_me(
         await session.handle(line)
     await service.drain_updates()
     text = out.getvalue()
-    assert "== Submit a question ==" in text and "'Q' is not one of your choices" in text
+    assert "== Submit a question ==" in text
+    refused = text.index("'D' is not one of your choices: type its letter, A to C.")
+    # The letter is asked again right away, before the explanation is.
+    assert text.index("Correct choice", refused) < text.index("Why it is right", refused)
+    reason = text.index("'nonsense' is not a reason")
+    assert text.index("Reason: a number or a word", reason) < text.index("Note (optional)", reason)
     assert "waits for review" in text and "joins the team pack" in text
     assert GOOD["prompt"] in text and "[Report a problem]" in text
     assert "the admins will look at this question" in text and "1 report (typo 1)" in text

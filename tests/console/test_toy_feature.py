@@ -27,6 +27,6 @@ async def test_a_toy_feature_is_listed_run_and_clicked_in_the_console(
         for line in ("/help", "/kudos", "/as bob", "/press kudos"):
             await session.handle(line)
     text = out.getvalue()
-    assert "`/quiz kudos` — thank someone in the channel" in text
+    assert "`/kudos` — thank someone in the channel" in text
     assert "you did something great." in text and "[Say thanks]" in text
     assert "bob thanks you" in text

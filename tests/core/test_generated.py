@@ -216,3 +216,43 @@ def test_a_gpu_runs_verdict_leads_the_demo_result(agree: bool, words: str) -> No
     assert words in body.splitlines()[0] and body.endswith("report")
     simulated = replace(result, metrics={"gpu_value": None, "agree": None})
     assert result_message("allocator-trace", Locale.EN, simulated).body == "report"
+
+
+async def test_a_typed_answer_is_refused_with_its_reason_and_echoed_whole(
+    quiz: tuple[QuizService, Interactions], channel: ChannelRef
+) -> None:
+    service, interactions = quiz
+    post = await _numeric_post(service, channel)
+    question = await service.store.questions.get(post.question_hash)
+    target = numeric_target(question) if question else None
+    assert target is not None
+    form_id = f"quiz:form:number:{post.id}:"
+
+    async def refusal(text: str, locale: Locale = Locale.EN) -> str:
+        sub = Submission.parse(form_id, {FIELD: text}, user("ann"), channel, locale)
+        assert sub is not None
+        reply = await interactions.submit(sub)
+        assert reply.message is None, text
+        return reply.errors[FIELD]
+
+    digits = "9" * 44
+    assert f"'{digits}' is too large: a prediction is at most 1" in await refusal(digits)
+    assert "'-3' is negative" in await refusal("-3")
+    assert "'lots' is not a number" in await refusal("lots")
+    assert f"without 'GB' — the answer is in {target.unit}" in await refusal("80 GB")
+    assert "'1.500' can be read as 1.5 or as 1500" in await refusal("1.500")
+    assert "'1,500' μπορεί να διαβαστεί ως 1,5 ή ως 1500" in await refusal("1,500", Locale.EL)
+    assert "είναι αρνητικός" in await refusal("-3", Locale.EL)
+    assert await service.store.answers.for_post(post.id) == []
+
+
+async def test_minus_zero_is_taken_as_zero(
+    quiz: tuple[QuizService, Interactions], channel: ChannelRef
+) -> None:
+    service, interactions = quiz
+    post = await _numeric_post(service, channel)
+    sub = Submission.parse(f"quiz:form:number:{post.id}:", {FIELD: "-0"}, user("ann"), channel)
+    assert sub is not None
+    reply = await interactions.submit(sub)
+    assert reply.message is not None and "-0" not in reply.message.body
+    assert await service.store.answers.values(post.id) == [0.0]

@@ -166,4 +166,6 @@ async def test_quiz_clinic_says_how_to_send_a_snapshot_on_each_platform(
     inv = Invocation(ChannelRef(platform, "W", "C"), user("ann"), Locale.EN)
     (reply,) = await run_command(quiz.commands, quiz.service, inv, "clinic")
     assert words in reply.message.body and "_record_memory_history" in reply.message.body
+    # No GPU to record one with: the simulator's sample.
+    assert "quizbot sim sample-snapshot sample.pickle" in reply.message.body
     assert reply.private

@@ -106,6 +106,18 @@ def _peek(ctx: RunContext) -> DemoOutput:
     return DemoOutput("peeked", metrics, PNG, "test device")
 
 
+def targets_path(token: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"quizbot-test-open-{token}.txt"
+
+
+def _open(ctx: RunContext) -> DemoOutput:
+    """Tries to read each file the test listed (one path per line): a demo poking at the
+    host's secrets."""
+    paths = targets_path(ctx.int("token")).read_text().splitlines()
+    metrics = {"uid": os.getuid(), "cwd": os.getcwd(), "files": {p: _read(p)[:6] for p in paths}}
+    return DemoOutput("opened", metrics, PNG, "test device")
+
+
 def _gate(ctx: RunContext) -> DemoOutput:
     """Waits until the test opens the gate (creates a file), then succeeds."""
     gate = gate_path(ctx.int("token"))
@@ -148,5 +160,6 @@ def registry() -> Registry:
             (Param("at_once", int, 0, 1, 0, "one huge block"),),
         ),
         Demo("peek", "Peeks", DemoKind.TORCH, _peek),
+        Demo("open", "Opens files", DemoKind.TORCH, _open, TOKEN),
     ]
     return Registry.of(real + faults, source=SOURCE)

@@ -4,23 +4,30 @@ memory cap says so.
 What protects is checked where it happens: in a real process holding secrets in its
 start-up environment (which is what ``/proc/<pid>/environ`` shows), with children that
 try to read it. The controls show each layer is needed: a same-user child reads a
-dumpable parent, and a root child with its capabilities reads even a non-dumpable one.
+dumpable parent, and a root child reads even a non-dumpable one. Under root, a demo runs
+as the demo user and opens none of root's files, or does not run at all.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.domain import DemoJob, DemoState, Locale
 from gpu_runner.executor import Executor, ExecutorConfig
-from tests.runner.fault_demos import SOURCE
+from gpu_runner.isolation import demo_credentials
+from storage.store import SqlStore
+from tests.runner.fault_demos import SOURCE, targets_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "xoxb-secret-token-for-the-isolation-test"
@@ -32,8 +39,7 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Li
 _PARENT = """
 import json, os, sys
 from gpu_runner.isolation import (
-    DemoCredentials, PR_SET_DUMPABLE, _prctl, drop_capabilities, drop_privileges,
-    make_non_dumpable,
+    DemoCredentials, PR_SET_DUMPABLE, _prctl, drop_privileges, make_non_dumpable,
 )
 parent, child = sys.argv[1], sys.argv[2]
 if parent == "other-user":  # stands for a bot that does not run as root
@@ -49,8 +55,6 @@ if pid == 0:
     try:
         if child == "nobody":
             drop_privileges(DemoCredentials(65534, 65534))
-        elif child == "no-capabilities":
-            drop_capabilities()
         secret = os.environ["QUIZBOT_SLACK_BOT_TOKEN"].encode()
         with open(f"/proc/{os.getppid()}/environ", "rb") as f:
             outcome = "read the secret" if secret in f.read() else "read"
@@ -100,11 +104,10 @@ def test_a_same_user_child_is_kept_out_by_a_non_dumpable_parent(
     ("child", "outcome"),
     [
         ("root", "read the secret"),  # CAP_SYS_PTRACE ignores non-dumpable
-        ("no-capabilities", "PermissionError"),
         ("nobody", "PermissionError"),
     ],
 )
-def test_under_root_a_child_must_lose_its_capabilities_or_its_uid(child: str, outcome: str) -> None:
+def test_under_root_a_child_must_lose_its_uid(child: str, outcome: str) -> None:
     assert _attempt("root", child, "non-dumpable") == outcome
 
 
@@ -137,9 +140,89 @@ def test_a_demo_cannot_read_the_environment_of_the_bot_that_runs_it() -> None:
     assert metrics["server_environ"] == "refused: PermissionError"
     assert SECRET not in json.dumps(metrics)
     if IS_ROOT:
-        assert seen["isolation"] in ("uid 65534, no capabilities", "uid 0 without capabilities")
+        assert seen["isolation"].startswith("uid 65534, no capabilities"), seen["isolation"]
     else:
         assert seen["isolation"] == f"uid {os.geteuid()} (the runner's own user)"
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory every user may enter (unlike pytest's tmp_path): only each file's own
+    mode decides who reads it."""
+    path = Path(tempfile.mkdtemp(prefix="quizbot-isolation-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
+
+
+def _open_as_demo(paths: list[Path], config: ExecutorConfig) -> tuple[dict[str, Any], str]:
+    token = time.monotonic_ns() % 10**12
+    targets_path(token).write_text("\n".join(str(p) for p in paths))
+    targets_path(token).chmod(0o644)
+    try:
+        with Executor(config) as executor:
+            result = executor.run(DemoJob(1, "open", Locale.EN, {"token": token}))
+            isolation = executor.info.isolation
+    finally:
+        targets_path(token).unlink()
+    assert result.state is DemoState.SUCCEEDED, result.error
+    return dict(result.metrics), isolation
+
+
+@linux_only
+@pytest.mark.skipif(not IS_ROOT, reason="the root case needs root")
+async def test_under_root_a_demo_runs_as_the_demo_user_and_cannot_read_roots_files(
+    shared_dir: Path,
+) -> None:
+    secret = shared_dir / "secrets.toml"
+    secret.write_text('SLACK_BOT_TOKEN = "xoxb-1"')
+    secret.chmod(0o600)
+    public = shared_dir / "public.txt"
+    public.write_text("anyone")
+    public.chmod(0o644)
+    database = shared_dir / "quizbot.db"
+    store = SqlStore(f"sqlite+aiosqlite:///{database}", migrate=True)
+    async with store:
+        await store.ping()
+    seen, isolation = _open_as_demo(
+        [secret, public, database, Path("/etc/shadow")],
+        ExecutorConfig(registry=SOURCE, torch=False),
+    )
+    assert seen["uid"] == 65534 and isolation.startswith("uid 65534"), (seen, isolation)
+    assert seen["files"] == {
+        str(secret): "refuse",
+        str(public): "read: ",
+        str(database): "refuse",
+        "/etc/shadow": "refuse",
+    }
+    assert seen["cwd"] == "/"
+
+
+@linux_only
+@pytest.mark.skipif(not IS_ROOT, reason="the root case needs root")
+def test_under_root_a_demo_user_who_cannot_read_python_is_refused_not_run_as_root(
+    shared_dir: Path,
+) -> None:
+    hidden = shared_dir / "site"
+    hidden.mkdir(mode=0o700)  # on the fork server's sys.path, unreadable by the demo user
+    config = ExecutorConfig(registry=SOURCE, torch=False, extra_env={"PYTHONPATH": str(hidden)})
+    with Executor(config) as executor:
+        result = executor.run(DemoJob(1, "env", Locale.EN))
+        isolation = executor.info.isolation
+    assert result.state is DemoState.FAILED
+    assert str(hidden) in result.error and "never run as root" in result.error, result.error
+    assert "QUIZBOT_DEMO_USER" in result.error and "nothing ran" in result.error
+    assert isolation.startswith("refused"), isolation
+
+
+@linux_only
+@pytest.mark.skipif(not IS_ROOT, reason="the root case needs root")
+@pytest.mark.parametrize("user", ["root", "0", "0:0"])
+def test_root_is_never_a_demo_user(user: str) -> None:
+    with pytest.raises(ValueError, match="never run as root"):
+        demo_credentials(user)
 
 
 @pytest.fixture(scope="module")

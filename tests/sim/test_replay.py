@@ -184,6 +184,11 @@ def test_cli_out_directory_names_the_png_after_the_snapshot(
         (["--conf", "expandable_segments:yes"], "Expected 'True' or 'False'"),
         (["--total-memory", "lots"], "invalid size 'lots'"),
         (["--device", "3"], "device 3 is not in the snapshot"),
+        # a bare number was read as bytes (then 283 OOMs and exit 0): it needs its unit
+        (["--total-memory", "80"], "--total-memory '80' has no unit: write e.g. 80GiB"),
+        (["--total-memory", "0.5"], "write e.g. 0.5GiB"),
+        (["--total-memory", "80MB"], "less than 256 MiB, smaller than any CUDA GPU"),
+        (["--total-memory", "2TiB"], "more than 1 TiB, larger than any GPU"),
     ],
 )
 def test_cli_reports_bad_arguments_as_errors(
@@ -286,3 +291,12 @@ def test_wrong_shapes_are_explained(tmp_path: Path, payload: object, message: st
     path = write_snapshot(tmp_path / "odd.pickle", payload)
     with pytest.raises(SnapshotError, match=message):
         load_snapshot(path)
+
+
+@pytest.mark.parametrize("size", ["80GiB", "80GB", "81920MiB", "80 gib", "768MiB", "1TiB"])
+def test_cli_takes_a_gpu_size_with_its_unit(
+    tmp_path: Path, q4_snapshot: dict[str, Any], capsys: pytest.CaptureFixture[str], size: str
+) -> None:
+    path = write_snapshot(tmp_path / "q4.pickle", q4_snapshot)
+    assert _run_cli("sim", "replay", str(path), "--out", str(tmp_path), "--total-memory", size) == 0
+    assert "simulated GPU" in capsys.readouterr().out

@@ -60,6 +60,27 @@ def test_unsupported_or_garbled_url_names_the_variable() -> None:
         normalize_url("not a url")
 
 
+@pytest.mark.parametrize(
+    ("url", "suggestion"),
+    [
+        ("./quizbot.db", "sqlite+aiosqlite:///./quizbot.db"),
+        ("/data/quiz.sqlite", "sqlite+aiosqlite:////data/quiz.sqlite"),
+        ("quizbot.db", "sqlite+aiosqlite:///quizbot.db"),
+    ],
+)
+def test_a_file_path_is_echoed_with_the_sqlite_url_to_use(url: str, suggestion: str) -> None:
+    with pytest.raises(StorageError) as info:
+        normalize_url(url)
+    assert f"QUIZBOT_DATABASE_URL {url!r}" in str(info.value)
+    assert f"use {suggestion}" in str(info.value)
+
+
+def test_a_garbled_url_is_echoed_without_its_password() -> None:
+    with pytest.raises(StorageError) as info:
+        normalize_url("postgres//quiz:hunter2@db:5432/quiz")
+    assert "hunter2" not in str(info.value) and "postgres//quiz:***@db:5432/quiz" in str(info.value)
+
+
 def test_sqlite_file_in_a_missing_directory_is_refused_clearly(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="does not exist"):
         create_engine(f"sqlite+aiosqlite:///{tmp_path / 'nope' / 'q.db'}")

@@ -119,6 +119,12 @@ async def test_a_member_submits_an_admin_approves_it_is_asked_scored_flagged_the
         click = await fake.click(reveal["id"], flag, user_id=BOB, channel_id=message["id"])
         form = await modal_for(fake, click)
         assert form["title"] == "Report a problem"
+        # A reason that is not one: the private message names the field by its label.
+        refused = await fake.submit_modal(
+            form["custom_id"], {"reason": "nonsense"}, user_id=BOB, channel_id=message["id"]
+        )
+        shown = await first_said(fake, refused)
+        assert "**Reason: a number or a word**: 'nonsense' is not a reason" in shown, shown
         report = await fake.submit_modal(
             form["custom_id"],
             {"reason": "2", "note": "which job?"},

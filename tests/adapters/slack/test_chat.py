@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 import pytest
+from aiohttp import web
 
 from adapters.slack.chat import SlackChat
 from bot.domain import ChannelRef, MessageRef, Platform, UserRef
@@ -133,3 +137,60 @@ def _record(sleeps: list[float]):  # type: ignore[no-untyped-def]
         sleeps.append(seconds)
 
     return sleep
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://files.slack.com/files-pri/T0-F0/snap.pickle",  # not https
+        "https://files.slack.com:8443/files-pri/T0-F0/snap.pickle",  # not the default port
+        "https://evil.slack.com/files-pri/T0-F0/snap.pickle",  # not a file host
+        "https://files.slack.com.evil.example/snap.pickle",
+        "https://cdn.slack-edge.com/snap.pickle",
+        "http://127.0.0.1:1/files/F0/snap.pickle",  # the API's host, another port
+        "https://127.0.0.1/files/F0/snap.pickle",  # the API's host, another scheme
+    ],
+)
+async def test_files_are_downloaded_only_from_slacks_file_hosts_over_https(
+    slack_chat: SlackChat, url: str
+) -> None:
+    with pytest.raises(PlatformError, match="not a Slack file URL"):
+        await slack_chat.download(url, 1 << 20, lambda chunk: None)
+
+
+async def test_a_file_download_follows_no_redirect_and_sends_the_token_nowhere_else() -> None:
+    elsewhere: list[str] = []
+
+    async def record(request: web.Request) -> web.Response:
+        elsewhere.append(request.headers.get("Authorization", ""))
+        return web.Response(body=b"a snapshot")
+
+    other = web.Application()
+    other.router.add_get("/grab", record)
+    async with serve(other) as other_url:
+
+        async def redirect(request: web.Request) -> web.Response:
+            raise web.HTTPFound(f"{other_url}/grab")
+
+        slack = web.Application()
+        slack.router.add_get("/files/F0/snap.pickle", redirect)
+        async with (
+            serve(slack) as slack_url,
+            SlackChat(BOT_TOKEN, base_url=f"{slack_url}/api/") as chat,
+        ):
+            with pytest.raises(PlatformError):
+                await chat.download(f"{slack_url}/files/F0/snap.pickle", 1 << 20, print)
+    assert elsewhere == []
+
+
+@contextlib.asynccontextmanager
+async def serve(app: web.Application) -> AsyncIterator[str]:
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()

@@ -345,3 +345,18 @@ async def test_events_api_json_goes_through_bolt_inline(http_slack: SlackHttp) -
     bad = {**headers, "X-Slack-Request-Timestamp": "yesterday"}
     assert (await http_slack.send(body, bad))[0] == 401
     assert await http_slack.adapter.healthy()
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["not json at all", "[" * 100_000 + "]" * 100_000, '["a list"]', '{"type": '],
+    ids=["text", "nested-100000", "not-an-object", "cut"],
+)
+async def test_a_signed_events_body_that_is_not_a_json_object_is_400_without_a_traceback(
+    http_slack: SlackHttp, caplog: pytest.LogCaptureFixture, body: str
+) -> None:
+    headers = {**rq.signed_headers(body), "Content-Type": "application/json"}
+    status, text = await http_slack.send(body, headers)
+    assert status == 400, text
+    assert not any(r.exc_info for r in caplog.records)
+    assert await http_slack.adapter.healthy()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +74,21 @@ def test_the_manifest_subscribes_to_the_events_the_adapter_listens_to() -> None:
     assert set(m["settings"]["event_subscriptions"]["bot_events"]) == set(BOT_EVENTS)
     assert set(BOT_EVENTS.values()) <= set(m["oauth_config"]["scopes"]["bot"])
     assert m["features"]["app_home"]["messages_tab_enabled"] is True
+
+
+def test_the_setup_guide_explains_every_scope_the_manifest_grants() -> None:
+    guide = (ROOT / "deploy" / "slack" / "README.md").read_text()
+    table = guide.split("## Scopes and why", 1)[1]
+    explained = set(re.findall(r"^\| `([a-z:.]+)` \|", table, re.M))
+    assert explained == set(manifest()["oauth_config"]["scopes"]["bot"])
+
+
+def test_the_http_mode_urls_are_counted_right() -> None:
+    text = MANIFEST.read_text()
+    marked = len(re.findall(r"https://<your-host>/slack/events\s+# HTTP mode only", text))
+    words = {"two": 2, "three": 3, "four": 4, "five": 5}
+    (said,) = re.findall(r"the (\w+) URLs marked below", text)
+    assert words[said] == marked == 3  # the command, the events and interactivity
+    guide = (ROOT / "deploy" / "slack" / "README.md").read_text()
+    http = guide.split("## HTTP mode", 1)[1].split("\n## ", 1)[0]
+    assert "*Event Subscriptions*" in http and "*Interactivity*" in http and "/quiz" in http
