@@ -132,13 +132,17 @@ def with_compounds(draft: Draft) -> Draft:
         for second in singles[i + 1 :]:
             value = first.value + second.value - draft.answer
             if value > 0:
-                extra.append(
-                    Candidate(
-                        f"{first.misconception}-with-{second.misconception}",
-                        value,
-                        Text("two errors at once: {a} {b}", a=first.why, b=second.why),
-                    )
+                # a short name of each error where the family gives one, else its note
+                why = (
+                    Text("two errors: {a} and {b}.", a=first.label, b=second.label)
+                    if first.label is not None and second.label is not None
+                    else Text("two errors at once: {a} {b}", a=first.why, b=second.why)
                 )
+                extra.append(
+                    Candidate(f"{first.misconception}-with-{second.misconception}", value, why)
+                )
+    # labelled pairs first: their notes are the short ones
+    extra.sort(key=lambda c: "at once" in str(getattr(c.why, "msgid", "")))
     return replace(draft, candidates=(*singles, *extra))
 
 

@@ -17,12 +17,15 @@ from typing import Any, Final
 from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
+from questions.families.misconceptions import compounds
 from questions.families.model import Candidate, Draft, Family, Style
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES
 from questions.families.space import Space, grid
 
 BLOCK: Final = 16  # vLLM's default block size (CacheConfig)
-ASKS: Final = ("first-chunk", "steps", "blocks-after-first", "bytes-after-first", "bytes-at-end")
+# (the steps to prefill and the block count were tried too: small counts whose every
+# misconception lands one step away, so the form gave them away)
+ASKS: Final = ("first-chunk", "bytes-after-first", "bytes-at-end")
 BUDGETS: Final = (2048, 4096, 8192, 16384)  # max_num_batched_tokens
 DECODES: Final = (30, 61, 125, 250, 500)  # requests decoding in the same steps
 PROMPTS: Final = (5000, 12345, 30001, 60000, 100003)
@@ -42,10 +45,6 @@ def answer_of(i: dict[str, Any]) -> int:
     per_block = BLOCK * per_token_bytes(i["layers"], i["kv_heads"], i["head_dim"], 2)
     if i["ask"] == "first-chunk":
         return chunk
-    if i["ask"] == "steps":
-        return -(-int(i["prompt"]) // chunk)
-    if i["ask"] == "blocks-after-first":
-        return -(-chunk // BLOCK)
     if i["ask"] == "bytes-after-first":
         return -(-chunk // BLOCK) * per_block
     return -(-int(i["prompt"]) // BLOCK) * per_block
@@ -92,8 +91,6 @@ PROMPT = Text(
 def _question(ask: str) -> Localized:
     return {
         "first-chunk": Text("How many of its tokens does the first step prefill?"),
-        "steps": Text("In how many steps is its prompt prefilled, if the decodes go on?"),
-        "blocks-after-first": Text("How many KV blocks does it hold after the first step?"),
         "bytes-after-first": Text("How much KV-cache memory does it hold after the first step?"),
         "bytes-at-end": Text("How much KV-cache memory does it hold once its prompt is prefilled?"),
     }[ask]
@@ -101,96 +98,45 @@ def _question(ask: str) -> Localized:
 
 def _count_candidates(i: dict[str, Any], answer: int) -> list[Candidate]:
     M, D, P = i["budget"], i["decodes"], i["prompt"]
-    chunk = min(P, M - D)
-    ask = i["ask"]
-
-    def in_ask(c: int) -> int:
-        if ask == "first-chunk":
-            return c
-        if ask == "steps":
-            return int(-(-P // c))
-        return -(-c // BLOCK)
-
     out = [
         Candidate(
             "decodes-ignored",
-            in_ask(min(P, M)),
+            (min(P, M)),
             Text("the whole budget for the prompt; each decode takes 1 token."),
         ),
         Candidate(
             "decodes-take-a-block-each",
-            in_ask(max(1, M - D * BLOCK)),
+            (max(1, M - D * BLOCK)),
             Text("a 16-token block per decode; a decode takes 1 token."),
         ),
         Candidate(
             "budget-per-request",
-            in_ask(M),
+            (M),
             Text("gives each request its own budget; the step's budget is shared."),
         ),
         Candidate(
             "decodes-counted-twice",
-            in_ask(max(1, M - 2 * D)),
+            (max(1, M - 2 * D)),
             Text("counts each decode twice; it takes one token."),
         ),
     ]
-    if ask == "first-chunk":
-        out += [
-            Candidate(
-                "half-the-budget",
-                M // 2,
-                Text("half the budget for the prompt; decodes take 1 token each."),
-            ),
-            Candidate(
-                "whole-prompt",
-                P,
-                Text("the whole prompt; chunked prefill caps a step at the budget."),
-            ),
-            Candidate(
-                "budget-plus-decodes",
-                M + D,
-                Text("adds the decodes to the budget; they take from it."),
-            ),
-        ]
-    elif ask == "steps":
-        out += [
-            Candidate(
-                "steps-rounded-down",
-                max(1, P // chunk),
-                Text("rounds down; a last partial chunk is one more step."),
-            ),
-            Candidate(
-                "one-step",
-                1,
-                Text("one step; chunked prefill caps a step at the budget."),
-            ),
-            Candidate(
-                "blocks-not-steps", -(-P // BLOCK), Text("counts KV blocks, not scheduler steps.")
-            ),
-            Candidate(
-                "extra-step-for-first-token",
-                -(-P // chunk) + 1,
-                Text("a step more for the first output token; it comes with the last chunk."),
-            ),
-            Candidate(
-                "half-the-budget",
-                -(-P // (M // 2)),
-                Text("half the budget for the prompt; decodes take 1 token each."),
-            ),
-        ]
-    else:
-        out += [
-            Candidate(
-                "whole-prompt-allocated",
-                -(-P // BLOCK),
-                Text("the whole prompt's blocks; blocks follow the computed tokens."),
-            ),
-            Candidate(
-                "blocks-rounded-down",
-                chunk // BLOCK,
-                Text("rounds down; a partly filled block counts."),
-            ),
-            Candidate("tokens-not-blocks", chunk, Text("counts tokens; a block holds 16.")),
-        ]
+    out += [
+        Candidate(
+            "half-the-budget",
+            M // 2,
+            Text("half the budget for the prompt; decodes take 1 token each."),
+        ),
+        Candidate(
+            "whole-prompt",
+            P,
+            Text("the whole prompt; chunked prefill caps a step at the budget."),
+        ),
+        Candidate(
+            "budget-plus-decodes",
+            M + D,
+            Text("adds the decodes to the budget; they take from it."),
+        ),
+    ]
     return out
 
 
@@ -204,17 +150,33 @@ def _byte_candidates(i: dict[str, Any], answer: int) -> list[Candidate]:
             chunk * per_token,
             Text("counts the tokens exactly; whole 16-token blocks are allocated."),
         ),
-        Candidate("keys-only", answer // 2, Text("keys only; values are cached too.")),
+        Candidate(
+            "keys-only",
+            answer // 2,
+            Text("keys only; values are cached too."),
+            Text("keys only"),
+            "kv",
+        ),
         Candidate(
             "one-layer-only",
             answer // i["layers"],
             Text("one layer; a block holds every layer's keys and values."),
+            Text("one layer"),
+            "layers",
         ),
-        Candidate("fp32-cache", answer * 2, Text("4 bytes per value; the cache is bf16.")),
+        Candidate(
+            "fp32-cache",
+            answer * 2,
+            Text("4 bytes per value; the cache is bf16."),
+            Text("4-byte values"),
+            "bytes",
+        ),
         Candidate(
             "query-heads-cached",
             answer * i["q_heads"] // i["kv_heads"],
             Text("uses the query heads; only the KV heads are cached."),
+            Text("query heads"),
+            "heads",
         ),
     ]
     if i["ask"] == "bytes-after-first":
@@ -253,7 +215,7 @@ def _byte_candidates(i: dict[str, Any], answer: int) -> list[Candidate]:
                 Text("the first chunk only; the later steps add theirs."),
             ),
         ]
-    return out
+    return out + compounds(answer, out)
 
 
 def build(variant: str, params: dict[str, Any]) -> Draft:
@@ -271,16 +233,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
             c=Number(chunk),
         )
     ]
-    if ask == "steps":
-        steps.append(
-            Text(
-                "{P} tokens at {c} per step: {answer} steps.",
-                P=Number(prompt_tokens),
-                c=Number(chunk),
-                answer=ANSWER,
-            )
-        )
-    elif ask in ("blocks-after-first", "bytes-after-first"):
+    if ask == "bytes-after-first":
         steps.append(
             Text(
                 "{c} tokens fill {n} blocks of 16 (the last one partly); a block is "
@@ -313,7 +266,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         P=Number(prompt_tokens),
         question=_question(ask),
     )
-    counts = ask in ("first-chunk", "steps", "blocks-after-first")
+    counts = ask == "first-chunk"
     return Draft(
         topic="kv-cache",
         difficulty=3 if ask != "first-chunk" else 2,
@@ -342,5 +295,5 @@ FAMILY = Family(
     ),
     space=SPACE,
     build=build,
-    rank_weights=(1.25, 0.9, 0.8, 1.25),  # many figures sit between the scheduling extremes
+    rank_weights=(1.0, 0.9, 1.05, 1.0),  # measured: evens out the ranks
 )

@@ -211,4 +211,5 @@ FAMILY = Family(
     ),
     space=SPACE,
     build=build,
+    rank_weights=(1.3, 0.75, 0.9, 1.0),  # few misconceptions release less than the answer
 )

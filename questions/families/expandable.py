@@ -271,4 +271,5 @@ FAMILY = Family(
     ),
     space=SPACE,
     build=build,
+    rank_weights=(1.0, 0.8, 0.75, 1.45),  # few misconceptions reserve less
 )

@@ -210,6 +210,25 @@ def _strategy(sizes: dict[int, int], order: list[int], target: int) -> tuple[int
     return tuple(freed)
 
 
+# short names of the errors, for the rare note that combines two
+LABELS: Final[dict[str, Localized]] = {
+    "gc-frees-every-cached-block": Text("everything freed"),
+    "gc-stops-at-the-target": Text("just enough freed"),
+    "gc-frees-largest-first": Text("largest first"),
+    "gc-frees-smallest-first": Text("smallest first"),
+    "gc-frees-newest-first": Text("newest first"),
+    "gc-strictly-older-than-average": Text("strictly older only"),
+    "gc-counts-the-new-request": Text("the request counted"),
+    "gc-frees-one-block": Text("one block"),
+    "gc-single-pass": Text("one pass"),
+    "garbage-collection-ignored": Text("no collection"),
+    "gc-collects-live-blocks": Text("live blocks collected"),
+    "gc-frees-everything-held": Text("all it holds freed"),
+    "request-not-counted": Text("the new segment left out"),
+    "only-the-request-left": Text("all it holds freed"),
+}
+
+
 def _candidates(g: Gc, sizes: dict[int, int], inputs: dict[str, Any], ask: str) -> list[Candidate]:
     last = len(sizes)
     live, request = sizes[last - 1], sizes[last]
@@ -279,17 +298,24 @@ def _candidates(g: Gc, sizes: dict[int, int], inputs: dict[str, Any], ask: str) 
             "garbage-collection-ignored",
             replay_value(inputs, conf=""),
             Text("the figure without the threshold: nothing collected."),
+            LABELS["garbage-collection-ignored"],
         )
     ]
-    out += [Candidate(name, value(freed), why) for name, freed, why in models]
+    out += [Candidate(name, value(freed), why, LABELS[name]) for name, freed, why in models]
     collects_live = Text("collects live {x} too; only cached free blocks are collected.", x=x_live)
     if ask == FREED:
         out += [
-            Candidate("gc-collects-live-blocks", g.reclaimed + live, collects_live),
+            Candidate(
+                "gc-collects-live-blocks",
+                g.reclaimed + live,
+                collects_live,
+                LABELS["gc-collects-live-blocks"],
+            ),
             Candidate(
                 "gc-frees-everything-held",
                 g.reserved,
                 Text("frees all it holds, live {x} too; only cached free blocks go.", x=x_live),
+                LABELS["gc-frees-everything-held"],
             ),
         ]
     else:
@@ -303,11 +329,13 @@ def _candidates(g: Gc, sizes: dict[int, int], inputs: dict[str, Any], ask: str) 
                 "request-not-counted",
                 g.reserved - g.reclaimed,
                 Text("leaves out {x}'s new segment.", x=x_last),
+                LABELS["request-not-counted"],
             ),
             Candidate(
                 "only-the-request-left",
                 request,
                 Text("frees all it holds, live {x} too; only cached free blocks go.", x=x_live),
+                LABELS["only-the-request-left"],
             ),
         ]
     return out

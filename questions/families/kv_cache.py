@@ -16,6 +16,7 @@ from typing import Any, Final
 from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
+from questions.families.misconceptions import compounds
 from questions.families.model import Candidate, Draft, Family, Style
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES, Decoder
 from questions.families.sizes import MIB
@@ -89,112 +90,94 @@ def _candidates(i: dict[str, Any], answer: int) -> list[Candidate]:
     tp, kv, q = i["tensor_parallel"], i["kv_heads"], i["q_heads"]
     per_gpu = kv_heads_per_gpu(kv, tp)
     out = [
-        Candidate("keys-only", answer // 2, Text("counts keys only; values are cached too.")),
+        Candidate(
+            "keys-only",
+            answer / 2,
+            Text("counts keys only; values are cached too."),
+            Text("keys only"),
+            "kv",
+        ),
         Candidate(
             "one-layer-only",
-            answer // i["layers"],
+            answer / i["layers"],
             Text("one layer; every layer caches its own keys and values."),
-        ),
-        Candidate(
-            "keys-only-one-layer",
-            answer // (2 * i["layers"]),
-            Text("keys only, for one layer: two errors."),
-        ),
-        Candidate(
-            "query-heads-cached",
-            answer * max(1, q // tp) // per_gpu,
-            Text("uses the query heads; only the {kv} KV heads are cached.", kv=kv),
-        )
-        if q != kv
-        else Candidate(
-            "keys-only-per-gpu-forgotten",
-            answer * kv // per_gpu // 2,
-            Text("keys only, for all GPUs together: two errors."),
+            Text("one layer"),
+            "layers",
         ),
     ]
+    if q != kv:
+        out.append(
+            Candidate(
+                "query-heads-cached",
+                answer * max(1, q // tp) / per_gpu,
+                Text("uses the query heads; only the {kv} KV heads are cached.", kv=kv),
+                Text("query heads"),
+                "heads",
+            )
+        )
     wrong = 2 if i["dtype_bytes"] == 1 else 4
-    name = "fp8-as-two-bytes" if wrong == 2 else "fp32-cache"
     out.append(
         Candidate(
-            name,
-            answer * wrong // i["dtype_bytes"],
+            "fp8-as-two-bytes" if wrong == 2 else "fp32-cache",
+            answer * wrong / i["dtype_bytes"],
             Text(
                 "takes {w} bytes per value; {dtype} has {b}.",
                 w=wrong,
                 dtype=i["dtype"],
                 b=i["dtype_bytes"],
             ),
+            Text("{w}-byte values", w=wrong),
+            "bytes",
         )
     )
     if i["batch"] > 1:
         out.append(
             Candidate(
-                "keys-only-one-sequence",
-                answer // (2 * i["batch"]),
-                Text("keys only, for one sequence: two errors."),
-            )
-        )
-        out.append(
-            Candidate(
-                "one-layer-one-sequence",
-                answer // (i["layers"] * i["batch"]),
-                Text("one layer of one sequence; all layers and sequences are cached."),
-            )
-        )
-        out.append(
-            Candidate(
                 "batch-forgotten",
-                answer // i["batch"],
+                answer / i["batch"],
                 Text("one sequence; each of the {b} has its own cache.", b=i["batch"]),
+                Text("one sequence"),
+                "batch",
             )
         )
     if tp > 1:
         out.append(
             Candidate(
                 "tensor-parallel-forgotten",
-                answer * kv // per_gpu,
+                answer * kv / per_gpu,
                 Text("the cache of all {t} GPUs; each keeps {h} of the KV heads.", t=tp, h=per_gpu),
+                Text("all GPUs"),
+                "tp",
             )
         )
         if kv < tp:
             out.append(
                 Candidate(
                     "replicated-head-divided",
-                    answer * kv // tp,
+                    answer * kv / tp,
                     Text(
                         "splits the {kv} KV heads {t} ways; a head is replicated, not cut.",
                         kv=kv,
                         t=tp,
                     ),
+                    Text("heads split"),
+                    "tp",
                 )
             )
-        out.append(
-            Candidate(
-                "all-gpus-summed",
-                answer * tp,
-                Text("the {t} GPUs together; the question asks per GPU.", t=tp),
-            )
-        )
-    if q != kv:
-        out.append(
-            Candidate(
-                "query-heads-and-fp32",
-                answer * max(1, q // tp) // per_gpu * 4 // i["dtype_bytes"],
-                Text("query heads and 4-byte values: two errors."),
-            )
-        )
     if i["tokens"] < i["context"]:
         out.append(
             Candidate(
                 "full-context-reserved",
-                answer * i["context"] // i["tokens"],
+                answer * i["context"] / i["tokens"],
                 Text(
                     "the full {c}-token context per sequence; pages follow the tokens.",
                     c=Number(i["context"]),
                 ),
+                Text("the full context"),
+                "tokens",
             )
         )
-    return out
+    return out + compounds(answer, out)
 
 
 def build(variant: str, params: dict[str, Any]) -> Draft:
@@ -280,4 +263,5 @@ FAMILY = Family(
     ),
     space=SPACE,
     build=build,
+    rank_weights=(1.15, 0.9, 0.9, 1.05),  # measured: evens out the ranks
 )

@@ -17,6 +17,7 @@ INACTIVE_SPLIT: Final = "inactive_split_bytes.all.current"
 NUM_OOMS: Final = "num_ooms"
 NUM_RETRIES: Final = "num_alloc_retries"
 TENSORS: Final = "allocation.all.current"  # live blocks: the tensors that were allocated
+FREED: Final = "reserved_bytes.all.freed"  # what reserved memory gave back so far
 
 ASK_API: Final = {
     RESERVED: "torch.cuda.memory_reserved()",

@@ -41,7 +41,7 @@ from questions.families.trace import (
 DEFAULT_ROUNDING: Final = 20 * MIB
 MAX_SPLIT: Final = (32, 64, 128, 256)  # max_split_size_mb
 ROUNDING: Final = (32, 64, 128, 256, 512)  # max_non_split_rounding_mb
-BIG: Final = (1.25, 1.5, 2, 3)  # the cached block, in max_split_size units
+BIG: Final = (1.3, 1.7, 2.3, 2.9)  # the cached block, in max_split_size units (not round)
 # MiB the request's block is under the cached one (equal to a limit sometimes; negative:
 # the request is larger)
 WASTE: Final = (-40, 0, 8, 24, 32, 64, 100, 128, 256, 400)
@@ -201,6 +201,16 @@ def _candidates(
                 big + (1 << (block - 1).bit_length()),
                 Text("a power-of-two segment for x; segments round to 2 MiB."),
             ),
+            Candidate(
+                "twenty-mib-segment",
+                big + 20 * MIB,
+                Text("a 20 MiB segment for x; that is for requests under 10 MiB."),
+            ),
+            Candidate(
+                "max-split-size-segment",
+                big + m,
+                Text("a max_split_size segment for x; segments fit the request."),
+            ),
         ]
     else:
         out += [
@@ -219,6 +229,16 @@ def _candidates(
                 "block-plus-waste-limit",
                 block + rounding,
                 Text("adds the waste limit to x's block."),
+            ),
+            Candidate(
+                "max-split-size-block",
+                m,
+                Text("the option's size as x's block; it only says what is never split."),
+            ),
+            Candidate(
+                "twenty-mib-block",
+                20 * MIB,
+                Text("a 20 MiB block; that is a segment size for small requests."),
             ),
             Candidate(
                 "waste-not-block",
@@ -287,5 +307,5 @@ FAMILY = Family(
     ),
     space=SPACE,
     build=build,
-    rank_weights=(1.8, 0.6, 0.6, 1.8),  # a yes/no outcome: few scenarios allow both ends
+    rank_weights=(1.25, 0.6, 0.55, 1.6),  # a yes/no outcome: few scenarios allow both ends
 )

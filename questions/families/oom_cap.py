@@ -25,6 +25,7 @@ from questions.families.misconceptions import (
 from questions.families.model import Candidate, Draft, Family, Style
 from questions.families.narrate import (
     ALLOCATOR_DOCS,
+    FREED,
     NUM_OOMS,
     NUM_RETRIES,
     RESERVED,
@@ -75,7 +76,9 @@ SPACE = Space(
             "growing",
             cap=(256, 384, 512, 640, 768, 896, 1024),
             shape=GROWING,
-            ask=(NUM_RETRIES, RESERVED),
+            # num_alloc_retries itself is a small count whose misconceptions all lie
+            # around it (0, 1, every step): the retries are asked as the bytes they released
+            ask=(FREED, RESERVED),
         ),
     )
 )
@@ -104,7 +107,7 @@ def _per_segment(run: TraceRun) -> int:
 
 
 def _count_or_size(ask: str, value: int) -> Localized:
-    return size(value) if ask == RESERVED else Number(value)
+    return size(value) if ask in (RESERVED, FREED) else Number(value)
 
 
 def _loop_steps(run: TraceRun, n: int, tensor: int, cap: int, ask: str) -> list[Localized]:
@@ -204,11 +207,6 @@ def _loop_candidates(run: TraceRun, n: int, tensor: int, cap: int, ask: str) -> 
             ),
         ),
         Candidate(
-            "retry-counted-as-oom",
-            2 * (n - fit),
-            Text("adds the retry before each OOM; each failure counts once."),
-        ),
-        Candidate(
             "every-request-counted",
             n,
             Text("counts every request; num_ooms counts only the failed ones."),
@@ -255,6 +253,11 @@ def _tensor_candidates(run: TraceRun, n: int, tensor: int, cap: int) -> list[Can
             "every-request-counted",
             n,
             Text("counts every request, the failed ones too."),
+        ),
+        Candidate(
+            "segments-counted",
+            run.stats["segment.all.current"],
+            Text("counts the segments; allocation.all.current counts the blocks in them."),
         ),
         Candidate(
             "failures-counted",
@@ -336,6 +339,8 @@ def _growing_candidates(
 ) -> list[Candidate]:
     retries = run.stats[NUM_RETRIES]
     steps = sum(1 for op in inputs["ops"] if op[0] == "malloc") - 1
+    if ask == FREED:
+        return _freed_candidates(inputs, run, cap)
     if ask == RESERVED:
         released = sum(r.released for r in run.results)
         last_two = [int(op[2]) for op in inputs["ops"] if op[0] == "malloc"][-2:]
@@ -403,6 +408,50 @@ def _growing_candidates(
     ]
 
 
+def _freed_candidates(inputs: dict[str, Any], run: TraceRun, cap: int) -> list[Candidate]:
+    sizes = [int(op[2]) for op in inputs["ops"] if op[0] == "malloc"]
+    segments = [r.grown for r in run.results if r.op[0] == "malloc"]
+    released = sum(r.released for r in run.results)
+    retried = [r for r in run.results if r.retried]
+    return [
+        Candidate(
+            "nothing-released",
+            0,
+            Text("as if the cap only refused requests; a retry first releases the cache."),
+        ),
+        Candidate(
+            "every-freed-segment-released",
+            sum(segments[:-2]),
+            Text("every freed tensor's segment; some are reused or still cached at the end."),
+        ),
+        Candidate(
+            "freed-tensors-bytes",
+            sum(sizes[:-1]),
+            Text("the freed tensors' bytes; whole cached segments are released."),
+        ),
+        Candidate(
+            "one-release-only",
+            retried[0].released if retried else released // 2,
+            Text("the first release alone; each retry releases the cache again."),
+        ),
+        Candidate(
+            "cap-released",
+            cap * len(retried),
+            Text("a whole cap per retry; a retry releases only what is cached."),
+        ),
+        Candidate(
+            "peak-minus-current",
+            run.stats[RESERVED.replace(".current", ".peak")] - run.stats[RESERVED],
+            Text("the peak minus what is reserved now; releases add up over the retries."),
+        ),
+        Candidate(
+            "live-segments-released",
+            released + sum(r.grown for r in run.results[-1:]),
+            Text("adds the last tensor's segment; live segments are never released."),
+        ),
+    ]
+
+
 def _build_growing(params: dict[str, Any]) -> Draft:
     cap, ask = int(params["cap"]) * MIB, str(params["ask"])
     sizes = _growing_sizes(params, cap)
@@ -438,7 +487,7 @@ def _draft(
         prompt=prompt,
         steps=tuple(steps),
         answer=answer,
-        style=Style.EXACT_SIZE if inputs["ask"] == RESERVED else Style.COUNT,
+        style=Style.EXACT_SIZE if inputs["ask"] in (RESERVED, FREED) else Style.COUNT,
         candidates=tuple(candidates),
         references=(ALLOCATOR_DOCS, CAP_DOCS, STATS_DOCS),
         demo=TRACE_DEMO,
@@ -455,9 +504,11 @@ FAMILY = Family(
     kind="allocator-trace",
     difficulty=(3, 3),
     description=(
-        "Requests under a memory-fraction cap: how many fail (num_ooms), how often the cache "
-        "is released and retried (num_alloc_retries), what stays reserved"
+        "Requests under a memory-fraction cap: how many fail (num_ooms) and how many fit, "
+        "what the release-and-retry path gives back (num_alloc_retries explained), what "
+        "stays reserved"
     ),
     space=SPACE,
     build=build,
+    rank_weights=(1.25, 0.5, 0.45, 1.8),  # counts and caps: misconceptions crowd the middle
 )
