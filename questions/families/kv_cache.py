@@ -70,9 +70,8 @@ def _cases() -> tuple[tuple[str, str, int, int, int], ...]:
 
 SPACE = Space((grid("serve", case=_cases()),))
 PROMPT = Text(
-    "{model} ({L} layers, {q} query heads, {kv} KV heads of dimension {d}) is served with "
-    "tensor parallelism over {t}, KV cache in {dtype}. How much KV-cache memory does each "
-    "GPU hold for {batch}?"
+    "{model} ({L} layers, {q} query heads, {kv} KV heads of dimension {d}) is served {t}, "
+    "KV cache in {dtype}. How much KV-cache memory does each GPU hold for {batch}?"
 )
 
 
@@ -83,7 +82,9 @@ def _batch(batch: int, tokens: int) -> Localized:
 
 
 def _gpus(tp: int) -> Localized:
-    return Text("1 GPU") if tp == 1 else Text("{t} GPUs", t=tp)
+    if tp == 1:
+        return Text("on one GPU")
+    return Text("with tensor parallelism over {t} GPUs", t=tp)
 
 
 def _candidates(i: dict[str, Any], answer: int) -> list[Candidate]:
