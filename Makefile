@@ -54,7 +54,7 @@ catalogs: $(STAMP)
 
 ## Extract every marked string of every package into build/messages.pot (the keywords of
 ## bot/i18n.py's docstring), to compare with the catalogs or start a new one.
-I18N_KEYWORDS := -k t -k n:1,2 -k ctx:1c,2 -k N_ -k Text
+I18N_KEYWORDS := -k t -k n:1,2 -k pgettext:1c,2 -k N_ -k Text
 extract: $(STAMP)
 	mkdir -p build
 	$(BIN)/pybabel extract --no-default-keywords $(I18N_KEYWORDS) --sort-by-file \

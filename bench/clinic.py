@@ -14,6 +14,10 @@ RSS (and peak RSS) before and after: the snapshot is read by the runner's child,
 bot must not grow with its size. Wall time depends on the neighbours' load on a shared
 machine: the load average, the child's timings and its CPU seconds (with what they would
 take on two idle cores) are printed beside it.
+Then the red team's hostile file: 0.6 MB listing one 20,000-event trace as the trace of
+6,000 devices by reference (120 M events described), sent three times: each refusal's
+time through the runner, and the child's peak memory over what it had at fork (the fork
+server's pages, torch's included).
 The last lines are one per target:
 ``target <name>: <measured> (goal <goal>) PASS|FAIL``; the exit code is 0 either way.
 """
@@ -37,14 +41,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import target
-from bot.clinic import ClinicJob, ClinicProgress, ClinicResult
+from bot.clinic import ClinicInputError, ClinicJob, ClinicProgress, ClinicResult
 from bot.domain import Locale
 from gpu_runner.local import LocalRunner
 from gpu_runner.sim import Block, CachingAllocator, GiB, MiB
+from gpu_runner.wire import ClinicRequest
 
 GOAL_SECONDS = 15.0
 GOAL_CANDIDATES = 5
 GOAL_RSS_GROWTH_MIB = 16.0
+GOAL_HOSTILE_SECONDS = 2.0
+GOAL_HOSTILE_MIB = 200.0
 LAYERS = 24
 FRAMES = [{"filename": "train.py", "line": 88, "name": "forward"}]  # one shared object
 
@@ -103,6 +110,38 @@ def synthetic_snapshot(events: int, seed: int) -> dict[str, Any]:
         "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": "", "expandable_segments": False},
         "external_annotations": [],
     }
+
+
+def by_reference_snapshot(devices: int = 6000, events: int = 20_000) -> bytes:
+    """The red team's file: one list of events as every device's trace (memo references)."""
+    shared = [
+        {"action": ("alloc", "free_completed")[i % 2], "addr": 512 * (i // 2), "size": 512}
+        | {"stream": 0, "time_us": i, "frames": FRAMES}
+        for i in range(events)
+    ]
+    return pickle.dumps({"segments": [], "device_traces": [shared] * devices})
+
+
+async def hostile_refusals(runner: LocalRunner, workdir: Path) -> tuple[float, float, float]:
+    """The worst of three refusals of the red team's file: seconds through the runner,
+    the child's peak RSS, and that peak over its RSS at fork (MiB)."""
+    path = workdir / "hostile.pickle"
+    path.write_bytes(by_reference_snapshot())
+    seconds, peak, growth = 0.0, 0.0, 0.0
+    for _ in range(3):
+        started = time.perf_counter()
+        try:
+            await runner.run_clinic(ClinicJob.local_file(path, Locale.EN))
+        except ClinicInputError as exc:
+            print(f"hostile file: {exc.reason}: {exc}")
+        seconds = max(seconds, time.perf_counter() - started)
+        request = ClinicRequest(str(path), path.name, Locale.EN, runner.clinic_max_bytes, None)
+        ex = await asyncio.to_thread(runner.executor.submit_clinic, request)
+        await asyncio.wrap_future(ex.done)
+        used = ex.payload.get("resources", {})
+        peak = max(peak, used.get("max_rss_mib", 0.0))
+        growth = max(growth, used.get("max_rss_mib", 0.0) - used.get("rss_at_fork_mib", 0.0))
+    return seconds, peak, growth
 
 
 def write_snapshot(path: Path, events: int, seed: int) -> None:
@@ -176,6 +215,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
                 f"~{idle:.1f} s on two idle cores); {timings}"
             )
         rss_large, peak_after = rss_mib(), peak_rss_mib()
+        hostile_s, hostile_peak, hostile_growth = await hostile_refusals(runner, workdir)
     large_s = min(runs)  # the best run: the others measure the neighbours
     configs = result.summary["configs"]
     print(f"{args.events // 10:,} events: {small_s:.2f} s")
@@ -212,6 +252,18 @@ async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
             f"{growth:+.1f} MiB",
             f"<= {GOAL_RSS_GROWTH_MIB:.0f} MiB",
             growth <= GOAL_RSS_GROWTH_MIB,
+        ),
+        target(
+            "clinic_hostile_refusal_seconds",
+            f"{hostile_s:.2f} s",
+            f"< {GOAL_HOSTILE_SECONDS:.0f} s",
+            hostile_s < GOAL_HOSTILE_SECONDS,
+        ),
+        target(
+            "clinic_hostile_child_memory",
+            f"{hostile_growth:+.1f} MiB over its pages at fork (peak {hostile_peak:.0f} MiB)",
+            f"< {GOAL_HOSTILE_MIB:.0f} MB",
+            hostile_growth < GOAL_HOSTILE_MIB,
         ),
     ]
 

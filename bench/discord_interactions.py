@@ -50,12 +50,12 @@ from aiohttp import web
 
 from adapters.discord.adapter import DiscordAdapter
 from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
-from bot.app import settled_heap
+from bot import basics
+from bot.app import assemble, settled_heap
 from bot.clock import SystemClock
-from bot.commands import core_commands
+from bot.config import Settings
 from bot.domain import ChannelRef, Platform
 from bot.ports import Chat
-from bot.quiz import QuizService
 from questions.loader import load_bank
 from storage.engine import create_engine, upgrade
 from storage.store import SqlStore
@@ -110,15 +110,26 @@ async def bursts(url: str, mode: str, users: int, repeats: int) -> list[dict[str
     results = []
     heap = contextlib.ExitStack()
     try:
-        async with SqlStore(url) as store:
-            service = QuizService(store, chats, load_bank(), SystemClock(), rng=random.Random(1))
+        async with (
+            SqlStore(url) as store,
+            assemble(
+                store,
+                chats,
+                load_bank(),
+                SystemClock(),
+                Settings(ask_cooldown=0),
+                rng=random.Random(1),
+                generated=None,  # the bank's questions
+                features=[basics.feature],
+            ) as quiz,
+        ):
+            service = quiz.service
             options: dict[str, Any] = {}
             if mode == "http":
                 key = await loop.run_in_executor(None, control, fake_port, "public_key")
                 options["public_key"] = key["public_key"]
             adapter = DiscordAdapter(
-                service,
-                core_commands(),
+                quiz,
                 token="bench-token",
                 api_base=f"http://127.0.0.1:{fake_port}/api/v10",
                 gateway_url=f"ws://127.0.0.1:{fake_port}/gateway",

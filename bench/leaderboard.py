@@ -42,10 +42,12 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
+from bot import basics
+from bot.app import assemble
 from bot.bank import question_to_dict
 from bot.clock import FakeClock
+from bot.config import Settings
 from bot.domain import BoardScope, BoardWindow, ChannelRef, Platform, UserRef
-from bot.quiz import QuizService
 from questions.loader import load_bank
 from storage.engine import create_engine, upgrade
 from storage.store import SqlStore
@@ -408,8 +410,21 @@ async def measure(url: str, history: History, samples: int) -> dict[str, list[fl
     for m, w in enumerate(history.member_ws.tolist()):
         members_by_ws.setdefault(w, []).append(m)
     out: dict[str, list[float]] = {}
-    async with SqlStore(url, clock=clock) as store:
-        service = QuizService(store, {}, bank, clock, rng=random.Random(1))
+    settings = Settings(ask_cooldown=0)
+    async with (
+        SqlStore(url, clock=clock) as store,
+        assemble(
+            store,
+            {},
+            bank,
+            clock,
+            settings,
+            rng=random.Random(1),
+            generated=None,  # boards only
+            features=[basics.feature],
+        ) as quiz,
+    ):
+        service = quiz.service
         for scope in BoardScope:
             for window in BoardWindow:
                 times: list[float] = []

@@ -114,13 +114,13 @@ async def seed_channels(store: object, channels: int, ids: list[str]) -> list[ob
 
 
 async def run_one(url: str, rows: int, channels: int) -> dict[str, float]:
+    from bot import basics
+    from bot.app import assemble
     from bot.bank import QuestionBank
     from bot.clock import FakeClock
+    from bot.config import Settings
     from bot.domain import Platform
-    from bot.pools import QuestionPools
-    from bot.quiz import QuizService
     from bot.team import Origin, Workspace
-    from questions.families.source import FamilySource
     from questions.loader import load_bank
     from questions.team import TeamQuestions
     from storage.store import SqlStore
@@ -139,36 +139,39 @@ async def run_one(url: str, rows: int, channels: int) -> dict[str, float]:
         bank: QuestionBank = load_bank()
         ids = [q.id for q in read.questions[:2000]] + [q.id for q in bank]
         settings = await seed_channels(store, channels, ids)
-        service = QuizService(
+        # Picks draw from the bank, the workspace's team pack and generated questions.
+        async with assemble(
             store,
             {},
             bank,
             store.clock,
+            Settings(ask_cooldown=0),
             rng=random.Random(7),
-            generated=FamilySource(),
-            pools=QuestionPools(bank, store.team),
-        )
-        histories = {}
-        history_s = []
-        for s in settings:
-            t0 = time.perf_counter()
-            posts = await store.posts.history(s.channel)
-            history_s.append(time.perf_counter() - t0)
-            histories[s.channel] = [p.question_id for p in posts]
-        first = time.perf_counter()
-        warm = await store.settings.get(settings[0].channel)
-        await service.pick(warm.channel, histories[warm.channel], warm)
-        cold_s = time.perf_counter() - first
-        times = []
-        kinds = {"team": 0, "bank": 0, "generated": 0}
-        for s in settings:
-            t0 = time.perf_counter()
-            current = await store.settings.get(s.channel)  # carries the pack revision
-            question = await service.pick(s.channel, histories[s.channel], current)
-            times.append(time.perf_counter() - t0)
-            assert question is not None
-            kind = "team" if question.id.startswith("team-") else "bank"
-            kinds["generated" if question.id.startswith("gen-") else kind] += 1
+            generated=True,
+            features=[basics.feature],
+        ) as quiz:
+            service = quiz.service
+            histories = {}
+            history_s = []
+            for s in settings:
+                t0 = time.perf_counter()
+                posts = await store.posts.history(s.channel)
+                history_s.append(time.perf_counter() - t0)
+                histories[s.channel] = [p.question_id for p in posts]
+            first = time.perf_counter()
+            warm = await store.settings.get(settings[0].channel)
+            await service.pick(warm.channel, histories[warm.channel], warm)
+            cold_s = time.perf_counter() - first
+            times = []
+            kinds = {"team": 0, "bank": 0, "generated": 0}
+            for s in settings:
+                t0 = time.perf_counter()
+                current = await store.settings.get(s.channel)  # carries the pack revision
+                question = await service.pick(s.channel, histories[s.channel], current)
+                times.append(time.perf_counter() - t0)
+                assert question is not None
+                kind = "team" if question.id.startswith("team-") else "bank"
+                kinds["generated" if question.id.startswith("gen-") else kind] += 1
     return {
         "import_rows_per_s": rows / import_s,
         "import_s": import_s,

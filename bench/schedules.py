@@ -5,7 +5,7 @@ same minute, on SQLite (file, WAL) and PostgreSQL.
 
 Each database runs in its own child process (a clean RSS):
 
-- start-up: `Scheduler.start()` -- load every schedule, catch up, register one
+- start-up: `Scheduler.initialize()` -- load every schedule, catch up, register one
   APScheduler job per schedule -- on a process that already has the store open;
 - RSS of that process once the scheduler is running (bot core, storage, APScheduler,
   aiohttp web server, 10,000 schedules);
@@ -148,10 +148,12 @@ async def run_one(url: str, channels: int, hot: int) -> dict[str, float]:
     from sqlalchemy import func, select
 
     from adapters.web import WebServer
+    from bot import basics
+    from bot.app import assemble
     from bot.clock import OffsetClock, SystemClock
+    from bot.config import Settings
     from bot.domain import Platform
     from bot.metrics import MetricsRegistry, QuizMetrics
-    from bot.quiz import QuizService
     from bot.scheduling import Scheduler
     from questions.loader import load_bank
     from storage.engine import create_engine, upgrade
@@ -169,14 +171,26 @@ async def run_one(url: str, channels: int, hot: int) -> dict[str, float]:
     registry = MetricsRegistry()
     metrics = QuizMetrics(registry)
     chat = PacedChat(expect=hot)
-    async with SqlStore(url, clock=clock) as store:
-        service = QuizService(
-            store, {Platform.SLACK: chat}, bank, clock, rng=random.Random(1), metrics=metrics
-        )
+    async with (
+        SqlStore(url, clock=clock) as store,
+        assemble(
+            store,
+            {Platform.SLACK: chat},
+            bank,
+            clock,
+            Settings(ask_cooldown=0),
+            rng=random.Random(1),
+            metrics=metrics,
+            generated=None,  # the bank's questions
+            features=[basics.feature],
+        ) as quiz,
+    ):
+        service = quiz.service
         rss_before = rss_mb()
+        # What `scheduling.feature` runs, built here to time its start on its own.
         scheduler = Scheduler(service, store.schedules)
         t0 = time.perf_counter()
-        await scheduler.start()
+        await scheduler.initialize()
         startup = time.perf_counter() - t0
         jobs = len(scheduler.jobs())
         checks = {"scheduler": scheduler.healthy, "database": store.ping}

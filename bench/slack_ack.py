@@ -81,11 +81,11 @@ async def _bot_main(db_url: str, api_url: str, conn: Connection) -> None:
     from adapters.slack.app import SlackAdapter
     from adapters.slack.chat import SlackChat
     from adapters.slack.config import SlackConfig
-    from bot.app import settled_heap
+    from bot import basics
+    from bot.app import assemble, settled_heap
     from bot.clock import SystemClock
-    from bot.commands import core_commands
+    from bot.config import Settings
     from bot.domain import ChannelRef, Platform
-    from bot.quiz import QuizService
     from questions.loader import load_bank
     from storage.store import SqlStore
     from tests.adapters.slack.fake_slack import BOT_TOKEN
@@ -93,11 +93,22 @@ async def _bot_main(db_url: str, api_url: str, conn: Connection) -> None:
 
     loop = asyncio.get_running_loop()
     config = SlackConfig(BOT_TOKEN, signing_secret=SIGNING_SECRET, api_url=api_url)
-    async with SlackChat(BOT_TOKEN, base_url=api_url) as chat, SqlStore(db_url) as store:
-        service = QuizService(
-            store, {Platform.SLACK: chat}, load_bank(), SystemClock(), rng=random.Random(1)
-        )
-        async with SlackAdapter(service, core_commands(), chat, config) as adapter:
+    async with (
+        SlackChat(BOT_TOKEN, base_url=api_url) as chat,
+        SqlStore(db_url) as store,
+        assemble(
+            store,
+            {Platform.SLACK: chat},
+            load_bank(),
+            SystemClock(),
+            Settings(ask_cooldown=0),
+            rng=random.Random(1),
+            generated=None,  # the bank's questions
+            features=[basics.feature],
+        ) as quiz,
+    ):
+        service = quiz.service
+        async with SlackAdapter(quiz, chat, config) as adapter:
             app = web.Application()
             adapter.mount(app)
 

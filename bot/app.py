@@ -13,36 +13,39 @@ import gc
 import logging
 import random
 import signal
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from bot import (
+    basics,
+    clinic_flow,
+    demos,
+    flags,
+    generated,
+    imports,
+    mydata,
+    packs,
+    practice,
+    report,
+    review,
+    scheduling,
+    submit,
+)
 from bot.bank import QuestionBank
-from bot.clinic_flow import Clinic, register_clinic_command
 from bot.clock import Clock, SystemClock
-from bot.commands import CommandSet, core_commands
-from bot.config import Settings
+from bot.config import RunnerKind, Settings
 from bot.deliveries import Deliveries
-from bot.demos import DemoDispatcher, install_demos
-from bot.domain import DemoPolicy, Locale, Platform
+from bot.domain import Locale, Platform
 from bot.errors import ConfigError, QuizError
-from bot.flags import install_flags
-from bot.generated import install_generated
-from bot.imports import QuestionImport, install_import_help
+from bot.features import FeatureFactory, Parts, Quiz, Registry
 from bot.interactions import Interactions
 from bot.metrics import MetricsRegistry, QuizMetrics
-from bot.mydata import install_mydata
-from bot.packs import install_packs
 from bot.pools import QuestionPools
-from bot.ports import Chat
-from bot.practice import install_practice
+from bot.ports import Chat, FeatureStore, QuestionSource, Runner
 from bot.quiz import QuizService
-from bot.report import add_report_command
-from bot.review import install_review
-from bot.scheduling import Scheduler, register_schedule_commands
-from bot.submit import install_submit
 
 if TYPE_CHECKING:
     from adapters.web import WebServer
@@ -51,22 +54,38 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Every feature of the quiz, in the order `/quiz help` lists their commands.
+FEATURES: tuple[FeatureFactory, ...] = (
+    basics.feature,
+    generated.feature,
+    review.feature,
+    submit.feature,
+    flags.feature,
+    packs.feature,
+    mydata.feature,
+    imports.feature,
+    clinic_flow.feature,
+    demos.feature,
+    practice.feature,
+    report.feature,
+    scheduling.feature,
+)
 
-@dataclass(slots=True)
+
+@dataclass(frozen=True, slots=True)
 class Core:
+    """What `serve` runs: the quiz, with its store, settings, metrics and HTTP server."""
+
+    quiz: Quiz
     settings: Settings
-    service: QuizService
-    commands: CommandSet
-    interactions: Interactions
-    deliveries: Deliveries
     bank: QuestionBank
     store: SqlStore
-    dispatcher: DemoDispatcher
-    clinic: Clinic
-    scheduler: Scheduler
     metrics: QuizMetrics
-    web: WebServer  # /healthz, /metrics (+ Slack's /slack/events); started by `serve`
-    importer: QuestionImport  # question files sent to the bot (Slack DM, Discord, console)
+    web: WebServer  # /healthz, /metrics, the HTTP modes' routes; started by `serve`
+
+    @property
+    def service(self) -> QuizService:
+        return self.quiz.service
 
 
 def database_url(settings: Settings) -> str:
@@ -76,15 +95,17 @@ def database_url(settings: Settings) -> str:
 
 
 @asynccontextmanager
-async def open_store(settings: Settings) -> AsyncIterator[SqlStore]:
-    """The database alone, for command-line tools (the embedded SQLite file upgrades
-    itself; PostgreSQL must be at head: `quizbot db upgrade`)."""
+async def open_store(settings: Settings, clock: Clock | None = None) -> AsyncIterator[SqlStore]:
+    """The database (the embedded SQLite file upgrades itself; PostgreSQL must be at head:
+    `quizbot db upgrade`)."""
     from storage.refs import ChannelDefaults
     from storage.store import SqlStore
 
     url = database_url(settings)
     defaults = ChannelDefaults(settings.default_locale, settings.default_timezone)
-    async with SqlStore(url, migrate=url.startswith("sqlite"), defaults=defaults) as store:
+    async with SqlStore(
+        url, clock=clock, migrate=url.startswith("sqlite"), defaults=defaults
+    ) as store:
         yield store
 
 
@@ -95,6 +116,88 @@ def load_bank(settings: Settings) -> QuestionBank:
 
 
 @asynccontextmanager
+async def open_runner(settings: Settings) -> AsyncIterator[Runner]:
+    """The runner QUIZBOT_RUNNER asks for (demos and the memory clinic), started and
+    stopped with the bot. Neither torch nor matplotlib is imported here: only the
+    runner's children do."""
+    if settings.runner is RunnerKind.OFF:
+        from bot.demo_runner import OffRunner
+
+        yield OffRunner()
+        return
+    from gpu_runner.demos import default_registry
+
+    catalog = default_registry()
+    if settings.runner is RunnerKind.CELERY:
+        from gpu_runner.celery_runner import CeleryRunner, make_celery_app
+
+        yield CeleryRunner(
+            make_celery_app(settings.celery_broker_url),
+            registry=catalog,
+            clinic_max_bytes=settings.clinic_max_bytes,
+        )
+        return
+    from gpu_runner.local import LocalRunner
+
+    async with LocalRunner(registry=catalog, clinic_max_bytes=settings.clinic_max_bytes) as runner:
+        yield runner
+
+
+@asynccontextmanager
+async def assemble(
+    store: FeatureStore,
+    chats: Mapping[str, Chat],
+    bank: QuestionBank,
+    clock: Clock,
+    settings: Settings,
+    *,
+    runner: Runner | None = None,
+    metrics: QuizMetrics | None = None,
+    rng: random.Random | None = None,
+    count_update_interval: float = 1.0,
+    generated: QuestionSource | bool | None = True,
+    features: Sequence[FeatureFactory] = FEATURES,
+    **parts: Any,
+) -> AsyncIterator[Quiz]:
+    """The quiz on `store`: the service, every feature in `features`, and their services
+    started; stopped in reverse (features' work first, then pending edits). `serve` and
+    the tests build it the same way; `parts` overrides what features are given
+    (`Parts` fields: `checker`, `reader`, `demos`)."""
+    from bot.demo_runner import OffRunner
+    from gpu_runner.demos import default_registry
+    from questions.families.source import FamilySource
+    from questions.team import TeamQuestions
+
+    metrics = metrics or QuizMetrics(MetricsRegistry())
+    registry = Registry()
+    service = QuizService(
+        store,
+        chats,
+        bank,
+        clock,
+        rng=rng,
+        count_update_interval=count_update_interval,
+        metrics=metrics,
+        ask_cooldown=timedelta(seconds=settings.ask_cooldown),
+        default_locale=Locale.parse(settings.default_locale) or Locale.EN,
+        generated=FamilySource() if generated is True else generated or None,
+        pools=QuestionPools(bank, store.team),
+        hooks=registry,
+    )
+    formats = TeamQuestions()  # the bank's validator with the team rules; the file formats
+    given = {"checker": formats, "reader": formats, "demos": default_registry(), **parts}
+    kit = Parts(service, store, clock, settings, registry, metrics, runner or OffRunner(), **given)
+    for make in features:
+        registry.add(make(kit))
+    async with AsyncExitStack() as stack:
+        stack.push_async_callback(service.drain_updates)
+        for work in registry.services:
+            await stack.enter_async_context(work)
+        deliveries = await stack.enter_async_context(Deliveries(store.deliveries, clock, metrics))
+        yield Quiz(service, registry, Interactions(service, registry), deliveries)
+
+
+@asynccontextmanager
 async def build_core(
     settings: Settings,
     chats: Mapping[str, Chat],
@@ -102,21 +205,20 @@ async def build_core(
     clock: Clock | None = None,
     rng: random.Random | None = None,
     count_update_interval: float = 1.0,
+    metrics: QuizMetrics | None = None,
 ) -> AsyncIterator[Core]:
-    """Start the store and the quiz service; stop them in reverse order."""
+    """The store, the runner and the quiz, for `serve`; stopped in reverse order. `chats`
+    holds every platform's client before this is entered: the scheduler's catch-up posts
+    at once."""
     from adapters.web import WebServer
-    from gpu_runner import open_runner
-    from gpu_runner.demos import default_registry
-    from questions.families.source import FamilySource
-    from questions.team import TeamQuestions
     from storage.refs import ChannelDefaults
     from storage.store import SqlStore
 
     clock = clock or SystemClock()
     bank = load_bank(settings)
     url = database_url(settings)
+    metrics = metrics or QuizMetrics(MetricsRegistry())
     async with AsyncExitStack() as stack:
-        metrics = QuizMetrics(MetricsRegistry())
         # The embedded SQLite default upgrades itself; PostgreSQL runs `quizbot db upgrade`.
         store = await stack.enter_async_context(
             SqlStore(
@@ -128,78 +230,26 @@ async def build_core(
             )
         )
         metrics.answers_waiting.track(lambda: store.answers.waiting)
-        service = QuizService(
-            store,
-            chats,
-            bank,
-            clock,
-            rng=rng,
-            count_update_interval=count_update_interval,
-            metrics=metrics,
-            ask_cooldown=timedelta(seconds=settings.ask_cooldown),
-            default_locale=Locale.parse(settings.default_locale) or Locale.EN,
-            generated=FamilySource(),
-            pools=QuestionPools(bank, store.team),
-        )
-        commands = core_commands()
-        interactions = Interactions(service)
-        install_generated(commands, interactions, service)
-        team_formats = TeamQuestions()  # the bank's validator, team rules; the file formats
-        review = install_review(commands, interactions, service, store.team)
-        install_submit(commands, interactions, service, store.team, team_formats, review)
-        install_flags(interactions, service, store.team)
-        install_packs(commands)
-        install_mydata(commands, interactions, service, store.members)
-        importer = QuestionImport(store.team, team_formats, clock)
-        install_import_help(commands)
-        stack.push_async_callback(service.drain_updates)
         runner = await stack.enter_async_context(open_runner(settings))
-        clinic = Clinic(runner, service)
-        register_clinic_command(commands)
-
-        # Attaches itself to reveals and resumes runs left pending by a previous process.
-        async def schedule_policy(schedule_id: int) -> DemoPolicy | None:
-            schedule = await store.schedules.get(schedule_id)
-            return schedule.demo_policy if schedule is not None else None
-
-        dispatcher = await stack.enter_async_context(
-            DemoDispatcher(
-                service,
-                store.demo_runs,
-                runner,
-                default_registry(),
-                schedule_policy=schedule_policy,
+        quiz = await stack.enter_async_context(
+            assemble(
+                store,
+                chats,
+                bank,
+                clock,
+                settings,
+                runner=runner,
+                metrics=metrics,
+                rng=rng,
+                count_update_interval=count_update_interval,
             )
         )
-        install_demos(commands, interactions, dispatcher)
-        install_practice(service, commands, store.practice)
-        add_report_command(commands, store.reports)
-        # start() catches up after downtime: reveals, resends, the latest missed slot.
-        scheduler = await stack.enter_async_context(
-            Scheduler(service, store.schedules, clock=clock, metrics=metrics)
-        )
-        register_schedule_commands(commands, scheduler)
-        deliveries = await stack.enter_async_context(Deliveries(store.deliveries, clock, metrics))
         web = WebServer(
             metrics.registry,
             port=settings.http_port,
-            checks={"scheduler": scheduler.healthy, "database": store.ping},
+            checks={**quiz.registry.checks, "database": store.ping},
         )
-        yield Core(
-            settings,
-            service,
-            commands,
-            interactions,
-            deliveries,
-            bank,
-            store,
-            dispatcher,
-            clinic,
-            scheduler,
-            metrics,
-            web,
-            importer,
-        )
+        yield Core(quiz, settings, bank, store, metrics, web)
 
 
 async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
@@ -219,52 +269,37 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             "`quizbot play` runs in the terminal without any"
         )
     stop = stop or _stop_on_signals()
-    chats: dict[str, Chat] = {}  # filled before the first message goes out
+    metrics = QuizMetrics(MetricsRegistry())
+    chats: dict[str, Chat] = {}
     async with AsyncExitStack() as stack:
+        # 1. The platforms' outbound clients: every chat is registered before the core
+        # starts (the scheduler's catch-up posts at once) and closed after it stops.
         if slack is not None:
             slack_chat = await stack.enter_async_context(
-                SlackChat(slack.bot_token, base_url=slack.api_url)
+                SlackChat(slack.bot_token, base_url=slack.api_url, metrics=metrics)
             )
             chats[Platform.SLACK] = slack_chat
-        core = await stack.enter_async_context(build_core(settings, chats))
+        if settings.discord_token is not None:
+            from adapters.discord import DiscordAdapter, DiscordChat, discord_rest
+
+            rest = await stack.enter_async_context(discord_rest(settings, metrics))
+            chats[Platform.DISCORD] = DiscordChat(rest)
+        # 2. The core: store, runner, every feature and its background work.
+        core = await stack.enter_async_context(build_core(settings, chats, metrics=metrics))
+        # 3. The platforms' inbound side: stopped first, so no request arrives at a core
+        # that is shutting down.
         ended: list[asyncio.Future[Any]] = []
         http_routes: list[Callable[[Any], None]] = []
         if slack is not None:
-            slack_chat.metrics = core.metrics
-            adapter = await stack.enter_async_context(
-                SlackAdapter(
-                    core.service,
-                    core.commands,
-                    slack_chat,
-                    slack,
-                    interactions=core.interactions,
-                    deliveries=core.deliveries,
-                )
-            )
-            adapter.enable_clinic(core.clinic, settings.clinic_max_bytes)
-            from adapters.slack.files import QuestionFiles
-
-            files = QuestionFiles(
-                core.service, core.importer, adapter.admin_status, slack_chat.post_message
-            )
-            adapter.add_file_handler(files.accepts, files.handle)
+            adapter = await stack.enter_async_context(SlackAdapter(core.quiz, slack_chat, slack))
+            core.web.add_check("slack", adapter.healthy)
             if not adapter.socket_mode:
                 http_routes.append(adapter.mount)
             log.info("Slack adapter running (%s mode)", "Socket" if adapter.socket_mode else "HTTP")
         if settings.discord_token is not None:
-            from adapters.discord import DiscordAdapter
-
-            discord = DiscordAdapter.from_settings(
-                settings,
-                core.service,
-                core.commands,
-                interactions=core.interactions,
-                deliveries=core.deliveries,
+            discord = await stack.enter_async_context(
+                DiscordAdapter.from_settings(settings, core.quiz, rest=rest)
             )
-            chats[Platform.DISCORD] = discord.chat
-            discord.enable_clinic(core.clinic, settings.clinic_max_bytes)
-            discord.enable_imports(core.importer)
-            await stack.enter_async_context(discord)
             core.web.add_check("discord", discord.healthy)
             if discord.http_mode:
                 http_routes.append(discord.mount)
@@ -275,8 +310,6 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             )
         for mount in http_routes:
             mount(core.web.app)  # before the server starts: aiohttp freezes its routes
-        if slack is not None:
-            core.web.add_check("slack", adapter.healthy)
         await stack.enter_async_context(core.web)
         stack.enter_context(settled_heap())
         log.info(

@@ -7,7 +7,9 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 from bot import __version__
 from bot.config import Settings, load_settings
@@ -41,22 +43,36 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("path", type=Path)
     rs.set_defaults(func=_db_restore)
 
-    from questions.cli import add_questions_commands
-
-    add_questions_commands(sub)
-
     from gpu_runner.cli import add_demo_commands, add_runner_commands
     from gpu_runner.sim.cli import add_sim_commands
+    from questions.cli import add_questions_commands
     from storage.member_cli import add_member_commands
     from storage.report import add_report_commands
 
+    add_questions_commands(sub, _open_store)
     add_demo_commands(sub)
-    add_runner_commands(sub)
+    add_runner_commands(sub, _worker_settings)
     add_sim_commands(sub)
-    add_report_commands(sub)
-    add_member_commands(sub)
+    add_report_commands(sub, _open_store)
+    add_member_commands(sub, _open_store)
 
     return parser
+
+
+def _open_store() -> AbstractAsyncContextManager[Any]:
+    """The configured database, for the command-line tools of the other packages."""
+    from bot.app import open_store
+
+    return open_store(load_settings())
+
+
+def _worker_settings() -> Any:
+    from bot.config import redact_url
+    from gpu_runner.cli import WorkerSettings
+
+    settings = load_settings()
+    url = settings.celery_broker_url
+    return WorkerSettings(url, redact_url(url), settings.clinic_max_bytes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -102,7 +118,9 @@ def _play(args: argparse.Namespace) -> int:
     from adapters.console.play import ConsoleSession, stdin_lines
     from bot.app import build_core
     from bot.clock import OffsetClock
+    from bot.demos import DemoDispatcher
     from bot.domain import Platform
+    from bot.scheduling import Scheduler
 
     settings = load_settings()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -115,17 +133,11 @@ def _play(args: argparse.Namespace) -> int:
             settings, {Platform.CONSOLE: chat}, clock=clock, rng=rng, count_update_interval=0.0
         ) as core:
             session = ConsoleSession(
-                core.service,
-                core.commands,
-                chat,
-                sys.stdout,
-                channel=args.channel,
-                user=args.user,
-                interactions=core.interactions,
-                importer=core.importer,
+                core.quiz, chat, sys.stdout, channel=args.channel, user=args.user
             )
-            session.clinic = core.clinic
-            session.extra["clock"] = clock_command(clock, core.scheduler)
+            scheduler = core.quiz.registry.service(Scheduler)
+            if scheduler is not None:
+                session.extra["clock"] = clock_command(clock, scheduler)
             interactive = sys.stdin.isatty()
             if interactive:
                 session.say(
@@ -134,7 +146,8 @@ def _play(args: argparse.Namespace) -> int:
             prompt = (lambda: f"{session.user.display}> ") if interactive else None
             await session.run(stdin_lines(sys.stdin, prompt), echo=not interactive)
             # A script ends at end of input: let demos started by its reveals post first.
-            await core.dispatcher.drain()
+            if (dispatcher := core.quiz.registry.service(DemoDispatcher)) is not None:
+                await dispatcher.drain()
 
     asyncio.run(run())
     return 0

@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from bot.domain import Locale
+from bot.domain import Locale, UserRef
 from bot.errors import UserFacingError
 from bot.i18n import translator
 
@@ -62,18 +62,32 @@ class ClinicJob:
     gpu_memory: int | None = None
     delete_after: bool = False
     name: str = "snapshot.pickle"  # shown in messages; never used as a path
+    member: UserRef | None = None  # who sent it: one job in the clinic per member
 
     @classmethod
     def upload(
-        cls, path: Path, locale: Locale, *, gpu_memory: int | None = None, name: str = ""
+        cls,
+        path: Path,
+        locale: Locale,
+        *,
+        gpu_memory: int | None = None,
+        name: str = "",
+        member: UserRef | None = None,
     ) -> ClinicJob:
         """A downloaded attachment: the runner deletes `path` once the run is over."""
-        return cls(path, locale, gpu_memory, delete_after=True, name=name or path.name)
+        return cls(path, locale, gpu_memory, True, name or path.name, member)
 
     @classmethod
-    def local_file(cls, path: Path, locale: Locale, *, gpu_memory: int | None = None) -> ClinicJob:
+    def local_file(
+        cls,
+        path: Path,
+        locale: Locale,
+        *,
+        gpu_memory: int | None = None,
+        member: UserRef | None = None,
+    ) -> ClinicJob:
         """A file the member owns (console): read, never deleted."""
-        return cls(path, locale, gpu_memory, delete_after=False, name=path.name)
+        return cls(path, locale, gpu_memory, False, path.name, member)
 
     def discard(self) -> None:
         """Delete the uploaded file (no-op for bytes and for a member's own file)."""
@@ -112,6 +126,8 @@ class Rejection(StrEnum):
     NOT_SNAPSHOT = "not_snapshot"  # a pickle of something else
     TOO_BIG_IN_MEMORY = "too_big_in_memory"
     BAD_GPU_MEMORY = "bad_gpu_memory"
+    REPEATED_ENTRIES = "repeated_entries"  # lists by reference more than the file holds
+    TOO_MANY_DEVICES = "too_many_devices"  # more device traces than a machine has GPUs
 
 
 class ClinicInputError(UserFacingError):
@@ -128,6 +144,10 @@ class ClinicUnavailableError(UserFacingError):
 
 class ClinicFailedError(UserFacingError):
     """The analysis started but did not finish (timeout, crash, runner shut down)."""
+
+
+class ClinicBusyError(UserFacingError):
+    """Not taken: the member's previous snapshot is still in the clinic, or it is full."""
 
 
 def rejection(reason: Rejection, locale: Locale, detail: Mapping[str, Any]) -> ClinicInputError:
@@ -182,6 +202,32 @@ def rejection(reason: Rejection, locale: Locale, detail: Mapping[str, Any]) -> C
             name=name,
             limit=_mib(detail.get("limit")),
         )
+    elif reason is Rejection.REPEATED_ENTRIES:
+        text = (
+            t(
+                "{name} lists {count} trace entries, more than a file of {size} MiB can "
+                "hold ({limit} at most): it repeats the same entries by reference, which "
+                "torch never writes. Nothing in it was replayed.",
+                name=name,
+                count=_grouped(detail.get("count"), locale),
+                size=_mib(detail.get("size")),
+                limit=_grouped(detail.get("limit"), locale),
+            )
+            + " "
+            + fix
+        )
+    elif reason is Rejection.TOO_MANY_DEVICES:
+        text = (
+            t(
+                "{name} has traces for {devices} devices: a snapshot has one per GPU of "
+                "the recording process, and the clinic reads at most {limit}.",
+                name=name,
+                devices=_grouped(detail.get("devices"), locale),
+                limit=int(detail.get("limit") or 0),
+            )
+            + " "
+            + fix
+        )
     elif reason is Rejection.BAD_GPU_MEMORY:
         text = t(
             "gpu_memory {value!r} is not a size in GiB between {low} and {high}, e.g. 80.",
@@ -200,6 +246,13 @@ def rejection(reason: Rejection, locale: Locale, detail: Mapping[str, Any]) -> C
             + fix
         )
     return ClinicInputError(reason, text)
+
+
+def _grouped(value: object, locale: Locale) -> str:
+    """A count with thousands grouped as the locale writes them (1,234 / 1.234)."""
+    n = int(value) if isinstance(value, int | float) else 0
+    text = f"{n:,}"
+    return text.replace(",", ".") if locale is Locale.EL else text
 
 
 def _mib(nbytes: object) -> str:
@@ -287,6 +340,7 @@ class ProgressRelay:
 
 
 __all__ = [
+    "ClinicBusyError",
     "ClinicFailedError",
     "ClinicInputError",
     "ClinicJob",

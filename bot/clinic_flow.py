@@ -10,27 +10,30 @@ fix. The analysis runs on the runner (never in the bot); nothing but the summary
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from typing import Protocol
+import re
+from collections.abc import Iterator
+from pathlib import Path
 
+from bot.boundary import failure_message
 from bot.clinic import (
     GPU_MEMORY_GIB_RANGE,
+    ClinicBusyError,
     ClinicJob,
     ClinicProgress,
     ClinicStage,
     ProgressCallback,
+    check_snapshot_size,
+    clinic_off_error,
+    gpu_memory_from_gib,
 )
-from bot.commands import (
-    CommandOption,
-    CommandSet,
-    Invocation,
-    OptionKind,
-    Reply,
-    failure_message,
-)
-from bot.domain import Locale, Platform
+from bot.commands import Command, CommandOption, Invocation, OptionKind, Reply
+from bot.domain import Locale, Platform, UserRef
 from bot.errors import UserFacingError
+from bot.features import Feature, Parts
 from bot.i18n import N_, translator
+from bot.intake import FileRoute, FileWork, PrivateReply, SentFile
 from bot.logs import ThrottledLog, problem_key
 from bot.messages import Image, Message
 from bot.ports import ClinicRunner
@@ -60,17 +63,73 @@ RECORD_HINT = N_(
 )
 
 
-class ClinicDelivery(Protocol):
-    """Where a member's clinic answers go, privately (an ephemeral reply, a DM, the
-    terminal)."""
+DEFAULT_MAX_JOBS = 4
 
-    async def status(self, message: Message) -> None:
-        """Show the status line, or replace the one shown."""
-        ...
 
-    async def result(self, message: Message) -> None:
-        """The final answer (the report with its plot in `message.image`, or a refusal)."""
-        ...
+class ClinicAdmission:
+    """The snapshots this bot process has in the clinic, queued or running: at most one
+    per member and `max_jobs` in all (``QUIZBOT_CLINIC_MAX_JOBS``), so a few members
+    sending files cannot queue work the runner would take minutes to get through.
+
+    Per process: each replica admits its own `max_jobs` (the runner's own queue is
+    shared). One event loop, so no lock: `admitted` checks and takes a place at once.
+    """
+
+    def __init__(self, max_jobs: int = DEFAULT_MAX_JOBS) -> None:
+        if max_jobs < 1:
+            raise ValueError(f"max_jobs must be at least 1, got {max_jobs}")
+        self.max_jobs = max_jobs
+        self._jobs = 0
+        self._members: dict[str, str] = {}  # member key -> the name of their snapshot
+
+    @property
+    def jobs(self) -> int:
+        """Snapshots admitted and not finished."""
+        return self._jobs
+
+    def check(self, member: UserRef | None, name: str, locale: Locale) -> None:
+        """Raises `ClinicBusyError` (in `locale`) when `member` already has a snapshot in
+        the clinic, or every place is taken. A file route asks before any download."""
+        t = translator(locale)
+        key = member.key if member is not None else None
+        if key is not None and key in self._members:
+            raise ClinicBusyError(
+                t(
+                    "🩺 `{name}` was not analysed: your snapshot `{first}` is still being "
+                    "checked. Send this one again once its answer arrives.",
+                    name=name,
+                    first=self._members[key],
+                )
+            )
+        if self._jobs >= self.max_jobs:
+            raise ClinicBusyError(
+                t(
+                    "🩺 The memory clinic is busy with {jobs} snapshots: send `{name}` again "
+                    "in a few minutes.",
+                    jobs=self._jobs,
+                    name=name,
+                )
+            )
+
+    @contextlib.contextmanager
+    def admitted(self, job: ClinicJob) -> Iterator[None]:
+        """Hold a place for `job` while the block runs; raises `ClinicBusyError` (in the
+        job's locale) when the member already has one, or every place is taken."""
+        self.check(job.member, job.name, job.locale)
+        key = job.member.key if job.member is not None else None
+        self._jobs += 1
+        if key is not None:
+            self._members[key] = job.name
+        try:
+            yield
+        finally:
+            self._jobs -= 1
+            if key is not None:
+                self._members.pop(key, None)
+
+
+ClinicDelivery = PrivateReply
+"""Where a member's clinic answers go, privately (an ephemeral reply, a DM, the terminal)."""
 
 
 def progress_message(progress: ClinicProgress, name: str, locale: Locale) -> Message:
@@ -92,9 +151,15 @@ def progress_message(progress: ClinicProgress, name: str, locale: Locale) -> Mes
 
 
 class Clinic:
-    def __init__(self, runner: ClinicRunner, service: QuizService) -> None:
+    """`max_jobs` (``QUIZBOT_CLINIC_MAX_JOBS``): snapshots this process takes at once, one
+    per member (`ClinicAdmission`)."""
+
+    def __init__(
+        self, runner: ClinicRunner, service: QuizService, *, max_jobs: int = DEFAULT_MAX_JOBS
+    ) -> None:
         self.runner = runner
         self.service = service
+        self.admission = ClinicAdmission(max_jobs)
         self._problems = ThrottledLog(log)
 
     @property
@@ -103,24 +168,27 @@ class Clinic:
         return bool(getattr(self.runner, "enabled", True))
 
     async def examine(self, job: ClinicJob, delivery: ClinicDelivery) -> None:
-        """Analyse `job` and deliver the result privately; never raises."""
+        """Analyse `job` and deliver the result privately; never raises. A member whose
+        previous snapshot is still in the clinic, or a full clinic, gets one line saying
+        so (the upload is deleted)."""
         t = translator(job.locale)
         try:
-            await delivery.status(
-                Message(
-                    body=t(
-                        "🩺 Analysing `{name}` — a snapshot of millions of events takes a "
-                        "few seconds…",
-                        name=job.name,
+            with self.admission.admitted(job):
+                await delivery.status(
+                    Message(
+                        body=t(
+                            "🩺 Analysing `{name}` — a snapshot of millions of events takes "
+                            "a few seconds…",
+                            name=job.name,
+                        )
                     )
                 )
-            )
 
-            async def on_progress(progress: ClinicProgress) -> None:
-                await delivery.status(progress_message(progress, job.name, job.locale))
+                async def on_progress(progress: ClinicProgress) -> None:
+                    await delivery.status(progress_message(progress, job.name, job.locale))
 
-            callback: ProgressCallback = on_progress
-            result = await self.runner.run_clinic(job, callback)
+                callback: ProgressCallback = on_progress
+                result = await self.runner.run_clinic(job, callback)
         except UserFacingError as exc:
             job.discard()
             await self._deliver(delivery, Message(body=str(exc)))
@@ -143,6 +211,7 @@ class Clinic:
             )
 
 
+COMMAND = "clinic"
 SNAPSHOT_OPTION = CommandOption(
     "snapshot",
     N_("your torch.cuda.memory._dump_snapshot() file (.pickle)"),
@@ -157,24 +226,78 @@ GPU_MEMORY_OPTION = CommandOption(
 )
 
 
-def register_clinic_command(cs: CommandSet) -> None:
-    """`/quiz clinic`: how to send a snapshot on this platform. Where a command carries
-    files (Discord's `snapshot` option), the adapter takes the file and runs `Clinic`;
-    without one the command answers how to send it."""
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
-    async def clinic(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
+
+def gib_written(text: str) -> str | None:
+    """The GPU size a member wrote beside the file ("80", "80 GiB", "gpu_memory=80")."""
+    found = _NUMBER.search(text or "")
+    return found.group(0).replace(",", ".") if found else None
+
+
+def snapshots(clinic: Clinic, max_bytes: int) -> FileRoute:
+    """Snapshots members send (`/quiz clinic snapshot:`, a `.pickle` in a Slack DM, the
+    console's `/clinic PATH`): refused before any download when the clinic is off, the
+    file is over QUIZBOT_CLINIC_MAX_MB or the GPU size is not one; else analysed."""
+
+    async def accept(sent: SentFile) -> FileWork:
+        if not clinic.available:
+            raise clinic_off_error(sent.locale)
+        check_snapshot_size(sent.size, max_bytes, sent.name, sent.locale)
+        given = sent.options.get(GPU_MEMORY_OPTION.name)
+        gib = str(given) if given is not None else gib_written(sent.text)
+        gpu_memory = gpu_memory_from_gib(gib, sent.locale) if gib is not None else None
+        clinic.admission.check(sent.user, sent.name, sent.locale)  # before any download
+
+        async def examine(path: Path, reply: PrivateReply) -> None:
+            # The adapter owns `path` and deletes it after this returns.
+            job = ClinicJob(
+                path, sent.locale, gpu_memory, delete_after=False, name=sent.name, member=sent.user
+            )
+            await clinic.examine(job, reply)
+
+        return examine
+
+    def takes(name: str) -> bool:
+        return name.lower().endswith((".pickle", ".pkl"))
+
+    return FileRoute(COMMAND, SNAPSHOT_OPTION.name, max_bytes, takes, accept)
+
+
+def feature(parts: Parts) -> Feature:
+    """`/quiz clinic` (how to send a snapshot on this platform) and the snapshots sent."""
+    assert parts.runner is not None, "the clinic needs a runner"
+    clinic = Clinic(parts.runner, parts.service, max_jobs=parts.settings.clinic_max_jobs)
+
+    async def how(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         t = translator(inv.locale)
         how = HOW_TO.get(inv.channel.platform, HOW_TO[Platform.CONSOLE])
         return [Reply(Message(body=t(how) + "\n\n" + t(RECORD_HINT)))]
 
-    cs.add("clinic", clinic, "clinic", options=[SNAPSHOT_OPTION, GPU_MEMORY_OPTION])
+    return Feature(
+        "clinic",
+        commands=[
+            Command(
+                COMMAND,
+                how,
+                "clinic",
+                N_("check your PyTorch memory snapshot under other allocator settings"),
+                options=(SNAPSHOT_OPTION, GPU_MEMORY_OPTION),
+            )
+        ],
+        files=[snapshots(clinic, parts.settings.clinic_max_bytes)],
+    )
 
 
 __all__ = [
+    "DEFAULT_MAX_JOBS",
     "GPU_MEMORY_OPTION",
     "SNAPSHOT_OPTION",
     "Clinic",
+    "ClinicAdmission",
     "ClinicDelivery",
+    "feature",
+    "gib_written",
     "progress_message",
-    "register_clinic_command",
+    "snapshots",
 ]

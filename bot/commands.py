@@ -7,32 +7,18 @@ adapter shows (privately or in the channel); public questions are posted by the 
 
 from __future__ import annotations
 
-import logging
 import shlex
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 
-from bot.domain import ChannelRef, Locale, Platform, UserRef
-from bot.errors import StorageUnavailable, UserFacingError
+from bot.admin import NOBODY, AdminCheck, AdminStatus, admin_refusal
+from bot.boundary import guard
+from bot.domain import ChannelRef, Locale, UserRef
 from bot.forms import Form
-from bot.i18n import N_, Translator, translator
-from bot.logs import problem_key
+from bot.i18n import Translator, translator
 from bot.messages import Message
-from bot.quiz import GENERATED, QuizService
-from bot.team import TEAM
-
-log = logging.getLogger(__name__)
-
-
-class AdminStatus(StrEnum):
-    YES = "yes"
-    NO = "no"
-    UNKNOWN = "unknown"  # the platform could not say (its API did not answer)
-
-
-AdminCheck = Callable[[], Awaitable[AdminStatus]]
-"""An adapter's capability: is the invoking user an admin? Asked only for admin commands."""
+from bot.quiz import QuizService
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,39 +26,7 @@ class Invocation:
     channel: ChannelRef
     user: UserRef
     locale: Locale  # the channel's locale, or the user's where the platform tells it
-    is_admin: bool = False
-    admin_check: AdminCheck | None = None  # when set, it decides (and `is_admin` is ignored)
-
-    async def admin_status(self) -> AdminStatus:
-        if self.admin_check is not None:
-            return await self.admin_check()
-        return AdminStatus.YES if self.is_admin else AdminStatus.NO
-
-
-# Who counts as an admin, in each platform's words.
-NOT_ADMIN = {
-    Platform.SLACK: N_(
-        "Only workspace admins (or users listed in QUIZBOT_ADMINS) can use /quiz {name}."
-    ),
-    Platform.DISCORD: N_(
-        "Only members with the Manage Server permission (or the quiz admin role) can use "
-        "/quiz {name}."
-    ),
-    Platform.CONSOLE: N_("Only admins (users listed in QUIZBOT_ADMINS) can use /quiz {name}."),
-}
-ADMIN_UNKNOWN = N_(
-    "I could not check whether you are an admin ({platform} did not answer), so /quiz {name} "
-    "did not run. Try again in a moment; an operator can also add your user id to "
-    "QUIZBOT_ADMINS."
-)
-FAILED = N_("Something went wrong on our side; please try again in a moment.")
-STORAGE_DOWN = N_("The quiz's database is not answering right now; please try again in a moment.")
-
-
-def failure_message(locale: Locale, exc: BaseException | None = None) -> Message:
-    """The one "it did not work" reply, for every platform."""
-    t = translator(locale)
-    return Message(body=t(STORAGE_DOWN if isinstance(exc, StorageUnavailable) else FAILED))
+    admin: AdminCheck = NOBODY  # asked only when the command needs an admin
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,46 +69,60 @@ class CommandOption:
     max_value: float | None = None
 
 
-@dataclass(slots=True)
+class Admin(StrEnum):
+    """Who may run a command."""
+
+    NO = "no"  # everyone
+    ALWAYS = "always"  # admins only
+    # Everyone sees the setting (`/quiz demos`); with arguments it changes it: admins only.
+    TO_CHANGE = "to-change"
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A `/quiz` subcommand, as its feature declares it."""
+
+    name: str
+    run: Handler
+    usage: str  # "ask [topic]", as help shows it
+    description: str  # English, marked with N_ (help, Discord's command list)
+    admin: Admin = Admin.NO
+    # Its arguments, for platforms that show commands as forms (Discord's options); None:
+    # free text. The command's text is still what runs: the values, in this order.
+    options: tuple[CommandOption, ...] | None = None
+
+    def needs_admin(self, args: list[str]) -> bool:
+        return self.admin is Admin.ALWAYS or (self.admin is Admin.TO_CHANGE and bool(args))
+
+
 class CommandSet:
-    """Subcommand name -> handler. Later features register theirs (schedule, demo, ...)."""
+    """The subcommands every feature registered, in registration order."""
 
-    handlers: dict[str, Handler] = field(default_factory=dict)
-    admin_only: set[str] = field(default_factory=set)
-    # Admin only when given arguments: the bare command shows a setting, with arguments
-    # it changes it (`/quiz demos` vs `/quiz demos off`).
-    admin_to_change: set[str] = field(default_factory=set)
-    usage: dict[str, str] = field(default_factory=dict)
-    # The arguments of each subcommand that declares them (`CommandOption`); a subcommand
-    # without an entry takes free text.
-    options: dict[str, tuple[CommandOption, ...]] = field(default_factory=dict)
+    def __init__(self, commands: Sequence[Command] = ()) -> None:
+        self._commands: dict[str, Command] = {}
+        for command in commands:
+            self.add(command)
 
-    def add(
-        self,
-        name: str,
-        handler: Handler,
-        usage: str,
-        *,
-        admin: bool = False,
-        admin_args_only: bool = False,
-        options: Sequence[CommandOption] | None = None,
-    ) -> None:
-        self.handlers[name] = handler
-        self.usage[name] = usage
-        if options is not None:
-            self.options[name] = tuple(options)
-        if admin and admin_args_only:
-            self.admin_to_change.add(name)
-        elif admin:
-            self.admin_only.add(name)
+    def add(self, command: Command) -> None:
+        if command.name in self._commands:
+            raise ValueError(f"/quiz {command.name} is registered twice")
+        self._commands[command.name] = command
+
+    def __iter__(self) -> Iterator[Command]:
+        return iter(self._commands.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._commands
+
+    def get(self, name: str) -> Command | None:
+        return self._commands.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._commands)
 
     def needs_admin(self, name: str, args: list[str]) -> bool:
-        return name in self.admin_only or (name in self.admin_to_change and bool(args))
-
-    @staticmethod
-    def description(name: str) -> str:
-        """What a subcommand does, in English (marked for translation); "" when unknown."""
-        return _DESCRIPTIONS.get(name, "")
+        command = self._commands.get(name)
+        return command is not None and command.needs_admin(args)
 
 
 MAX_COMMAND = 2000  # longer than any real `/quiz …` (Slack's own limit is 4,000)
@@ -163,6 +131,7 @@ MAX_COMMAND = 2000  # longer than any real `/quiz …` (Slack's own limit is 4,0
 async def run_command(
     commands: CommandSet, service: QuizService, inv: Invocation, text: str
 ) -> list[Reply]:
+    """Run one `/quiz` command; never raises (the error boundary words every failure)."""
     t = translator(inv.locale)
     if len(text) > MAX_COMMAND:  # before any parsing: splitting a megabyte takes seconds
         return [
@@ -183,8 +152,8 @@ async def run_command(
     if not words:
         return [Reply(help_message(commands, t))]
     name, args = words[0].lower(), words[1:]
-    handler = commands.handlers.get(name)
-    if handler is None:
+    command = commands.get(name)
+    if command is None:
         return [
             Reply(
                 Message(
@@ -194,164 +163,42 @@ async def run_command(
                 )
             )
         ]
-    try:
-        if commands.needs_admin(name, args):
-            status = await inv.admin_status()
-            if status is not AdminStatus.YES:
-                return [Reply(Message(body=_refusal(inv, name, status, t)))]
-        return await handler(service, inv, args)
-    except UserFacingError as exc:
-        return [Reply(Message(body=str(exc)))]
-    except Exception as exc:
-        service.problems.problem(
-            problem_key(f"/quiz {name}", exc),
-            "/quiz %s failed in %s",
-            name,
-            inv.channel.key,
-            exc=exc,
-        )
-        return [Reply(failure_message(inv.locale, exc))]
+    return await guard(
+        service.problems, f"/quiz {name}", inv.locale, _run(command, service, inv, args), _reply
+    )
 
 
-def _refusal(inv: Invocation, name: str, status: AdminStatus, t: Translator) -> str:
-    return admin_refusal(inv.channel.platform, name, status, t)
+async def _run(
+    command: Command, service: QuizService, inv: Invocation, args: list[str]
+) -> list[Reply]:
+    if command.needs_admin(args):
+        status = await inv.admin()
+        if status is not AdminStatus.YES:
+            t = translator(inv.locale)
+            return [
+                Reply(Message(body=admin_refusal(inv.channel.platform, command.name, status, t)))
+            ]
+    return await command.run(service, inv, args)
 
 
-def admin_refusal(platform: Platform, name: str, status: AdminStatus, t: Translator) -> str:
-    """Why an admin-only command or button did not run, in the platform's words."""
-    if status is AdminStatus.UNKNOWN:
-        return t(ADMIN_UNKNOWN, platform=platform.value.capitalize(), name=name)
-    return t(NOT_ADMIN.get(platform, NOT_ADMIN[Platform.CONSOLE]), name=name)
+def _reply(message: Message) -> list[Reply]:
+    return [Reply(message)]
 
 
 def help_message(commands: CommandSet, t: Translator) -> Message:
-    lines = [
-        f"`/quiz {commands.usage[n]}` — {t(_DESCRIPTIONS.get(n, ''))}".rstrip(" —")
-        for n in commands.handlers
-    ]
+    lines = [f"`/quiz {c.usage}` — {t(c.description)}".rstrip(" —") for c in commands]
     return Message(title=t("Quiz commands"), body="\n".join(lines))
 
 
-_DESCRIPTIONS = {
-    "ask": N_("post a question in this channel"),
-    "close": N_("reveal the open question now"),
-    "leaderboard": N_("show the channel's leaderboard"),
-    "stats": N_("your own results"),
-    "lang": N_("set this channel's language"),
-    "help": N_("this list"),
-    "practice": N_("a private question just for you (not scored)"),
-    "demo": N_("run a GPU memory demonstration"),
-    "demos": N_("show or set when demos run after a reveal"),
-    "generated": N_("show or set the share of generated questions"),
-    "schedule": N_("daily questions for this channel"),
-    "report": N_("per-question statistics for admins"),
-    "submit": N_("write a question for the team pack"),
-    "review": N_("approve or reject submitted questions, see reported ones (admins)"),
-    "retire": N_("never ask a question again in this workspace (admins)"),
-    "packs": N_("show or set which question packs this channel gets"),
-    "mydata": N_("get a file of everything the quiz stores about you"),
-    "forget-me": N_("erase your answers and scores, and leave every board"),
-    "import": N_("import a question file into the team pack (admins)"),
-    "clinic": N_("check your PyTorch memory snapshot under other allocator settings"),
-}
-
-
-async def _ask(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
-    topic = args[0] if args else None
-    await service.ask(inv.channel, topic=topic)
-    return []
-
-
-async def _close(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
-    reveals = await service.close_channel(inv.channel)
-    if not reveals:
-        t = translator(inv.locale)
-        return [Reply(Message(body=t("There is no open question in this channel.")))]
-    return []
-
-
-async def _lang(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
-    t = translator(inv.locale)
-    locale = Locale.parse(args[0]) if args else None
-    if locale is None:
-        raise UserFacingError(
-            t(
-                "Unknown language {value!r}: use one of {choices}. Example: /quiz lang el",
-                value=args[0] if args else "",
-                choices=", ".join(loc.value for loc in Locale),
-            )
-        )
-    await service.set_locale(inv.channel, locale)
-    t = translator(locale)
-    return [Reply(Message(body=t("This channel's quiz language is now English.")), private=False)]
-
-
-def bank_topics(service: QuizService) -> list[str]:
-    return service.bank.topics()
-
-
-def ask_topics(service: QuizService) -> list[str]:
-    """What `/quiz ask` takes besides the bank's topics: `team` where team packs are
-    installed, `generated` and the generated families where they are."""
-    extra = [TEAM] if service.pools.team is not None else []
-    if service.generated is not None:
-        extra += [GENERATED, *service.generated.names()]
-    return [*service.bank.topics(), *extra]
-
-
-TOPIC_OPTION = CommandOption(
-    "topic", N_("a topic from the question bank (optional)"), suggest=bank_topics
-)
-ASK_TOPIC_OPTION = CommandOption(
-    "topic", N_("a topic, or team: the team pack (optional)"), suggest=ask_topics
-)
-SCOPE_OPTION = CommandOption(
-    "scope", N_("this channel, or the whole server/workspace"), choices=("channel", "workspace")
-)
-
-
-def core_commands() -> CommandSet:
-    """The commands of the core quiz (the foundation)."""
-    cs = CommandSet()
-    cs.add("ask", _ask, "ask [topic]", options=[ASK_TOPIC_OPTION])
-    cs.add("close", _close, "close", admin=True, options=[])
-    # Boards and stats live in their own modules (imported here: they import this one).
-    from bot.boards import USAGE as BOARD_USAGE
-    from bot.boards import leaderboard_command
-    from bot.stats import stats_command
-
-    window = CommandOption(
-        "window",
-        N_("day, week, month or all (default: all)"),
-        choices=("day", "week", "month", "all"),
-    )
-    cs.add("leaderboard", leaderboard_command, BOARD_USAGE, options=[window, SCOPE_OPTION])
-    cs.add("stats", stats_command, "stats", options=[])
-    language = CommandOption(
-        "language",
-        N_("the language of new questions in this channel"),
-        required=True,
-        choices=tuple(loc.value for loc in Locale),
-    )
-    cs.add("lang", _lang, "lang en|el", admin=True, options=[language])
-
-    async def help_(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
-        return [Reply(help_message(cs, translator(inv.locale)))]
-
-    cs.add("help", help_, "help", options=[])
-    return cs
-
-
 __all__ = [
-    "AdminCheck",
-    "AdminStatus",
+    "Admin",
+    "Command",
     "CommandOption",
     "CommandSet",
+    "Handler",
     "Invocation",
     "OptionKind",
     "Reply",
-    "admin_refusal",
-    "core_commands",
-    "failure_message",
+    "help_message",
     "run_command",
 ]

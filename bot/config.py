@@ -101,6 +101,12 @@ class Settings(BaseSettings):
         description="largest memory snapshot the clinic accepts, in MiB (the file is "
         "analysed by the runner, then deleted)",
     )
+    clinic_max_jobs: int = Field(
+        4,
+        validation_alias=AliasChoices("QUIZBOT_CLINIC_MAX_JOBS"),
+        description="memory-clinic snapshots one bot process has queued or running at once "
+        "(one per member); more are asked to try again in a few minutes",
+    )
     slack_bot_token: SecretStr | None = Field(
         None,
         validation_alias=AliasChoices("SLACK_BOT_TOKEN"),
@@ -185,6 +191,13 @@ class Settings(BaseSettings):
     def _clinic_max(cls, v: int) -> int:
         if not 1 <= v <= 4096:
             raise ValueError(f"{v} is outside 1..4096 (MiB); the default is 100")
+        return v
+
+    @field_validator("clinic_max_jobs")
+    @classmethod
+    def _clinic_jobs(cls, v: int) -> int:
+        if not 1 <= v <= 256:
+            raise ValueError(f"{v} is outside 1..256 (snapshots at once); the default is 4")
         return v
 
     @property

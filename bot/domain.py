@@ -54,6 +54,7 @@ class AnswerStatus(StrEnum):
     UNKNOWN_POST = "unknown_post"
     INVALID_CHOICE = "invalid_choice"
     WRONG_CHANNEL = "wrong_channel"  # the click names a post of another channel
+    ERASED = "erased"  # received before the member's forget-me completed: not kept
 
 
 class DemoPolicy(StrEnum):

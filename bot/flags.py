@@ -6,14 +6,14 @@ on every platform) and an optional note. Admins see the counts in `/quiz review`
 from __future__ import annotations
 
 from bot.domain import ChannelRef, Locale, PostKind, Reveal
+from bot.features import ButtonKind, Feature, FormKind, Parts
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import translator
-from bot.interactions import NOT_AVAILABLE, Click, Interactions
-from bot.messages import ActionKind, Button, Message
-from bot.quiz import QuizService
+from bot.interactions import NOT_AVAILABLE, Click
+from bot.messages import Button, Message
 from bot.quoting import cut
 from bot.review import REASONS
-from bot.team import FlagReason, TeamPackRepository
+from bot.team import FlagReason
 
 FORM_KIND = "flag"
 REASON, NOTE = "reason", "note"
@@ -45,15 +45,17 @@ def reason_choices(locale: Locale) -> str:
     return " · ".join(f"{i} {t(REASONS[r])}" for i, r in enumerate(ORDER, 1))
 
 
-def install_flags(
-    interactions: Interactions, service: QuizService, team: TeamPackRepository
-) -> None:
+FLAG = "flag"  # the reveal's "Report a problem": opens the form
+
+
+def feature(parts: Parts) -> Feature:
+    service, team = parts.service, parts.store.team
+
     def report_button(reveal: Reveal, locale: Locale) -> Button | None:
         if reveal.post.kind is PostKind.PRACTICE:
             return None
-        return Button(translator(locale)("Report a problem"), ActionKind.FLAG, reveal.post.id, "")
-
-    service.reveal_buttons.append(report_button)
+        t = translator(locale)
+        return Button(t("Report a problem"), FLAG, reveal.post.id, "")
 
     async def open_flag(click: Click, locale: Locale) -> Form | Message:
         t = translator(locale)
@@ -105,8 +107,12 @@ def install_flags(
             )
         return SubmitReply(Message(body=t("You already reported this question; thanks.")))
 
-    interactions.register_form(ActionKind.FLAG, open_flag)
-    interactions.register_submit(FORM_KIND, submit_flag)
+    return Feature(
+        "flags",
+        buttons=[ButtonKind(FLAG, form=open_flag)],
+        forms=[FormKind(FORM_KIND, submit_flag)],
+        reveal_buttons=[report_button],
+    )
 
 
-__all__ = ["FORM_KIND", "install_flags", "parse_reason", "reason_choices"]
+__all__ = ["FLAG", "FORM_KIND", "feature", "parse_reason", "reason_choices"]

@@ -23,6 +23,7 @@ placeholder values. Pure Python; the bot process and the runner's child both imp
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Final
 
@@ -63,6 +64,17 @@ def trimmed(value: float, locale: Locale, max_digits: int = 2, *, group_from: fl
     rounded = round(value, max_digits)
     digits = next(d for d in range(max_digits + 1) if round(rounded, d) == rounded)
     return number(rounded, locale, digits, group_from=group_from)
+
+
+def significant(
+    value: float, locale: Locale, digits: int = 6, *, group_from: float = 10_000
+) -> str:
+    """At most `digits` significant digits, trailing zeros dropped, never an exponent: a
+    typed answer or its target (``1536``, ``20.5``, ``0.125``, ``1,234,567``)."""
+    if value == 0 or not math.isfinite(value):
+        return number(value, locale, 0, group_from=group_from)
+    magnitude = math.floor(math.log10(abs(value)))
+    return trimmed(value, locale, max(0, digits - 1 - magnitude), group_from=group_from)
 
 
 def percent(fraction: float, locale: Locale, digits: int = 1) -> str:

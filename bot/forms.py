@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from bot.admin import NOBODY, AdminCheck
 from bot.domain import ChannelRef, Locale, UserRef
 from bot.messages import MAX_POST_ID, MAX_VALUE, Message
 
@@ -82,6 +83,7 @@ class Submission:
     user: UserRef
     channel: ChannelRef
     user_locale: Locale | None = None
+    admin: AdminCheck = NOBODY  # asked only for a form that is for admins
 
     @classmethod
     def parse(
@@ -91,13 +93,14 @@ class Submission:
         user: UserRef,
         channel: ChannelRef,
         user_locale: Locale | None = None,
+        admin: AdminCheck = NOBODY,
     ) -> Submission | None:
         decoded = Form.decode(form_id)
         if decoded is None:
             return None
         kind, post_id, value = decoded
         clean = {str(k)[:64]: str(v)[:FIELD_MAX] for k, v in values.items()}
-        return cls(kind, post_id, value, clean, user, channel, user_locale)
+        return cls(kind, post_id, value, clean, user, channel, user_locale, admin)
 
 
 @dataclass(frozen=True, slots=True)

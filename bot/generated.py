@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.commands import CommandOption, CommandSet, Invocation, OptionKind, Reply
+from bot.commands import Admin, Command, CommandOption, Invocation, OptionKind, Reply
 from bot.domain import Locale, PostState
 from bot.errors import UserFacingError
+from bot.features import ButtonKind, Feature, FormKind, Parts
+from bot.formats import significant
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import N_, translator
-from bot.interactions import NOT_AVAILABLE, Click, Interactions
-from bot.messages import ActionKind, Message
-from bot.numeric import format_number, numeric_target, parse_typed
+from bot.interactions import NOT_AVAILABLE, Click
+from bot.messages import Message
+from bot.numeric import TYPE_NUMBER, numeric_target, parse_typed
 from bot.quiz import QuizService
 
 FORM_KIND = "number"
@@ -29,7 +31,9 @@ SHARE_OPTION = CommandOption(
 NOT_A_NUMBER = N_("{value!r} is not a number: type only the number, in {unit} (e.g. 42 or 42.5).")
 
 
-def install_generated(cs: CommandSet, interactions: Interactions, service: QuizService) -> None:
+def feature(parts: Parts) -> Feature:
+    service = parts.service
+
     async def generated(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         t = translator(inv.locale)
         settings = await service.store.settings.get(inv.channel)
@@ -71,15 +75,6 @@ def install_generated(cs: CommandSet, interactions: Interactions, service: QuizS
             )
         ]
 
-    cs.add(
-        "generated",
-        generated,
-        "generated [0-100]",
-        admin=True,
-        admin_args_only=True,
-        options=[SHARE_OPTION],
-    )
-
     async def open_number(click: Click, locale: Locale) -> Form | Message:
         t = translator(locale)
         post = await service.store.posts.get(click.post_id)
@@ -94,7 +89,7 @@ def install_generated(cs: CommandSet, interactions: Interactions, service: QuizS
             t(
                 "Your prediction, in {unit} (±{tolerance} counts as right)",
                 unit=target.unit,
-                tolerance=format_number(target.tolerance, locale is Locale.EL),
+                tolerance=significant(target.tolerance, locale),
             ),
             FieldKind.NUMBER,
             max_length=32,
@@ -117,8 +112,21 @@ def install_generated(cs: CommandSet, interactions: Interactions, service: QuizS
         )
         return SubmitReply(reply.message)
 
-    interactions.register_form(ActionKind.NUMBER, open_number)
-    interactions.register_submit(FORM_KIND, submit_number)
+    return Feature(
+        "generated",
+        commands=[
+            Command(
+                "generated",
+                generated,
+                "generated [0-100]",
+                N_("show or set the share of generated questions"),
+                Admin.TO_CHANGE,
+                options=(SHARE_OPTION,),
+            )
+        ],
+        buttons=[ButtonKind(TYPE_NUMBER, form=open_number)],
+        forms=[FormKind(FORM_KIND, submit_number)],
+    )
 
 
-__all__ = ["FIELD", "FORM_KIND", "install_generated"]
+__all__ = ["FIELD", "FORM_KIND", "feature"]

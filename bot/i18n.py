@@ -12,11 +12,11 @@ Two ways to mark a string, both found by ``make extract`` (pybabel):
 
 - **At once**, where the locale is known: ``t = translator(locale)``, then
   ``t("Peak {size}", size=...)``, ``t.n("{count} player", "{count} players", n)``,
-  ``t.ctx("plot legend", "reserved")`` (a msgctxt, where one English string needs two
-  Greek renderings). ``N_("...")`` marks a string kept for later (``t(that)``).
+  ``t.pgettext("clinic table column", "reserved")`` (a msgctxt, where one English string
+  needs two Greek renderings). ``N_("...")`` marks a string kept for later (``t(that)``).
 - **Later**, as a value: ``Text("{head}: block cached", head=...)`` is an English msgid plus
   its placeholders' values, rendered per locale with ``.render(locale)``; ``Text.n`` and
-  ``Text.ctx`` as above. ``str()`` of a `Text` is an error: it has no language until
+  ``Text.pgettext`` as above. ``str()`` of a `Text` is an error: it has no language until
   rendered. A placeholder value may be a ``str`` or number (used as is), another `Text`, a
   `Join` of parts, or a deferred format of `bot.formats` (``Size(n, exact=True)``,
   ``Number(x, 1)``, ``Percent(f)``): each is rendered in the same locale. ``fill`` adds
@@ -24,11 +24,16 @@ Two ways to mark a string, both found by ``make extract`` (pybabel):
   is itself translated (`LIST_SEPARATOR`: ``"; "`` in English, ``"· "`` in Greek, where
   ``;`` is the question mark; `AND` before the last part).
 
-The extraction keywords: ``t``, ``n:1,2``, ``ctx:1c,2``, ``N_``, ``Text`` (a call of any of
-these names whose arguments are string literals; never an f-string, whose text is not
-known until it runs: pass the values as placeholders). ``{name}`` placeholders are
-``str.format`` fields, filled only when values are given; numbers a reader sees go through
-`bot.formats` (the locale's decimal comma), not a format spec.
+The extraction keywords: ``t``, ``n:1,2``, ``pgettext:1c,2``, ``N_``, ``Text`` (a call of
+any of these names whose arguments are string literals; never an f-string, whose text is
+not known until it runs: pass the values as placeholders; and no call inside an f-string,
+which pybabel cannot see into). pybabel also takes a bare *name* among these keywords for
+the start of a call, so never name a variable ``n`` or ``t`` inside the arguments of a
+marked call: the test that compares pybabel's extraction with the source's calls says
+where one was lost. ``{name}`` placeholders are ``str.format`` fields, filled only when
+values are given; numbers a reader sees go through `bot.formats` (the locale's decimal
+comma), not a format spec. Keep a ``%`` out of a msgid where it can (pass ``12.5 %`` as a
+value): pybabel takes ``% o`` for a printf placeholder and refuses the translation.
 
 A package outside ``bot`` (``gpu_runner``, ``questions``) imports this module and
 `bot.formats` (both pure Python: the runner's child imports them, the bot never imports
@@ -76,7 +81,7 @@ def _fill(template: str, args: Mapping[str, object], locale: Locale) -> str:
 
 
 class Translator:
-    """A locale's catalogs, called at once: ``t("Leaderboard")``, ``t.n(...)``, ``t.ctx(...)``.
+    """A locale's catalogs, called at once: ``t("Leaderboard")``, ``t.n(...)``, ``t.pgettext(...)``.
     Placeholder values may be `Localized` (rendered in this translator's locale)."""
 
     def __init__(self, locale: Locale) -> None:
@@ -90,7 +95,7 @@ class Translator:
         text = self._t.ngettext(singular, plural, count)
         return _fill(text, {"count": count, **kwargs}, self.locale)
 
-    def ctx(self, context: str, message: str, /, **kwargs: object) -> str:
+    def pgettext(self, context: str, message: str, /, **kwargs: object) -> str:
         """A msgid in a context (msgctxt): the same English, a different translation."""
         return _fill(self._t.pgettext(context, message), kwargs, self.locale)
 
@@ -125,7 +130,7 @@ class Text:
         object.__setattr__(self, "count", count)
 
     @classmethod
-    def ctx(cls, context: str, msgid: str, /, **args: Arg) -> Text:
+    def pgettext(cls, context: str, msgid: str, /, **args: Arg) -> Text:
         """A msgid in a context (msgctxt), where one English string needs two renderings."""
         text = cls.__new__(cls)
         text._set(msgid, args, context, None, 0)
@@ -180,8 +185,8 @@ class Text:
 
 
 # The separators of a list, translated like any text ("; " reads as a question mark in Greek).
-LIST_SEPARATOR = Text.ctx("list separator", "; ")
-AND = Text.ctx("list separator before the last item", " and ")
+LIST_SEPARATOR = Text.pgettext("list separator", "; ")
+AND = Text.pgettext("list separator before the last item", " and ")
 
 
 @dataclass(frozen=True, slots=True)

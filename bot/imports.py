@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 
+from bot.admin import AdminStatus, admin_refusal
 from bot.clock import Clock
-from bot.commands import (
-    AdminStatus,
-    CommandOption,
-    CommandSet,
-    Invocation,
-    OptionKind,
-    Reply,
-    admin_refusal,
-)
+from bot.commands import Admin, Command, CommandOption, Invocation, OptionKind, Reply
 from bot.domain import ChannelRef, Locale, Platform, UserRef
 from bot.errors import UserFacingError
+from bot.features import Feature, Parts
 from bot.i18n import N_, Translator, translator
+from bot.intake import FileRoute, FileWork, PrivateReply, SentFile
 from bot.messages import Message
 from bot.quiz import QuizService
 from bot.quoting import cut
@@ -37,6 +33,7 @@ SHOWN_PROBLEMS = 20  # in chat; the command line prints them all
 MAX_UPLOAD_BYTES = 8 * 1024 * 1024
 # Where a command takes a file (Discord's attachment option): the adapter hands it to
 # `import_in_chat`; without one, `/quiz import` says how to send one.
+COMMAND = "import"
 FILE_OPTION = CommandOption(
     "file",
     N_("the question file: bank YAML (.yaml), CSV (.csv) or Open Trivia DB JSON (.json)"),
@@ -137,29 +134,45 @@ def import_message(report: ImportReport, locale: Locale) -> Message:
     return Message(title=t("Question import"), body="\n".join(lines))
 
 
-async def import_in_chat(
-    importer: QuestionImport,
-    channel: ChannelRef,
-    user: UserRef,
-    admin: AdminStatus,
-    name: str,
-    data: bytes,
-    locale: Locale,
-) -> Message:
-    """A file an admin sent the bot: imported into their workspace's pack, approved (an
-    admin's import is their review). Anyone else is told who may."""
-    t = translator(locale)
-    if admin is not AdminStatus.YES:
-        return Message(body=admin_refusal(user.platform, "import", admin, t))
-    if len(data) > MAX_UPLOAD_BYTES:
-        return Message(body=too_large(name, len(data), t))
-    try:
-        report = await importer.run(
-            Workspace.of(channel), name, data, approve=True, author=user, channel=channel
-        )
-    except UserFacingError as exc:
-        return Message(body=str(exc))
-    return import_message(report, locale)
+NOT_A_QUESTION_FILE = N_("{name} is not a question file.")
+
+
+def question_files(importer: QuestionImport) -> FileRoute:
+    """Question files an admin sends the bot (`/quiz import file:`, a Slack DM, the
+    console's `/import PATH`): imported into their workspace's pack, approved (an admin's
+    import is their review). Who may, which files and how large are checked before any
+    download; anyone else is told who may."""
+
+    async def accept(sent: SentFile) -> FileWork:
+        t = translator(sent.locale)
+        status = await sent.admin()
+        if status is not AdminStatus.YES:
+            raise UserFacingError(admin_refusal(sent.user.platform, COMMAND, status, t))
+        if not importer.accepts(sent.name):
+            how = t(IMPORT_HOW[sent.channel.platform])
+            raise UserFacingError(f"{t(NOT_A_QUESTION_FILE, name=cut(sent.name))} {how}")
+        if sent.size > MAX_UPLOAD_BYTES:
+            raise UserFacingError(too_large(sent.name, sent.size, t))
+
+        async def imported(path: Path, reply: PrivateReply) -> None:
+            data = await asyncio.to_thread(path.read_bytes)
+            try:
+                report = await importer.run(
+                    Workspace.of(sent.channel),
+                    sent.name,
+                    data,
+                    approve=True,
+                    author=sent.user,
+                    channel=sent.channel,
+                )
+            except UserFacingError as exc:
+                await reply.result(Message(body=str(exc)))
+                return
+            await reply.result(import_message(report, sent.locale))
+
+        return imported
+
+    return FileRoute(COMMAND, FILE_OPTION.name, MAX_UPLOAD_BYTES, importer.accepts, accept)
 
 
 IMPORT_HOW = {
@@ -180,15 +193,30 @@ IMPORT_HOW = {
 }
 
 
-def install_import_help(cs: CommandSet) -> None:
-    """`/quiz import` (admins): how to send a question file on this platform (the platform
-    hands the file itself to `import_in_chat`)."""
+def feature(parts: Parts) -> Feature:
+    """`/quiz import` (admins): how to send a question file on this platform, and the file
+    itself where it comes with the command or on its own."""
+    assert parts.reader is not None, "imports need the question file formats (Parts.reader)"
+    importer = QuestionImport(parts.store.team, parts.reader, parts.clock)
 
     async def how(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         t = translator(inv.locale)
         return [Reply(Message(body=t(IMPORT_HOW[inv.channel.platform])))]
 
-    cs.add("import", how, "import", admin=True, options=[FILE_OPTION])
+    return Feature(
+        "imports",
+        commands=[
+            Command(
+                COMMAND,
+                how,
+                "import",
+                N_("import a question file into the team pack (admins)"),
+                Admin.ALWAYS,
+                options=(FILE_OPTION,),
+            )
+        ],
+        files=[question_files(importer)],
+    )
 
 
 __all__ = [
@@ -196,8 +224,8 @@ __all__ = [
     "MAX_UPLOAD_BYTES",
     "ImportReport",
     "QuestionImport",
-    "import_in_chat",
+    "feature",
     "import_message",
-    "install_import_help",
+    "question_files",
     "too_large",
 ]

@@ -17,17 +17,18 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from bot.commands import AdminStatus, admin_refusal, failure_message
-from bot.domain import ChannelRef, Locale, Platform, UserRef
-from bot.errors import StorageUnavailable, UserFacingError
+from bot.admin import NOBODY, AdminCheck, AdminStatus, admin_refusal
+from bot.boundary import as_message, failure_message, guard
+from bot.domain import ChannelRef, Locale, UserRef
+from bot.errors import StorageUnavailable
+from bot.features import ButtonKind, Registry
 from bot.forms import Form, Submission, SubmitReply
 from bot.i18n import N_, translator
 from bot.logs import problem_key
-from bot.messages import ActionKind, Button, Message
+from bot.messages import ANSWER, Button, Message
 from bot.quiz import QuizService
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ _CHOICE = re.compile(r"[0-9]{1,2}")
 class Click:
     """A click on a quiz button, as every platform reports it."""
 
-    kind: ActionKind
+    kind: str  # ANSWER, or a kind a feature registered
     post_id: int
     value: str
     user: UserRef
@@ -53,6 +54,7 @@ class Click:
     # The platform says it delivered this click before (Slack's retries): the process that
     # took the first delivery may have died after recording it, before answering.
     redelivered: bool = False
+    admin: AdminCheck = NOBODY  # asked only for a kind that is for admins
 
     @classmethod
     def parse(
@@ -61,13 +63,15 @@ class Click:
         user: UserRef,
         channel: ChannelRef,
         user_locale: Locale | None = None,
+        admin: AdminCheck = NOBODY,
     ) -> Click | None:
-        """The click behind a button id; None when it is not one of ours (or out of range)."""
+        """The click behind a button id; None when it is not shaped like one of ours (or
+        out of range)."""
         decoded = Button.decode(custom_id)
         if decoded is None:
             return None
         kind, post_id, value = decoded
-        return cls(kind, post_id, value, user, channel, user_locale)
+        return cls(kind, post_id, value, user, channel, user_locale, admin=admin)
 
     def again(self) -> Click:
         """The same click, marked as a redelivery."""
@@ -79,137 +83,98 @@ class Click:
         return int(self.value) if _CHOICE.fullmatch(self.value) else -1
 
 
-ClickHandler = Callable[[Click, Locale], Awaitable[Message]]
-FormOpener = Callable[[Click, Locale], Awaitable[Form | Message]]
-SubmitHandler = Callable[[Submission, Locale], Awaitable[SubmitReply]]
-UserAdminCheck = Callable[[UserRef], Awaitable[AdminStatus]]
 _Event = TypeVar("_Event", Click, Submission)
-_R = TypeVar("_R")
-"""An adapter's capability: is this user an admin of their workspace?"""
 
 
 class Interactions:
     """The click use case: `click(Click) -> Message` (the private reply); for kinds that
-    ask for input, `open_form(Click) -> Form | Message`; and `submit(Submission)`."""
+    ask for input, `open_form(Click) -> Form | Message`; and `submit(Submission)`. What
+    each kind does is the registry's (`bot.features`); none of these raises."""
 
-    def __init__(self, service: QuizService) -> None:
+    def __init__(self, service: QuizService, registry: Registry) -> None:
         self.service = service
-        self._handlers: dict[ActionKind, ClickHandler] = {}
-        self._openers: dict[ActionKind, FormOpener] = {}
-        self._submits: dict[str, SubmitHandler] = {}
-        self._admin_checks: dict[Platform, UserAdminCheck] = {}
+        self.registry = registry
 
-    def register(self, kind: ActionKind, handler: ClickHandler, *, admin: str = "") -> None:
-        """Handle clicks on buttons of `kind` (a feature's own buttons). With `admin` (the
-        command the button belongs to, for the refusal's words), only admins may press."""
-        self._handlers[kind] = self._admins_only(admin, handler) if admin else handler
+    def knows(self, click: Click) -> bool:
+        """Whether `click` is of a kind this bot handles (a platform drops others as not
+        ours, without a database read)."""
+        if click.kind == ANSWER:
+            return True
+        kind = self.registry.buttons.get(click.kind)
+        return kind is not None and (click.post_id == 0) != kind.about_post
 
-    def register_form(self, kind: ActionKind, opener: FormOpener, *, admin: str = "") -> None:
-        """Clicks on `kind` open a form (or answer with a message, e.g. a refusal)."""
-        self._openers[kind] = self._admins_only(admin, opener) if admin else opener
-
-    def register_submit(self, kind: str, handler: SubmitHandler, *, admin: str = "") -> None:
-        """Handle submissions of forms whose `Form.kind` is `kind`."""
-        if admin:
-            guarded = self._admins_only(admin, handler)
-
-            async def submitted(sub: Submission, locale: Locale) -> SubmitReply:
-                reply = await guarded(sub, locale)
-                return reply if isinstance(reply, SubmitReply) else SubmitReply(reply)
-
-            self._submits[kind] = submitted
-        else:
-            self._submits[kind] = handler
-
-    def set_admin_check(self, platform: Platform, check: UserAdminCheck) -> None:
-        """An adapter says how it tells admins (buttons and forms for admins ask it); a
-        platform without one has no admins for buttons."""
-        self._admin_checks[platform] = check
-
-    async def admin_status(self, user: UserRef) -> AdminStatus:
-        check = self._admin_checks.get(user.platform)
-        return AdminStatus.NO if check is None else await check(user)
-
-    def _admins_only(
-        self, name: str, handler: Callable[[_Event, Locale], Awaitable[_R]]
-    ) -> Callable[[_Event, Locale], Awaitable[_R | Message]]:
-        async def guarded(event: _Event, locale: Locale) -> _R | Message:
-            status = await self.admin_status(event.user)
-            if status is not AdminStatus.YES:
-                t = translator(locale)
-                return Message(body=admin_refusal(event.user.platform, name, status, t))
-            return await handler(event, locale)
-
-        return guarded
-
-    def opens_form(self, kind: ActionKind) -> bool:
+    def opens_form(self, kind: str) -> bool:
         """Whether a click on `kind` answers with a form (a platform must then answer the
         click with the form itself: Slack `views.open`, Discord response type 9)."""
-        return kind in self._openers
+        found = self.registry.buttons.get(kind)
+        return found is not None and found.form is not None
+
+    async def _locale(self, channel: ChannelRef, user_locale: Locale | None) -> Locale:
+        return await self.service.locale_for(channel, user_locale)
+
+    async def _refusal(self, event: _Event, admin: str, locale: Locale) -> Message | None:
+        """Why an admin-only kind did not run for this user; None when it may."""
+        if not admin:
+            return None
+        status = await event.admin()
+        if status is AdminStatus.YES:
+            return None
+        return Message(body=admin_refusal(event.user.platform, admin, status, translator(locale)))
+
+    def _kind(self, click: Click) -> ButtonKind | None:
+        return self.registry.buttons.get(click.kind) if self.knows(click) else None
 
     async def open_form(self, click: Click) -> Form | Message:
-        locale = await self.service.locale_for(click.channel, click.user_locale)
-        opener = self._openers.get(click.kind)
-        if opener is None:
+        locale = await self._locale(click.channel, click.user_locale)
+        kind = self._kind(click)
+        if kind is None or kind.form is None:
             return Message(body=translator(locale)(NOT_AVAILABLE))
-        return await self._guarded(
-            f"form {click.kind}", click.post_id, opener(click, locale), locale
+        opener = kind.form
+
+        async def opened() -> Form | Message:
+            refused = await self._refusal(click, kind.admin, locale)
+            return refused if refused is not None else await opener(click, locale)
+
+        return await guard(
+            self.service.problems, f"form {click.kind}", locale, opened(), _form_or_message
         )
 
     async def submit(self, submission: Submission) -> SubmitReply:
-        locale = await self.service.locale_for(submission.channel, submission.user_locale)
-        handler = self._submits.get(submission.kind)
-        if handler is None:
+        locale = await self._locale(submission.channel, submission.user_locale)
+        kind = self.registry.forms.get(submission.kind)
+        if kind is None:
             return SubmitReply(Message(body=translator(locale)(NOT_AVAILABLE)))
-        try:
-            return await handler(submission, locale)
-        except UserFacingError as exc:
-            return SubmitReply(Message(body=str(exc)))
-        except Exception as exc:
-            self.service.problems.problem(
-                problem_key(f"submit {submission.kind}", exc),
-                "a %s submission on post %s failed",
-                submission.kind,
-                submission.post_id,
-                exc=exc,
-            )
-            return SubmitReply(failure_message(locale, exc))
 
-    async def _guarded(
-        self, what: str, post_id: int, work: Awaitable[Form | Message], locale: Locale
-    ) -> Form | Message:
-        try:
-            return await work
-        except UserFacingError as exc:
-            return Message(body=str(exc))
-        except Exception as exc:
-            self.service.problems.problem(
-                problem_key(what, exc), "%s on post %s failed", what, post_id, exc=exc
+        async def submitted() -> SubmitReply:
+            refused = await self._refusal(submission, kind.admin, locale)
+            return (
+                SubmitReply(refused)
+                if refused is not None
+                else await kind.submit(submission, locale)
             )
-            return failure_message(locale, exc)
+
+        return await guard(
+            self.service.problems, f"submit {submission.kind}", locale, submitted(), SubmitReply
+        )
 
     async def click(self, click: Click) -> Message:
-        if click.kind is ActionKind.ANSWER:
+        if click.kind == ANSWER:
             # The hot path: the outcome speaks the user's or the post's language; the
             # channel's (a database read) is looked up only when something fails.
             return await self._answer(click)
-        locale = await self.service.locale_for(click.channel, click.user_locale)
-        handler = self._handlers.get(click.kind)
-        if handler is None:
+        locale = await self._locale(click.channel, click.user_locale)
+        kind = self._kind(click)
+        if kind is None or kind.click is None:
             return Message(body=translator(locale)(NOT_AVAILABLE))
-        try:
-            return await handler(click, locale)
-        except UserFacingError as exc:
-            return Message(body=str(exc))
-        except Exception as exc:
-            self.service.problems.problem(
-                problem_key(f"click {click.kind}", exc),
-                "a %s click on post %s failed",
-                click.kind,
-                click.post_id,
-                exc=exc,
-            )
-            return failure_message(locale, exc)
+        handler = kind.click
+
+        async def clicked() -> Message:
+            refused = await self._refusal(click, kind.admin, locale)
+            return refused if refused is not None else await handler(click, locale)
+
+        return await guard(
+            self.service.problems, f"click {click.kind}", locale, clicked(), as_message
+        )
 
     async def _answer(self, click: Click) -> Message:
         started = time.monotonic()
@@ -227,10 +192,10 @@ class Interactions:
             self.service.problems.problem(
                 problem_key("answer", exc), "an answer was not recorded: %s", exc
             )
-            locale = await self.service.locale_for(click.channel, click.user_locale)
+            locale = await self._locale(click.channel, click.user_locale)
             return Message(body=translator(locale)(ANSWER_NOT_RECORDED))
         except Exception as exc:
-            locale = await self.service.locale_for(click.channel, click.user_locale)
+            locale = await self._locale(click.channel, click.user_locale)
             self.service.problems.problem(
                 problem_key("click answer", exc),
                 "a click on post %s failed",
@@ -242,11 +207,8 @@ class Interactions:
         return reply.message
 
 
-__all__ = [
-    "Click",
-    "ClickHandler",
-    "FormOpener",
-    "Interactions",
-    "SubmitHandler",
-    "UserAdminCheck",
-]
+def _form_or_message(message: Message) -> Form | Message:
+    return message
+
+
+__all__ = ["NOT_AVAILABLE", "Click", "Interactions"]

@@ -22,22 +22,9 @@ class ButtonStyle(StrEnum):
     DANGER = "danger"
 
 
-class ActionKind(StrEnum):
-    ANSWER = "answer"  # value: choice index
-    DEMO = "demo"  # value: demo id
-    NUMBER = "number"  # opens a form: type the number (predict-the-number questions)
-    FLAG = "flag"  # opens a form: report a problem with the post's question
-    APPROVE = "approve"  # post 0; value: a submitted question's id (admins)
-    REJECT = "reject"  # post 0; opens a form (the reason); value: the submission's id
-    RETIRE = "retire"  # post 0; value: a question id, never picked again in the workspace
-    FORGET = "forget"  # post 0; value: whose data (a digest of the member), confirms erasure
-
-
-# Buttons about something other than a post (a submission, a question, a member): their
-# post id is 0 and the value names the subject.
-WITHOUT_POST = frozenset(
-    {ActionKind.APPROVE, ActionKind.REJECT, ActionKind.RETIRE, ActionKind.FORGET}
-)
+ANSWER = "answer"  # the one kind the core handles itself (value: the choice index)
+# Every other kind (`quiz:<kind>:…`) is a feature's own (`bot.features.ButtonKind`).
+KIND = re.compile(r"[a-z][a-z0-9-]{0,23}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +32,7 @@ class Button:
     """A button. Adapters encode (`action`, `post_id`, `value`) in the platform's id field."""
 
     label: str
-    action: ActionKind
+    action: str  # ANSWER, or a kind a feature registered
     post_id: int
     value: str
     style: ButtonStyle = ButtonStyle.DEFAULT
@@ -55,22 +42,19 @@ class Button:
         return f"quiz:{self.action}:{self.post_id}:{self.value}"
 
     @staticmethod
-    def decode(custom_id: str) -> tuple[ActionKind, int, str] | None:
-        """The inverse of `encode`, for every platform; None for anything that is not one of
-        our buttons or is out of range (such a click never reaches the database)."""
+    def decode(custom_id: str) -> tuple[str, int, str] | None:
+        """The inverse of `encode`, for every platform; None for anything that is not
+        shaped like one of our buttons or is out of range (such a click never reaches the
+        database; whether its kind is registered is the core's `Interactions` to say)."""
         parts = custom_id.split(":", 3)
         if len(parts) != 4 or parts[0] != "quiz" or not _ID.fullmatch(parts[2]):
             return None
         post_id = int(parts[2])
-        if post_id > MAX_POST_ID or len(parts[3]) > MAX_VALUE:
+        if post_id > MAX_POST_ID or len(parts[3]) > MAX_VALUE or not KIND.fullmatch(parts[1]):
             return None
-        try:
-            kind = ActionKind(parts[1])
-        except ValueError:
+        if post_id == 0 and parts[1] == ANSWER:
             return None
-        if post_id == 0 and kind not in WITHOUT_POST:
-            return None
-        return kind, post_id, parts[3]
+        return parts[1], post_id, parts[3]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.commands import CommandSet, Invocation, Reply
+from bot.commands import Command, Invocation, Reply
 from bot.domain import Locale, UserRef
-from bot.i18n import translator
-from bot.interactions import Click, Interactions
-from bot.messages import ActionKind, Attachment, Button, ButtonStyle, Message
+from bot.features import ButtonKind, Feature, Parts
+from bot.i18n import N_, translator
+from bot.interactions import Click
+from bot.messages import Attachment, Button, ButtonStyle, Message
 from bot.ports import PrivateFiles
 from bot.quiz import QuizService
 from bot.team import member_digest
@@ -48,9 +49,12 @@ def export_file(user: UserRef, data: dict[str, Any]) -> Attachment:
     return Attachment(f"quizbot-data-{user.platform}-{safe}.json", text.encode(), title="quizbot")
 
 
-def install_mydata(
-    cs: CommandSet, interactions: Interactions, service: QuizService, members: MemberData
-) -> None:
+FORGET = "forget"  # post 0; value: whose data (a digest of the member): confirms erasure
+
+
+def feature(parts: Parts) -> Feature:
+    members = parts.store.members
+
     async def mydata(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         t = translator(inv.locale)
         chat = service.chat(inv.channel)
@@ -88,9 +92,7 @@ def install_mydata(
 
     async def forget_me(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         t = translator(inv.locale)
-        button = Button(
-            t("Erase my data"), ActionKind.FORGET, 0, member_digest(inv.user), ButtonStyle.DANGER
-        )
+        button = Button(t("Erase my data"), FORGET, 0, member_digest(inv.user), ButtonStyle.DANGER)
         body = t(
             "This erases your answers, scores, streaks and practice in this workspace and "
             "takes you off every board; questions you submitted stay, without your name. "
@@ -121,9 +123,26 @@ def install_mydata(
             )
         )
 
-    cs.add("mydata", mydata, "mydata", options=[])
-    cs.add("forget-me", forget_me, "forget-me", options=[])
-    interactions.register(ActionKind.FORGET, confirmed)
+    return Feature(
+        "mydata",
+        commands=[
+            Command(
+                "mydata",
+                mydata,
+                "mydata",
+                N_("get a file of everything the quiz stores about you"),
+                options=(),
+            ),
+            Command(
+                "forget-me",
+                forget_me,
+                "forget-me",
+                N_("erase your answers and scores, and leave every board"),
+                options=(),
+            ),
+        ],
+        buttons=[ButtonKind(FORGET, click=confirmed, about_post=False)],
+    )
 
 
-__all__ = ["Forgotten", "MemberData", "export_file", "install_mydata"]
+__all__ = ["FORGET", "Forgotten", "MemberData", "export_file", "feature"]

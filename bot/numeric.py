@@ -18,6 +18,8 @@ from bot.domain import NumericTarget, Question
 MAX_TYPED = 1e15  # above any memory figure a question asks about
 _NUMBER = re.compile(r"[+-]?(\d+([.,]\d*)?|[.,]\d+)([eE][+-]?\d+)?")
 
+TYPE_NUMBER = "number"  # the button kind that opens the typed-answer form (`bot.generated`)
+
 
 def numeric_target(question: Question) -> NumericTarget | None:
     generated = question.inputs.get("generated")

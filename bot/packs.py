@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.commands import CommandOption, CommandSet, Invocation, Reply
+from bot.commands import Admin, Command, CommandOption, Invocation, Reply
 from bot.domain import DEFAULT_GENERATED_SHARE, ChannelSettings
 from bot.errors import UserFacingError
+from bot.features import Feature, Parts
 from bot.i18n import N_, Translator, translator
 from bot.messages import Message
 from bot.quiz import QuizService
@@ -112,8 +113,20 @@ async def packs_command(service: QuizService, inv: Invocation, args: list[str]) 
     return [Reply(await packs_message(service, changed, t), private=False)]
 
 
-def install_packs(cs: CommandSet) -> None:
-    cs.add("packs", packs_command, USAGE, admin=True, admin_args_only=True, options=PACKS_OPTIONS)
+def feature(parts: Parts) -> Feature:
+    return Feature(
+        "packs",
+        commands=[
+            Command(
+                "packs",
+                packs_command,
+                USAGE,
+                N_("show or set which question packs this channel gets"),
+                Admin.TO_CHANGE,
+                options=PACKS_OPTIONS,
+            )
+        ],
+    )
 
 
-__all__ = ["install_packs", "packs_command"]
+__all__ = ["feature", "packs_command"]

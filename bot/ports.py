@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from bot.clinic import ClinicJob, ClinicResult, ProgressCallback
 from bot.domain import (
@@ -28,6 +28,14 @@ from bot.domain import (
     UserRef,
 )
 from bot.messages import Attachment, Image, Message
+
+if TYPE_CHECKING:
+    from bot.demos.runs import DemoRunRepository
+    from bot.mydata import MemberData
+    from bot.practice import PracticeRepository
+    from bot.report import ReportRepository
+    from bot.scheduling.ports import ScheduleStore
+    from bot.team import TeamPackRepository
 
 
 class Chat(Protocol):
@@ -174,8 +182,9 @@ class AnswerRepository(Protocol):
         """Record the first answer of a user on an open post (the first one counts).
 
         The outcome's status is RECORDED, ALREADY_ANSWERED (with the choice that counts),
-        CLOSED, UNKNOWN_POST, INVALID_CHOICE or WRONG_CHANNEL (`channel` given and not the
-        post's); `question` is left for the caller. Raises `StorageUnavailable` when the
+        CLOSED, UNKNOWN_POST, INVALID_CHOICE, WRONG_CHANNEL (`channel` given and not the
+        post's) or ERASED (the user was erased after `at`: nothing of theirs is kept);
+        `question` is left for the caller. Raises `StorageUnavailable` when the
         database did not answer within the retry budget. A typed answer gives its `value`
         and whether it is `correct` (its `choice` may be -1: no choice matches it).
         """
@@ -284,6 +293,28 @@ class Store(Protocol):
     def deliveries(self) -> DeliveryLog: ...
 
 
+class FeatureStore(Store, Protocol):
+    """The whole store, as the features see it: the quiz's repositories and theirs."""
+
+    @property
+    def team(self) -> TeamPackRepository: ...
+
+    @property
+    def members(self) -> MemberData: ...
+
+    @property
+    def practice(self) -> PracticeRepository: ...
+
+    @property
+    def reports(self) -> ReportRepository: ...
+
+    @property
+    def schedules(self) -> ScheduleStore: ...
+
+    @property
+    def demo_runs(self) -> DemoRunRepository: ...
+
+
 class DemoRunner(Protocol):
     """Runs registered demos somewhere (subprocess, Celery worker) or nowhere (`off`)."""
 
@@ -317,7 +348,7 @@ class ClinicRunner(Protocol):
 
 
 class Runner(DemoRunner, ClinicRunner, Protocol):
-    """What `gpu_runner.open_runner` gives the composition root: demos and the clinic."""
+    """What `bot.app.open_runner` gives the features: demos and the clinic."""
 
 
 __all__ = [
@@ -326,6 +357,7 @@ __all__ = [
     "ClinicRunner",
     "DeliveryLog",
     "DemoRunner",
+    "FeatureStore",
     "PostRepository",
     "PrivateFiles",
     "QuestionSource",

@@ -23,7 +23,8 @@ from enum import StrEnum
 from typing import Protocol
 
 from bot.bank import QuestionBank
-from bot.commands import TOPIC_OPTION, CommandSet, Invocation, Reply
+from bot.basics import TOPIC_OPTION
+from bot.commands import Command, Invocation, Reply
 from bot.domain import (
     AnswerOutcome,
     AnswerStatus,
@@ -35,7 +36,8 @@ from bot.domain import (
     UserRef,
 )
 from bot.errors import UserFacingError
-from bot.i18n import translator
+from bot.features import Feature, Parts
+from bot.i18n import N_, translator
 from bot.messages import Message
 from bot.quiz import NO_QUESTIONS, QuizService
 from bot.render import outcome_message, question_message
@@ -196,11 +198,19 @@ def practice_outcome(outcome: AnswerOutcome, locale: Locale) -> Message | None:
     return replace(outcome_message(outcome, locale), footer=footer)
 
 
-def install_practice(
-    service: QuizService, commands: CommandSet, cards: PracticeRepository
-) -> Practice:
-    """Add `/quiz practice` and the wording of practice outcomes (composition root)."""
-    practice = Practice(service, cards)
-    commands.add("practice", practice.command, "practice [topic]", options=[TOPIC_OPTION])
-    service.outcome_renderers.append(practice_outcome)
-    return practice
+def feature(parts: Parts) -> Feature:
+    """`/quiz practice` and the wording of practice outcomes."""
+    practice = Practice(parts.service, parts.store.practice)
+    return Feature(
+        "practice",
+        commands=[
+            Command(
+                "practice",
+                practice.command,
+                "practice [topic]",
+                N_("a private question just for you (not scored)"),
+                options=(TOPIC_OPTION,),
+            )
+        ],
+        outcome_renderers=[practice_outcome],
+    )

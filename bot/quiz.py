@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -85,6 +85,27 @@ class OutcomeRenderer(Protocol):
         ...
 
 
+class QuizHooks(Protocol):
+    """What features add to the quiz's own flow (`bot.features.Registry`): listeners run
+    after a reveal, buttons under public reveals ("Report a problem"), and the wording of
+    the private outcome of their own posts (practice)."""
+
+    @property
+    def on_reveal(self) -> Sequence[RevealListener]: ...
+
+    @property
+    def reveal_buttons(self) -> Sequence[RevealButton]: ...
+
+    @property
+    def outcome_renderers(self) -> Sequence[OutcomeRenderer]: ...
+
+
+class NoHooks:
+    on_reveal: Sequence[RevealListener] = ()
+    reveal_buttons: Sequence[RevealButton] = ()
+    outcome_renderers: Sequence[OutcomeRenderer] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class AnswerReply:
     outcome: AnswerOutcome
@@ -106,6 +127,7 @@ class QuizService:
         default_locale: Locale = Locale.EN,
         generated: QuestionSource | None = None,
         pools: QuestionPools | None = None,
+        hooks: QuizHooks | None = None,
     ) -> None:
         self.store = store
         self.chats = chats
@@ -117,11 +139,7 @@ class QuizService:
         self.ask_cooldown = ask_cooldown
         self.default_locale = default_locale
         self.generated = generated  # generated questions (None: the bank only)
-        self.on_reveal: list[RevealListener] = []
-        # Features that add a button to public reveals (flags: "Report a problem").
-        self.reveal_buttons: list[RevealButton] = []
-        # Features that word the private outcome of their own posts (practice).
-        self.outcome_renderers: list[OutcomeRenderer] = []
+        self.hooks: QuizHooks = hooks or NoHooks()  # the features' registry
         self._count_interval = count_update_interval
         self._count_pending: set[int] = set()
         self.tasks = TaskSupervisor("quiz")
@@ -377,7 +395,7 @@ class QuizService:
         if outcome.status is AnswerStatus.RECORDED and post is not None and question:
             self._schedule_count_update(post, question)
         self.metrics.answers.inc(status=str(outcome.status))
-        for render in self.outcome_renderers:
+        for render in self.hooks.outcome_renderers:
             if (message := render(outcome, locale)) is not None:
                 return AnswerReply(outcome, message)
         return AnswerReply(outcome, outcome_message(outcome, locale))
@@ -486,7 +504,9 @@ class QuizService:
         chat = self.chat(post.channel)
         await chat.update_message(post.message, question_message(post, question, settings.timezone))
         message = reveal_message(reveal, post.locale)
-        extra = [b for add in self.reveal_buttons if (b := add(reveal, post.locale)) is not None]
+        extra = [
+            b for add in self.hooks.reveal_buttons if (b := add(reveal, post.locale)) is not None
+        ]
         if extra:
             message = replace(message, buttons=(*message.buttons, *extra))
         await chat.reply_in_thread(post.message, message)
@@ -497,7 +517,7 @@ class QuizService:
 
     async def _revealed(self, reveal: Reveal) -> None:
         self.metrics.reveals.inc()
-        for listener in self.on_reveal:
+        for listener in self.hooks.on_reveal:
             try:
                 await listener(reveal, reveal.post.locale)
             except Exception:

@@ -20,9 +20,10 @@ from bot.domain import (
     Reveal,
     choice_letter,
 )
+from bot.formats import significant
 from bot.i18n import N_, Translator, translator
-from bot.messages import ActionKind, Button, Message
-from bot.numeric import format_number, numeric_target
+from bot.messages import ANSWER, Button, Message
+from bot.numeric import TYPE_NUMBER, numeric_target
 
 MEDALS = ("🥇", "🥈", "🥉")
 
@@ -48,13 +49,12 @@ def question_message(post: Post, question: Question, timezone: str) -> Message:
         ()
         if closed
         else tuple(
-            Button(choice_letter(i), ActionKind.ANSWER, post.id, str(i))
-            for i in range(len(text.choices))
+            Button(choice_letter(i), ANSWER, post.id, str(i)) for i in range(len(text.choices))
         )
     )
     if not closed and numeric_target(question) is not None:
         # A generated question also takes a typed number ("predict the number").
-        buttons += (Button(t("Type the number…"), ActionKind.NUMBER, post.id, ""),)
+        buttons += (Button(t("Type the number…"), TYPE_NUMBER, post.id, ""),)
     footer = [t.n("{count} answered", "{count} answered", post.answer_count)]
     if closed:
         footer.append(t("closed"))
@@ -79,6 +79,13 @@ def outcome_message(outcome: AnswerOutcome, locale: Locale) -> Message:
     t = translator(locale)
     q = outcome.question
     status = outcome.status
+    if status is AnswerStatus.ERASED:
+        return Message(
+            body=t(
+                "You asked the quiz to forget you, and this click arrived before that was "
+                "done, so it was not kept. Click again to answer as a new player."
+            )
+        )
     if status is AnswerStatus.WRONG_CHANNEL:
         return Message(
             body=t(
@@ -132,9 +139,8 @@ def _typed_outcome(outcome: AnswerOutcome, q: Question, locale: Locale) -> Messa
     t = translator(locale)
     target = numeric_target(q)
     assert outcome.value is not None and target is not None
-    comma = locale is Locale.EL
-    typed = f"{format_number(outcome.value, comma)} {target.unit}"
-    right = f"{format_number(target.value, comma)} {target.unit}"
+    typed = f"{significant(outcome.value, locale)} {target.unit}"
+    right = f"{significant(target.value, locale)} {target.unit}"
     if outcome.status is AnswerStatus.ALREADY_ANSWERED:
         return Message(
             body=t(
@@ -150,7 +156,7 @@ def _typed_outcome(outcome: AnswerOutcome, q: Question, locale: Locale) -> Messa
             "counts as right).",
             value=typed,
             right=right,
-            tolerance=format_number(target.tolerance, comma),
+            tolerance=significant(target.tolerance, locale),
             unit=target.unit,
         )
     return Message(
@@ -165,14 +171,13 @@ def _guesses_lines(reveal: Reveal, locale: Locale) -> list[str]:
     target = numeric_target(reveal.question)
     if target is None:
         return []
-    comma = locale is Locale.EL
     lines = [
         "",
         t(
             "The number: {value} {unit} (±{tolerance} counted as right).",
-            value=format_number(target.value, comma),
+            value=significant(target.value, locale),
             unit=target.unit,
-            tolerance=format_number(target.tolerance, comma),
+            tolerance=significant(target.tolerance, locale),
         ),
     ]
     if not reveal.guesses:
@@ -183,7 +188,7 @@ def _guesses_lines(reveal: Reveal, locale: Locale) -> list[str]:
     labels = [
         t("far below (< −50%)"),
         t("below"),
-        t("right (within ±{tolerance})", tolerance=format_number(target.tolerance, comma)),
+        t("right (within ±{tolerance})", tolerance=significant(target.tolerance, locale)),
         t("above"),
         t("far above (> +50%)"),
     ]

@@ -11,10 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.commands import SCOPE_OPTION, CommandSet, Invocation, Reply
+from bot.basics import SCOPE_OPTION
+from bot.commands import Admin, Command, Invocation, Reply
+from bot.csv_cells import guarded_row
 from bot.domain import BoardScope, ChannelRef, Locale, choice_letter
 from bot.errors import UserFacingError
-from bot.i18n import translator
+from bot.features import Feature, Parts
+from bot.i18n import N_, translator
 from bot.messages import Message
 from bot.quiz import QuizService
 
@@ -114,17 +117,19 @@ def report_csv(rows: Sequence[QuestionReport]) -> str:
     writer.writerow(CSV_HEADER)
     for r in hardest_first(rows):
         writer.writerow(
-            (
-                r.question_id,
-                r.topic,
-                r.asked,
-                r.answers,
-                r.correct,
-                r.percent_correct,
-                r.wrong_letter,
-                r.wrong_text,
-                r.wrong_count,
-                r.reports,
+            guarded_row(
+                (
+                    r.question_id,
+                    r.topic,
+                    r.asked,
+                    r.answers,
+                    r.correct,
+                    r.percent_correct,
+                    r.wrong_letter,
+                    r.wrong_text,
+                    r.wrong_count,
+                    r.reports,
+                )
             )
         )
     return out.getvalue()
@@ -152,8 +157,9 @@ def report_text(rows: Sequence[QuestionReport]) -> str:
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
-def add_report_command(commands: CommandSet, reports: ReportRepository) -> None:
-    """Add the admin-only `/quiz report [workspace]` (composition root)."""
+def feature(parts: Parts) -> Feature:
+    """The admin-only `/quiz report [workspace]`."""
+    reports = parts.store.reports
 
     async def report(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         scope = BoardScope.CHANNEL
@@ -172,4 +178,16 @@ def add_report_command(commands: CommandSet, reports: ReportRepository) -> None:
         rows = await reports.questions(inv.channel, scope, inv.locale)
         return [Reply(report_message(rows, scope, inv.locale))]
 
-    commands.add("report", report, "report [workspace]", admin=True, options=[SCOPE_OPTION])
+    return Feature(
+        "report",
+        commands=[
+            Command(
+                "report",
+                report,
+                "report [workspace]",
+                N_("per-question statistics for admins"),
+                Admin.ALWAYS,
+                options=(SCOPE_OPTION,),
+            )
+        ],
+    )

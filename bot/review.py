@@ -14,14 +14,15 @@ import logging
 import re
 from collections.abc import Awaitable
 
-from bot.commands import CommandOption, CommandSet, Invocation, Reply
+from bot.commands import Admin, Command, CommandOption, Invocation, Reply
 from bot.domain import Locale, Question, choice_letter
 from bot.errors import UserFacingError
+from bot.features import ButtonKind, Feature, FormKind, Parts
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import N_, Translator, translator
-from bot.interactions import NOT_AVAILABLE, Click, Interactions
+from bot.interactions import NOT_AVAILABLE, Click
 from bot.logs import ThrottledLog
-from bot.messages import ActionKind, Button, ButtonStyle, Message
+from bot.messages import Button, ButtonStyle, Message
 from bot.quiz import QuizService
 from bot.quoting import cut
 from bot.render import difficulty_stars
@@ -36,6 +37,8 @@ from bot.team import (
 
 log = logging.getLogger(__name__)
 
+# Buttons about a submission or a question (post id 0; the value names it), for admins.
+APPROVE, REJECT, RETIRE = "approve", "reject", "retire"
 REJECT_FORM = "reject"
 REASON = "reason"
 SHOWN = 5  # cards per list: a reply holds their buttons on every platform
@@ -101,12 +104,8 @@ def card_lines(sub: TeamQuestion, locale: Locale, t: Translator) -> list[str]:
 def review_buttons(sub: TeamQuestion, t: Translator) -> tuple[Button, ...]:
     value = str(sub.id)
     return (
-        Button(
-            t("Approve #{number}", number=sub.id), ActionKind.APPROVE, 0, value, ButtonStyle.PRIMARY
-        ),
-        Button(
-            t("Reject #{number}", number=sub.id), ActionKind.REJECT, 0, value, ButtonStyle.DANGER
-        ),
+        Button(t("Approve #{number}", number=sub.id), APPROVE, 0, value, ButtonStyle.PRIMARY),
+        Button(t("Reject #{number}", number=sub.id), REJECT, 0, value, ButtonStyle.DANGER),
     )
 
 
@@ -370,7 +369,7 @@ class Review:
                 buttons.append(
                     Button(
                         t("Retire {id}", id=cut(f.question_id, 40)),
-                        ActionKind.RETIRE,
+                        RETIRE,
                         0,
                         f.question_id,
                         ButtonStyle.DANGER,
@@ -406,23 +405,35 @@ class Review:
         return [Reply(Message(body=t("{id} was not retired.", id=qid)))]
 
 
-def install_review(
-    cs: CommandSet, interactions: Interactions, service: QuizService, team: TeamPackRepository
-) -> Review:
-    review = Review(service, team)
-    cs.add("review", review.review_command, "review [here]", admin=True, options=[WHERE_OPTION])
-    cs.add(
-        "retire",
-        review.retire_command,
-        "retire <question id> [undo]",
-        admin=True,
-        options=RETIRE_OPTIONS,
+def feature(parts: Parts) -> Feature:
+    review = Review(parts.service, parts.store.team)
+    return Feature(
+        "review",
+        commands=[
+            Command(
+                "review",
+                review.review_command,
+                "review [here]",
+                N_("approve or reject submitted questions, see reported ones (admins)"),
+                Admin.ALWAYS,
+                options=(WHERE_OPTION,),
+            ),
+            Command(
+                "retire",
+                review.retire_command,
+                "retire <question id> [undo]",
+                N_("never ask a question again in this workspace (admins)"),
+                Admin.ALWAYS,
+                options=RETIRE_OPTIONS,
+            ),
+        ],
+        buttons=[
+            ButtonKind(APPROVE, click=review.approve, admin="review", about_post=False),
+            ButtonKind(RETIRE, click=review.retire_click, admin="review", about_post=False),
+            ButtonKind(REJECT, form=review.open_reject, admin="review", about_post=False),
+        ],
+        forms=[FormKind(REJECT_FORM, review.reject, admin="review")],
     )
-    interactions.register(ActionKind.APPROVE, review.approve, admin="review")
-    interactions.register(ActionKind.RETIRE, review.retire_click, admin="review")
-    interactions.register_form(ActionKind.REJECT, review.open_reject, admin="review")
-    interactions.register_submit(REJECT_FORM, review.reject, admin="review")
-    return review
 
 
-__all__ = ["REASONS", "Review", "install_review", "question_lines"]
+__all__ = ["APPROVE", "REASONS", "REJECT", "RETIRE", "Review", "feature", "question_lines"]

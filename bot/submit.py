@@ -14,16 +14,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bot.commands import CommandSet, Invocation, Reply
+from bot.commands import Command, Invocation, Reply
 from bot.domain import LETTERS, Locale
+from bot.features import Feature, FormKind, Parts
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import N_, Translator, translator
-from bot.interactions import Interactions
 from bot.messages import Message
 from bot.quiz import QuizService
 from bot.quoting import cut
 from bot.review import Review
-from bot.team import Origin, QuestionChecker, TeamPackRepository, Workspace
+from bot.team import Origin, Workspace
 
 FORM_KIND = "submit"
 PROMPT, CHOICES, ANSWER, EXPLANATION, DETAILS = (
@@ -157,20 +157,15 @@ def problems_by_field(problems: list[str]) -> dict[str, str]:
     return {f: " · ".join(lines) for f, lines in out.items()}
 
 
-def install_submit(
-    cs: CommandSet,
-    interactions: Interactions,
-    service: QuizService,
-    team: TeamPackRepository,
-    checker: QuestionChecker,
-    review: Review,
-) -> None:
+def feature(parts: Parts) -> Feature:
+    service, team, checker = parts.service, parts.store.team, parts.checker
+    assert checker is not None, "team questions need the bank's validator (Parts.checker)"
+    review = Review(service, team)
+
     async def submit(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         t = translator(inv.locale)
         fallback = Message(body=t("Open /quiz submit where forms can be shown (Slack, Discord)."))
         return [Reply(fallback, form=submit_form(inv.locale))]
-
-    cs.add("submit", submit, "submit", options=[])
 
     async def submitted(sub: Submission, locale: Locale) -> SubmitReply:
         written_in = Locale.parse(sub.value) or locale
@@ -206,7 +201,19 @@ def install_submit(
             )
         )
 
-    interactions.register_submit(FORM_KIND, submitted)
+    return Feature(
+        "submit",
+        commands=[
+            Command(
+                "submit",
+                submit,
+                "submit",
+                N_("write a question for the team pack"),
+                options=(),
+            )
+        ],
+        forms=[FormKind(FORM_KIND, submitted)],
+    )
 
 
-__all__ = ["FORM_KIND", "form_to_data", "install_submit", "problems_by_field", "submit_form"]
+__all__ = ["FORM_KIND", "feature", "form_to_data", "problems_by_field", "submit_form"]

@@ -56,7 +56,7 @@ class TaskSupervisor:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def close(self, timeout: float) -> None:
+    async def shutdown(self, timeout: float) -> None:
         """Drain for up to `timeout` seconds, then cancel the rest."""
         await self.drain(timeout)
         await self.cancel()

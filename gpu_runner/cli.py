@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,17 @@ def add_demo_commands(subparsers: Any) -> None:
     run.set_defaults(func=_run)
 
 
-def add_runner_commands(subparsers: Any) -> None:
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """What `runner worker` and `runner ping` need of the bot's settings (the composition
+    root reads them: the runner does not import the bot's configuration)."""
+
+    broker_url: str
+    broker_shown: str  # the broker's URL without its password, for messages
+    clinic_max_bytes: int
+
+
+def add_runner_commands(subparsers: Any, settings: Callable[[], WorkerSettings]) -> None:
     runner = subparsers.add_parser("runner", help="run demos for other bot hosts")
     sub = runner.add_subparsers(dest="runner_command", metavar="ACTION", required=True)
     worker = sub.add_parser(
@@ -47,13 +59,13 @@ def add_runner_commands(subparsers: Any) -> None:
     )
     worker.add_argument("--queue", default=None, help="queue name (default: quizbot-demos)")
     worker.add_argument("--loglevel", default="INFO")
-    worker.set_defaults(func=_worker)
+    worker.set_defaults(func=lambda args: _worker(args, settings()))
     ping = sub.add_parser(
         "ping", help="exit 0 when this host's runner worker answers (a health check)"
     )
     ping.add_argument("--all", action="store_true", help="any worker, not only this host's")
     ping.add_argument("--timeout", type=float, default=5.0, help="seconds to wait (default 5)")
-    ping.set_defaults(func=_ping)
+    ping.set_defaults(func=lambda args: _ping(args, settings()))
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -116,35 +128,30 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if result.state is DemoState.SUCCEEDED else 1
 
 
-def _worker(args: argparse.Namespace) -> int:
-    from bot.config import load_settings
+def _worker(args: argparse.Namespace, settings: WorkerSettings) -> int:
     from gpu_runner.celery_runner import DEFAULT_QUEUE, make_celery_app, run_worker
 
-    settings = load_settings()
     app = make_celery_app(
-        settings.celery_broker_url,
+        settings.broker_url,
         queue=args.queue or DEFAULT_QUEUE,
         clinic_max_bytes=settings.clinic_max_bytes,
     )
     return run_worker(app, args.concurrency, args.loglevel)
 
 
-def _ping(args: argparse.Namespace) -> int:
+def _ping(args: argparse.Namespace, settings: WorkerSettings) -> int:
     import socket
 
-    from bot.config import load_settings, redact_url
     from gpu_runner.celery_runner import make_celery_app
 
-    settings = load_settings()
-    app = make_celery_app(settings.celery_broker_url).app
+    app = make_celery_app(settings.broker_url).app
     # Workers are named celery@<hostname> (Celery's default node name).
     destination = None if args.all else [f"celery@{socket.gethostname()}"]
     try:
         replies = app.control.ping(destination=destination, timeout=args.timeout)
     except Exception as exc:  # broker down: say which broker, never its password
         print(
-            f"quizbot: error: broker {redact_url(settings.celery_broker_url)} "
-            f"unreachable: {type(exc).__name__}",
+            f"quizbot: error: broker {settings.broker_shown} unreachable: {type(exc).__name__}",
             file=sys.stderr,
         )
         return 1

@@ -83,7 +83,7 @@ def preload(use_torch: bool) -> dict[str, Any]:
 
     # Rendering text once builds the font cache here instead of in every child.
     fig = Figure(figsize=(1, 1))
-    fig.subplots().set_title("x · ά")
+    fig.subplots().set_title("x · \u03ac")  # a Greek accented letter
     fig.savefig(io.BytesIO(), format="png")
     import gpu_runner.clinic.analysis
     import gpu_runner.sim  # noqa: F401

@@ -28,14 +28,14 @@ from questions.lint import (
     locales_of,
 )
 from questions.loader import BANK_DIR, load_bank, validate_bank
-from questions.team_cli import add_team_commands, run_team_list
+from questions.team_cli import StoreOpener, add_team_commands, run_team_list
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
 
 
 def add_questions_commands(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], open_store: StoreOpener
 ) -> argparse.ArgumentParser:
     """Add `questions {validate,list,show,stats,lint,families,generate}` to the parser."""
     parser = subparsers.add_parser("questions", help="validate and browse the question bank")
@@ -57,7 +57,7 @@ def add_questions_commands(
         "console)",
     )
     _add_path(list_)
-    list_.set_defaults(func=run_list)
+    list_.set_defaults(func=lambda args: run_list(args, open_store))
 
     show = sub.add_parser("show", help="show one question with its answer")
     show.add_argument("id", help="question id, e.g. fragmentation-what-is-it")
@@ -80,7 +80,7 @@ def add_questions_commands(
     lint.add_argument("--format", choices=("text", "json"), default="text")
     lint.set_defaults(func=run_lint)
     add_family_commands(sub)
-    add_team_commands(sub)
+    add_team_commands(sub, open_store)
     return parser
 
 
@@ -123,9 +123,9 @@ def run_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_list(args: argparse.Namespace) -> int:
+def run_list(args: argparse.Namespace, open_store: StoreOpener) -> int:
     if args.workspace is not None:
-        return run_team_list(args)
+        return run_team_list(args, open_store)
     bank = _load(args.path)
     if bank is None:
         return EXIT_PROBLEMS

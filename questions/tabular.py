@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from bot.csv_cells import unguard_cell
 from bot.domain import LETTERS
 from bot.errors import UserFacingError
 from bot.quoting import cut, quoted
@@ -147,7 +148,8 @@ def csv_entries(name: str, text: str) -> Iterator[Entry]:
                 ],
             )
             continue
-        yield _csv_row(where, dict(zip(columns, (cell.strip() for cell in row), strict=True)))
+        cells = (unguard_cell(cell).strip() for cell in row)  # export's guard off first
+        yield _csv_row(where, dict(zip(columns, cells, strict=True)))
 
 
 def _refuse_too_many(name: str, text: str) -> None:

@@ -19,6 +19,7 @@ from typing import Any, Final
 import yaml
 
 from bot.bank import question_to_dict
+from bot.csv_cells import guarded_row
 from bot.domain import Locale, Question, choice_letter
 from bot.errors import UserFacingError
 from bot.quoting import cut
@@ -161,16 +162,18 @@ def export_csv(questions: Iterable[Question]) -> tuple[str, list[str]]:
         text = q.texts[locale]
         choices = [*text.choices, *[""] * (len(CHOICE_COLUMNS) - len(text.choices))]
         writer.writerow(
-            [
-                text.prompt,
-                *choices,
-                choice_letter(q.answer),
-                text.explanation,
-                q.topic,
-                q.difficulty,
-                locale.value,
-                " ".join(q.references),
-            ]
+            guarded_row(
+                [
+                    text.prompt,
+                    *choices,
+                    choice_letter(q.answer),
+                    text.explanation,
+                    q.topic,
+                    q.difficulty,
+                    locale.value,
+                    " ".join(q.references),
+                ]
+            )
         )
     return buf.getvalue(), notes
 

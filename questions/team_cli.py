@@ -13,6 +13,8 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,13 @@ EXIT_OK, EXIT_PROBLEMS = 0, 1
 WORKSPACE_HELP = "the team pack's workspace: slack:<team id>, discord:<guild id> or console"
 
 
-def add_team_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+StoreOpener = Callable[[], AbstractAsyncContextManager[Any]]
+"""Opens the configured database (the composition root's `open_store`)."""
+
+
+def add_team_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], open_store: StoreOpener
+) -> None:
     imp = sub.add_parser(
         "import",
         help="import bank YAML, CSV or Open Trivia DB JSON into a workspace's team pack",
@@ -33,7 +41,7 @@ def add_team_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     imp.add_argument(
         "--approve", action="store_true", help="add them approved (default: waiting for review)"
     )
-    imp.set_defaults(func=run_import)
+    imp.set_defaults(func=lambda args: run_import(args, open_store))
 
     exp = sub.add_parser("export", help="write a workspace's approved team questions")
     exp.add_argument("--workspace", required=True, help=WORKSPACE_HELP)
@@ -44,23 +52,16 @@ def add_team_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=Path("."),
         help="directory: one <id>.yaml per question, or questions.csv (default: here)",
     )
-    exp.set_defaults(func=run_export)
+    exp.set_defaults(func=lambda args: run_export(args, open_store))
 
 
-def _store() -> Any:
-    from bot.app import open_store
-    from bot.config import load_settings
-
-    return open_store(load_settings())
-
-
-def run_import(args: argparse.Namespace) -> int:
+def run_import(args: argparse.Namespace, open_store: StoreOpener) -> int:
     workspace = Workspace.parse(args.workspace)
     reader = TeamQuestions()
     files = list(reader.read_path(args.path))  # all read and checked before any write
 
     async def store_all() -> list[list[TeamQuestion]]:
-        async with _store() as store:
+        async with open_store() as store:
             return [
                 await store.team.add(
                     workspace,
@@ -94,16 +95,18 @@ def run_import(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if problems else EXIT_OK
 
 
-async def _pack(workspace: Workspace) -> tuple[list[TeamQuestion], frozenset[str]]:
-    async with _store() as store:
+async def _pack(
+    workspace: Workspace, open_store: StoreOpener
+) -> tuple[list[TeamQuestion], frozenset[str]]:
+    async with open_store() as store:
         listing = await store.team.listing(workspace)
         state = await store.team.state(workspace)
     return listing, state.retired
 
 
-def run_export(args: argparse.Namespace) -> int:
+def run_export(args: argparse.Namespace, open_store: StoreOpener) -> int:
     workspace = Workspace.parse(args.workspace)
-    listing, retired = asyncio.run(_pack(workspace))
+    listing, retired = asyncio.run(_pack(workspace, open_store))
     questions = [
         t.question
         for t in listing
@@ -123,9 +126,9 @@ def run_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_team_list(args: argparse.Namespace) -> int:
+def run_team_list(args: argparse.Namespace, open_store: StoreOpener) -> int:
     workspace = Workspace.parse(args.workspace)
-    listing, retired = asyncio.run(_pack(workspace))
+    listing, retired = asyncio.run(_pack(workspace, open_store))
     rows = [listed(t, t.question.id in retired) for t in listing]
     if args.format == "json":
         print(json.dumps(rows, ensure_ascii=False, indent=2))

@@ -12,12 +12,16 @@ for every platform:
 
 - Post rows are locked in ascending id order and member rows are upserted sorted, in a
   transaction of their own: two replicas can never wait on each other in a cycle.
+- A click stamped at or before its member's erasure is refused (`ERASED`), whichever
+  replica erased them and whenever the click is committed (`storage.erasures`: a fence
+  and a lock both sides take before any post row); a cached id naming an erased row is
+  resolved again, never written to.
 - Each post's work runs in its own savepoint, so one post that fails fails alone.
 - Deadlocks, serialization failures and lost connections are retried with backoff
   (`storage.faults.Backoff`) before anyone is told; then the waiting clicks get
   `StorageUnavailable` ("try again in a moment"), never a silent loss.
 - Ids beyond the database's integer range never reach it.
-- `aclose` stops taking clicks and resolves every queued one: recorded, or told to retry.
+- `shutdown` stops taking clicks and resolves every queued one: recorded, or told to retry.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from bot.domain import (
 )
 from bot.errors import StorageUnavailable
 from storage._sql import insert
+from storage.erasures import StaleMemberIds, refused_clicks, writer_member_ids
 from storage.faults import Backoff, RetryObserver, transient_reason
 from storage.models import AnswerRow, ChannelRow, MemberRow, PostRow
 from storage.posts import to_post
@@ -55,6 +60,7 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 2000
 MAX_ID = 2**63 - 1  # BIGINT; a larger id is no post of ours
 MAX_CHOICE = 32  # far above any question's choices; SMALLINT-safe
+STALE_ROUNDS = 3  # batches resolved again after finding an erased member's cached id
 
 
 @dataclass(slots=True)
@@ -132,7 +138,7 @@ class SqlAnswerRepository:
             self._writer = loop.create_task(self._write_loop(), name="answer-writer")
         return await fut
 
-    async def aclose(self, timeout: float = 10.0) -> None:
+    async def shutdown(self, timeout: float = 10.0) -> None:
         """Take no more clicks; commit the queued ones (up to `timeout`), then tell any
         left that they were not recorded."""
         self._closing = True
@@ -180,15 +186,30 @@ class SqlAnswerRepository:
         return await self._backoff.run(attempt, "record answers", self.observer)
 
     async def _commit(self, batch: list[_Pending]) -> list[AnswerOutcome | Exception]:
-        by_post: dict[int, list[int]] = {}
-        for i, p in enumerate(batch):
-            by_post.setdefault(p.post_id, []).append(i)
-        # Members first, in their own transaction: committed rows only, locked sorted.
-        member_ids = await self._refs.resolve_members(self._sessions, [p.user for p in batch])
+        for _ in range(STALE_ROUNDS):
+            try:
+                return await self._commit_once(batch)
+            except StaleMemberIds:
+                continue  # a member erased on another replica: their id is resolved again
+        raise StorageUnavailable("member ids kept changing under the batch")
+
+    async def _commit_once(self, batch: list[_Pending]) -> list[AnswerOutcome | Exception]:
+        clicks = [(p.user, p.at) for p in batch]
+        # Members first, in their own transaction: committed rows only, locked sorted;
+        # none created for a click an erasure fenced.
+        member_ids = await writer_member_ids(self._sessions, self._refs, self._dialect, clicks)
         results: list[AnswerOutcome | Exception] = [
             StorageUnavailable("not committed") for _ in batch
         ]
         async with self._sessions.begin() as s:
+            # Before any post row: the erasures' lock, then their fences.
+            refused = await refused_clicks(s, self._dialect, self._refs, clicks, member_ids)
+            by_post: dict[int, list[int]] = {}
+            for i, p in enumerate(batch):
+                if i in refused:
+                    results[i] = AnswerOutcome(AnswerStatus.ERASED)
+                else:
+                    by_post.setdefault(p.post_id, []).append(i)
             for post_id in sorted(by_post):  # one global lock order across replicas
                 idxs = by_post[post_id]
                 try:

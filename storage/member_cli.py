@@ -14,17 +14,18 @@ from bot.domain import Platform, UserRef
 from bot.errors import UserFacingError
 from bot.mydata import Forgotten
 from storage.members import SqlMemberData
+from storage.report import StoreOpener
 
 
 def add_member_commands(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], open_store: StoreOpener
 ) -> argparse.ArgumentParser:
     """Add `member export|forget <platform>:[<workspace>:]<user id>` (`bot/cli.py`)."""
     parser = subparsers.add_parser("member", help="a member's personal data: export or erase it")
     sub = parser.add_subparsers(dest="member_command", metavar="ACTION", required=True)
     exp = sub.add_parser("export", help="print everything stored about a member, as JSON")
     exp.add_argument("who", help="slack:T0123:U0456 (platform:workspace:user)")
-    exp.set_defaults(func=run_export)
+    exp.set_defaults(func=lambda args: run_export(args, open_store))
     forget = sub.add_parser(
         "forget",
         help="erase a member: answers, scores, practice; boards recomputed; submissions kept "
@@ -33,7 +34,7 @@ def add_member_commands(
     forget.add_argument(
         "who", help="slack:U0456 (every workspace) or slack:T0123:U0456 (one workspace)"
     )
-    forget.set_defaults(func=run_forget)
+    forget.set_defaults(func=lambda args: run_forget(args, open_store))
     return parser
 
 
@@ -51,20 +52,13 @@ def _who(text: str) -> tuple[Platform, str | None, str]:
     return platform, parts[1] if len(parts) == 3 else None, parts[-1]
 
 
-def _open() -> Any:
-    from bot.app import open_store
-    from bot.config import load_settings
-
-    return open_store(load_settings())
-
-
-def run_export(args: argparse.Namespace) -> int:
+def run_export(args: argparse.Namespace, open_store: StoreOpener) -> int:
     platform, workspace, user = _who(args.who)
     if workspace is None:
         raise UserFacingError("export needs the workspace too, e.g. slack:T0123:U0456")
 
     async def run() -> dict[str, Any]:
-        async with _open() as store:
+        async with open_store() as store:
             data: dict[str, Any] = await store.members.export(UserRef(platform, workspace, user))
             return data
 
@@ -72,11 +66,11 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_forget(args: argparse.Namespace) -> int:
+def run_forget(args: argparse.Namespace, open_store: StoreOpener) -> int:
     platform, workspace, user = _who(args.who)
 
     async def run() -> list[tuple[str, Forgotten]]:
-        async with _open() as store:
+        async with open_store() as store:
             members: SqlMemberData = store.members
             if workspace is not None:
                 return [(workspace, await members.forget(UserRef(platform, workspace, user)))]

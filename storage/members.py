@@ -12,7 +12,9 @@ plays again later is a new member.
 
 Locks follow the close's order (post rows, then channel rows, ascending), so an erasure
 and a close folding the same member's answers wait for each other instead of
-deadlocking, and no fold can add their answers back after the erasure read them.
+deadlocking, and no fold can add their answers back after the erasure read them. Before
+them, the member's erasure lock and, at the end, their fence (`storage.erasures`): a
+click that arrived before the erasure finished is never kept, on any replica.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from sqlalchemy import delete as sql_delete
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.bank import question_from_dict
+from bot.clock import Clock, SystemClock
 from bot.domain import BoardWindow, Locale, Platform, UserRef
 from bot.mydata import Forgotten
 from storage._session import on_commit
+from storage.erasures import FENCE_RETENTION, lock_members, member_key, purge_fences, write_fence
 from storage.models import (
     AnswerRow,
     ChannelRow,
@@ -53,9 +57,16 @@ TOMBSTONE = "forgotten-{id}"
 
 
 class SqlMemberData:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        refs: RefResolver,
+        clock: Clock | None = None,
+    ) -> None:
         self._sessions = sessions
         self._refs = refs
+        self._clock = clock or SystemClock()  # the clock that stamps clicks
+        self._dialect = sessions.kw["bind"].dialect.name
 
     async def _member(self, s: AsyncSession, user: UserRef) -> MemberRow | None:
         return (
@@ -204,17 +215,25 @@ class SqlMemberData:
     # -- erasure ---------------------------------------------------------------------
 
     async def forget(self, user: UserRef) -> Forgotten:
+        key = member_key(user)
         async with self._sessions.begin() as s:
+            # First, before any post row: the answer writers' batches of this member's
+            # stripe finish, later ones wait and then see the fence.
+            await lock_members(s, self._dialect, [key], exclusive=True)
             member = await self._member(s, user)
-            if member is None:
-                return Forgotten()
-            key = (member.platform, member.workspace, member.user_id)  # before the update
-            done = await _erase(s, member.id)
-            await s.execute(
-                update(MemberRow)
-                .where(MemberRow.id == member.id)
-                .values(user_id=TOMBSTONE.format(id=member.id), display_name="", locale=None)
-            )
+            done = Forgotten()
+            if member is not None:
+                done = await _erase(s, member.id)
+                await s.execute(
+                    update(MemberRow)
+                    .where(MemberRow.id == member.id)
+                    .values(user_id=TOMBSTONE.format(id=member.id), display_name="", locale=None)
+                )
+            # Also without a row: their first clicks may still be queued. Stamped last,
+            # so every click that arrived while this ran is behind it.
+            now = self._clock.now()
+            await write_fence(s, self._dialect, key, now)
+            await purge_fences(s, self._dialect, now - FENCE_RETENTION)
             on_commit(s, lambda: self._refs.drop_member(*key))
             return done
 

@@ -444,3 +444,16 @@ class FlagRow(Base):
     reason: Mapped[str] = mapped_column(String(16))
     note: Mapped[str] = mapped_column(Text, default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ErasureRow(Base):
+    """A member's erasure fence (migration 0009, `storage.erasures`): their clicks stamped
+    at or before `erased_at` are not kept, whichever replica or queue still holds them.
+    Purged an hour later; it holds the platform's user id only."""
+
+    __tablename__ = "erasures"
+
+    platform: Mapped[str] = mapped_column(String(16), primary_key=True)
+    workspace: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    erased_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -74,13 +74,16 @@ class RefResolver:
         """Ids by `UserRef.key`, from the cache when it knows them all, else in a
         transaction of their own (committed before anyone uses the ids)."""
         users = list(users)
-        cached = self._cached(users)
+        cached = self.cached_members(users)
         if cached is not None:
             return cached
         async with sessions.begin() as s:
             return await self.member_ids(s, users)
 
-    def _cached(self, users: list[UserRef]) -> dict[str, int] | None:
+    def cached_members(self, users: Iterable[UserRef]) -> dict[str, int] | None:
+        """Ids by `UserRef.key` when the cache knows every user (and their name), else
+        None. A cached id may name a row another replica has since erased (a tombstone):
+        the answer writer checks (`storage.erasures.refused_clicks`)."""
         out: dict[str, int] = {}
         for u in users:
             mid = self._members.get((u.platform, u.workspace, u.user))

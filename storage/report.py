@@ -12,6 +12,8 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from sqlalchemy import func, select
@@ -108,8 +110,12 @@ class SqlReportRepository:
         return out
 
 
+StoreOpener = Callable[[], AbstractAsyncContextManager[Any]]
+"""Opens the configured database (the composition root's `open_store`)."""
+
+
 def add_report_commands(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], open_store: StoreOpener
 ) -> argparse.ArgumentParser:
     """Add `report [--format text|csv] [--platform P --workspace W [--channel C]]`."""
     parser = subparsers.add_parser(
@@ -122,28 +128,23 @@ def add_report_commands(
     parser.add_argument("--workspace", default=None, help="only this workspace (with --platform)")
     parser.add_argument("--channel", default=None, help="only this channel (with --workspace)")
     parser.add_argument("--locale", choices=[str(loc) for loc in Locale], default="en")
-    parser.set_defaults(func=run_report)
+    parser.set_defaults(func=lambda args: run_report(args, open_store))
     return parser
 
 
-def run_report(args: argparse.Namespace) -> int:
-    from bot.app import database_url
-    from bot.config import load_settings
-
+def run_report(args: argparse.Namespace, open_store: StoreOpener) -> int:
     channel, scope = _scope(args)
-    url = database_url(load_settings())
-    rows = asyncio.run(load_report(url, channel, scope, Locale(args.locale)))
+
+    async def load() -> list[QuestionReport]:
+        async with open_store() as store:
+            rows: list[QuestionReport] = await store.reports.questions(
+                channel, scope, Locale(args.locale)
+            )
+            return rows
+
+    rows = asyncio.run(load())
     sys.stdout.write(report_csv(rows) if args.format == "csv" else report_text(rows))
     return 0
-
-
-async def load_report(
-    url: str, channel: ChannelRef | None, scope: BoardScope, locale: Locale
-) -> list[QuestionReport]:
-    from storage.store import SqlStore
-
-    async with SqlStore(url) as store:
-        return await store.reports.questions(channel, scope, locale)
 
 
 def _scope(args: argparse.Namespace) -> tuple[ChannelRef | None, BoardScope]:

@@ -67,7 +67,7 @@ class SqlStore:
         self.reports = SqlReportRepository(self.sessions)
         self.schedules = SqlScheduleRepository(self.sessions, self.refs)
         self.team = SqlTeamPackRepository(self.sessions, self.refs, self.clock)
-        self.members = SqlMemberData(self.sessions, self.refs)
+        self.members = SqlMemberData(self.sessions, self.refs, self.clock)
 
     async def __aenter__(self) -> Self:
         await self.initialize()
@@ -99,7 +99,7 @@ class SqlStore:
             ) from exc
 
     async def shutdown(self) -> None:
-        await self.answers.aclose()
+        await self.answers.shutdown()
         await self.engine.dispose()
 
     async def ping(self) -> bool:

@@ -4,26 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from bot import basics
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform, UserRef
+from bot.features import Quiz
 from bot.quiz import QuizService
 from tests.fakes import RecordingChat
+from tests.quiz import quiz_of
 
 PG_ADMIN_URL = os.environ.get(
     "QUIZBOT_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
 REQUIRE_SERVICES = os.environ.get("QUIZBOT_TEST_REQUIRE_SERVICES") == "1"
 TABLES = (
-    "flags, retired_questions, team_questions, team_packs, "
+    "erasures, flags, retired_questions, team_questions, team_packs, "
     "demo_runs, practice_cards, score_histograms, score_periods, score_topics, score_days, "
     "scores, answers, posts, schedules, question_versions, members, channels"
 )
@@ -144,19 +147,29 @@ def chat() -> RecordingChat:
 
 
 @pytest.fixture
-async def service(
-    store: object, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
-) -> AsyncIterator[QuizService]:
-    svc = QuizService(
-        store,  # type: ignore[arg-type]
-        {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat},
-        bank,
-        clock,
-        rng=random.Random(7),
-        count_update_interval=0.0,
-    )
-    yield svc
-    await svc.drain_updates()
+async def quiz(
+    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+) -> AsyncIterator[Quiz]:
+    """Every feature, wired as `quizbot serve` wires them, on a recording chat."""
+    chats = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
+    async with quiz_of(store, chats, bank, clock) as q:
+        yield q
+
+
+@pytest.fixture
+async def basic(
+    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+) -> AsyncIterator[Quiz]:
+    """The quiz with only the basic commands (ask, close, boards, lang, help): no
+    feature's reveal hooks."""
+    chats = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
+    async with quiz_of(store, chats, bank, clock, features=[basics.feature]) as q:
+        yield q
+
+
+@pytest.fixture
+def service(basic: Quiz) -> QuizService:
+    return basic.service
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from bot.formats import (
     magnitude_unit,
     number,
     percent,
+    significant,
     size,
     trimmed,
 )
@@ -126,3 +127,21 @@ def test_deferred_formats_render_in_the_locale_of_the_text_they_fill() -> None:
     assert Size(1536, exact=True).render(Locale.EL) == "1,5 KiB"
     assert Number(12_345.5, 1).render(Locale.EL) == "12.345,5"
     assert Percent(0.125).render(Locale.EL) == "12,5%"
+
+
+@pytest.mark.parametrize(
+    ("value", "en", "el"),
+    [
+        (1536.0, "1536", "1536"),
+        (20.5, "20.5", "20,5"),
+        (0.125, "0.125", "0,125"),
+        (1 / 3, "0.333333", "0,333333"),
+        (1_234_567.0, "1,234,567", "1.234.567"),  # never "1.23457e+06"
+        (0.0, "0", "0"),
+    ],
+)
+def test_a_typed_answer_shows_its_significant_digits_without_an_exponent(
+    value: float, en: str, el: str
+) -> None:
+    assert significant(value, Locale.EN) == en
+    assert significant(value, Locale.EL) == el

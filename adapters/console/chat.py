@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TextIO
 
-from bot.domain import ChannelRef, MessageRef, UserRef
-from bot.messages import ActionKind, Attachment, Button, Image, Message
+from bot.domain import ChannelRef, Locale, MessageRef, UserRef
+from bot.i18n import Translator, translator
+from bot.messages import ANSWER, Attachment, Button, Image, Message
+
+LocaleOf = Callable[[ChannelRef], Awaitable[Locale]]
 
 _BOLD = re.compile(r"\*([^*\n]+)\*")
 
@@ -30,15 +34,25 @@ def render_text(message: Message, indent: str = "") -> str:
 
 class ConsoleChat:
     """Prints what the bot posts. Thread replies are indented under their post; private
-    messages are marked with who sees them."""
+    messages are marked with who sees them. Its own words are in the channel's language
+    once `use_locale` says how to read it (English until then)."""
 
     def __init__(self, out: TextIO, image_dir: Path | None = None) -> None:
         self._out = out
         self._image_dir = image_dir
         self._next = 0
+        self._locale_of: LocaleOf | None = None
         self.posted: dict[str, Message] = {}
         # Buttons other than answers (e.g. "Run the demo"), newest last: `/press` clicks them.
         self.pressable: list[Button] = []
+
+    def use_locale(self, locale_of: LocaleOf) -> None:
+        """Where the channel's language comes from (the quiz service's `locale_for`)."""
+        self._locale_of = locale_of
+
+    async def _t(self, channel: ChannelRef) -> Translator:
+        locale = Locale.EN if self._locale_of is None else await self._locale_of(channel)
+        return translator(locale)
 
     def _id(self) -> str:
         self._next += 1
@@ -48,7 +62,7 @@ class ConsoleChat:
         print(text, file=self._out, flush=True)
 
     def _remember(self, message: Message) -> None:
-        self.pressable += [b for b in message.buttons if b.action is not ActionKind.ANSWER]
+        self.pressable += [b for b in message.buttons if b.action != ANSWER]
 
     async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
         ref = MessageRef(channel, self._id())
@@ -61,32 +75,42 @@ class ConsoleChat:
         ref = MessageRef(parent.channel, self._id())
         self.posted[ref.message] = message
         self._remember(message)
-        self._print(f"  ↳ thread of [{parent.message}]\n{render_text(message, '    │ ')}")
+        t = await self._t(parent.channel)
+        head = t("↳ thread of [{message}]", message=parent.message)
+        self._print(f"  {head}\n{render_text(message, '    │ ')}")
         return ref
 
     async def send_private(self, channel: ChannelRef, user: UserRef, message: Message) -> None:
         self._remember(message)  # a review list's Approve, a forget-me confirmation
-        self._print(f"  (only {user.display} sees this)\n{render_text(message, '    ')}")
+        t = await self._t(channel)
+        who = t("(only {name} can see this)", name=user.display)
+        self._print(f"  {who}\n{render_text(message, '    ')}")
 
     async def send_file(
         self, channel: ChannelRef, user: UserRef, file: Attachment, comment: str = ""
     ) -> None:
         """A private file: written next to the plots (or not saved), its path printed."""
-        where = "(not saved)"
+        t = await self._t(channel)
+        where = t("(not saved)")
         if self._image_dir is not None:
             self._image_dir.mkdir(parents=True, exist_ok=True)
             path = self._image_dir / file.filename
             path.write_bytes(file.data)
             where = str(path)
-        self._print(f"  (only {user.display} sees this)\n    file: {where} {comment}".rstrip())
+        who = t("(only {name} can see this)", name=user.display)
+        self._print(f"  {who}\n    " + t("file: {where}", where=where) + f" {comment}".rstrip())
 
     async def update_message(self, ref: MessageRef, message: Message) -> None:
         """Print what a player would notice: a question closing, a demo's status line
         becoming its report. "N answered" edits (only the footer changes) stay quiet."""
         before = self.posted.get(ref.message)
         self.posted[ref.message] = message
+        t = await self._t(ref.channel)
         if before is not None and before.buttons and not message.buttons:
-            self._print(f"  [{ref.message}] closed ({message.footer})")
+            self._print(
+                "  "
+                + t("[{message}] closed ({footer})", message=ref.message, footer=message.footer)
+            )
             return
         if before is not None and (before.title, before.body, before.buttons) == (
             message.title,
@@ -95,17 +119,21 @@ class ConsoleChat:
         ):
             return
         self._remember(message)
-        self._print(f"  [{ref.message}] now:\n{render_text(message, '    │ ')}")
+        now = t("[{message}] now:", message=ref.message)
+        self._print(f"  {now}\n{render_text(message, '    │ ')}")
 
-    def save_image(self, image: Image) -> str:
+    def save_image(self, image: Image, t: Translator | None = None) -> str:
         """Write the image under the image directory; its path (or "(not saved)")."""
         if self._image_dir is None:
-            return "(not saved)"
+            t = t or translator(Locale.EN)
+            return t("(not saved)")
         self._image_dir.mkdir(parents=True, exist_ok=True)
         path = self._image_dir / Path(image.filename).name
         path.write_bytes(image.data)
         return str(path)
 
     async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
-        where = self.save_image(image)
-        self._print(f"  ↳ thread of [{parent.message}]\n    │ image: {where} {comment}".rstrip())
+        t = await self._t(parent.channel)
+        where = self.save_image(image, t)
+        head = t("↳ thread of [{message}]", message=parent.message)
+        self._print(f"  {head}\n    │ " + t("image: {where}", where=where) + f" {comment}".rstrip())

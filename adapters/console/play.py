@@ -18,18 +18,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from adapters.console.chat import ConsoleChat, render_text
-from bot.clinic import ClinicJob, clinic_off_error, gpu_memory_from_gib
-from bot.clinic_flow import Clinic
-from bot.commands import AdminStatus, CommandSet, Invocation, run_command
+from adapters.console.chat import ConsoleChat
+from bot.admin import EVERYONE
+from bot.commands import Invocation, run_command
 from bot.domain import LETTERS, ChannelRef, Platform, PostState, UserRef
 from bot.errors import UserFacingError
+from bot.features import Quiz
 from bot.forms import Form, FormField, Submission
 from bot.i18n import translator
-from bot.imports import MAX_UPLOAD_BYTES, QuestionImport, import_in_chat, too_large
-from bot.interactions import Click, Interactions
-from bot.messages import ActionKind, Button, Message
-from bot.quiz import QuizService
+from bot.intake import FileRoute, SentFile, accepted, handle
+from bot.interactions import Click
+from bot.messages import ANSWER, Button, Message
 from bot.quoting import cut
 
 WORKSPACE = "console"  # the console's one workspace: its team pack is `console`
@@ -40,35 +39,30 @@ ConsoleCommand = Callable[["ConsoleSession", list[str]], Awaitable[None]]
 class ConsoleSession:
     def __init__(
         self,
-        service: QuizService,
-        commands: CommandSet,
+        quiz: Quiz,
         chat: ConsoleChat,
         out: TextIO,
         *,
         channel: str = "quiz",
         user: str = "you",
-        interactions: Interactions | None = None,
-        importer: QuestionImport | None = None,
     ) -> None:
-        self.service = service
-        self.commands = commands
-        self.interactions = interactions or Interactions(service)
-        self.interactions.set_admin_check(Platform.CONSOLE, _everyone_is_admin)
-        self.importer = importer
+        self.quiz = quiz
+        self.service = quiz.service
+        self.commands = quiz.commands
+        self.interactions = quiz.interactions
         self.chat = chat
+        chat.use_locale(self.service.locale_for)  # its own words in the channel's language
         self.out = out
         self.channel = ChannelRef(Platform.CONSOLE, WORKSPACE, channel)
         self.user = _user(user)
         self.done = False
         self.practice: dict[str, int] = {}  # user key -> their open practice post id
-        # The console's own commands; features add theirs (e.g. /clock).
-        self.clinic: Clinic | None = None  # the memory clinic (`/clinic PATH`)
+        # The console's own commands (`/clock` is added by `quizbot play`); a feature's
+        # file route is typed as `/<command> PATH …` (`/clinic PATH`, `/import PATH`).
         self.extra: dict[str, ConsoleCommand] = {
             "as": _as,
-            "clinic": _clinic,
             "press": _press,
             "cancel": _cancel,
-            "import": _import,
             "quit": _quit,
             "exit": _quit,
         }
@@ -90,6 +84,8 @@ class ConsoleSession:
                 name, _, rest = line[1:].partition(" ")
                 if (extra := self.extra.get(name.lower())) is not None:
                     await extra(self, rest.split())
+                elif (route := self.quiz.registry.file_route(name.lower())) and rest.strip():
+                    await self.send_file(route, rest.split())
                 else:
                     await self._quiz(line[1:])
             else:
@@ -99,17 +95,17 @@ class ConsoleSession:
 
     async def _quiz(self, text: str) -> None:
         settings = await self.service.store.settings.get(self.channel)
-        inv = Invocation(self.channel, self.user, settings.locale, is_admin=True)
+        inv = Invocation(self.channel, self.user, settings.locale, EVERYONE)
         for reply in await run_command(self.commands, self.service, inv, text):
             if reply.form is not None:
                 self._open(reply.form)
             elif reply.private:
                 await self.chat.send_private(self.channel, self.user, reply.message)
-                asks = [b.post_id for b in reply.message.buttons if b.action is ActionKind.ANSWER]
+                asks = [b.post_id for b in reply.message.buttons if b.action == ANSWER]
                 if asks:  # a private question (practice): a bare answer is for it next
                     self.practice[self.user.key] = asks[0]
-            else:
-                self.say(f"\n#{self.channel.channel}\n{render_text(reply.message, '  ')}")
+            else:  # in the channel, as Slack and Discord post it (its buttons pressable)
+                await self.chat.post_message(self.channel, reply.message)
 
     async def _answer(self, text: str) -> None:
         settings = await self.service.store.settings.get(self.channel)
@@ -119,7 +115,7 @@ class ConsoleSession:
             self.say("! " + t("Type a choice number (1-4) or letter (A-D), or /help."))
             return
         if (practice := self.practice.get(self.user.key)) is not None:
-            await self.click(Button("", ActionKind.ANSWER, practice, str(choice)))
+            await self.click(Button("", ANSWER, practice, str(choice)))
             post = await self.service.store.posts.get(practice)
             if post is None or post.state is PostState.CLOSED:  # answered (an invalid pick waits)
                 del self.practice[self.user.key]
@@ -128,12 +124,12 @@ class ConsoleSession:
         if post is None:
             self.say("! " + t("No open question: type /ask to get one."))
             return
-        await self.click(Button("", ActionKind.ANSWER, post.id, str(choice)))
+        await self.click(Button("", ANSWER, post.id, str(choice)))
 
     async def click(self, button: Button) -> Message | None:
         """Click `button` as the current user; the reply is shown privately (or the form it
         opens is asked for, one field per line)."""
-        click = Click.parse(button.encode(), self.user, self.channel)
+        click = Click.parse(button.encode(), self.user, self.channel, admin=EVERYONE)
         if click is None:
             return None
         if self.interactions.opens_form(click.kind):
@@ -173,7 +169,7 @@ class ConsoleSession:
             return
         form, values = self.form, self.filled
         self.form, self.filled = None, {}
-        submission = Submission.parse(form.id, values, self.user, self.channel)
+        submission = Submission.parse(form.id, values, self.user, self.channel, admin=EVERYONE)
         if submission is None:
             return
         reply = await self.interactions.submit(submission)
@@ -185,6 +181,27 @@ class ConsoleSession:
             return
         if reply.message is not None:
             await self.chat.send_private(self.channel, self.user, reply.message)
+
+    async def send_file(self, route: FileRoute, args: list[str]) -> None:
+        """`/<command> PATH [more]`: the member's own file, through the feature's route
+        (read where it is, never deleted)."""
+        locale = await self.service.locale_for(self.channel)
+        t = translator(locale)
+        path = await asyncio.to_thread(lambda: Path(args[0]).expanduser())
+        try:
+            size = (await asyncio.to_thread(path.stat)).st_size
+        except OSError:
+            self.say("! " + t("{path}: no such file.", path=cut(args[0])))
+            return
+        sent = SentFile(
+            path.name, size, self.user, self.channel, locale, EVERYONE, text=" ".join(args[1:])
+        )
+        work = await accepted(route, sent, self.service.problems)
+        reply = _PrivateLines(self)
+        if isinstance(work, Message):
+            await reply.result(work)
+            return
+        await handle(work, path, reply, sent, self.service.problems)
 
     async def run(self, lines: AsyncIterator[str], *, echo: bool) -> None:
         async for line in lines:
@@ -233,67 +250,16 @@ class _PrivateLines:
         self.session = session
 
     async def status(self, message: Message) -> None:
-        self.session.say(f"  (only {self.session.user.display} sees this) {message.body}")
+        s = self.session
+        t = translator(await s.service.locale_for(s.channel))
+        s.say("  " + t("(only {name} can see this)", name=s.user.display) + f" {message.body}")
 
     async def result(self, message: Message) -> None:
         s = self.session
         await s.chat.send_private(s.channel, s.user, replace(message, image=None))
         if message.image is not None:
-            s.say(f"    plot: {s.chat.save_image(message.image)}")
-
-
-async def _clinic(session: ConsoleSession, args: list[str]) -> None:
-    locale = await session.service.locale_for(session.channel)
-    t = translator(locale)
-    if not args:
-        session.say("! " + t("usage: /clinic PATH [GPU memory in GiB]"))
-        return
-    if session.clinic is None:
-        session.say("! " + str(clinic_off_error(locale)))
-        return
-    path = await asyncio.to_thread(lambda: Path(args[0]).expanduser())
-    if not await asyncio.to_thread(path.is_file):
-        session.say("! " + t("{path}: no such file.", path=cut(args[0])))
-        return
-    gpu = gpu_memory_from_gib(args[1], locale) if len(args) > 1 else None
-    job = ClinicJob.local_file(path, locale, gpu_memory=gpu)
-    await session.clinic.examine(job, _PrivateLines(session))
-
-
-async def _everyone_is_admin(user: UserRef) -> AdminStatus:
-    return AdminStatus.YES
-
-
-def _read_upload(text: str) -> tuple[str, int, bytes | None]:
-    """The file's name, size and bytes (None when too large: never read)."""
-    path = Path(text).expanduser()
-    size = path.stat().st_size
-    return path.name, size, path.read_bytes() if size <= MAX_UPLOAD_BYTES else None
-
-
-async def _import(session: ConsoleSession, args: list[str]) -> None:
-    if not args or session.importer is None:
-        session.say("! usage: /import PATH   (a .yaml, .csv or Open Trivia DB .json file)")
-        return
-    settings = await session.service.store.settings.get(session.channel)
-    try:
-        name, size, data = await asyncio.to_thread(_read_upload, " ".join(args))
-    except OSError as exc:
-        session.say(f"! cannot read {' '.join(args)}: {exc.strerror or exc}")
-        return
-    if data is None:
-        message = Message(body=too_large(name, size, translator(settings.locale)))
-    else:
-        message = await import_in_chat(
-            session.importer,
-            session.channel,
-            session.user,
-            AdminStatus.YES,
-            name,
-            data,
-            settings.locale,
-        )
-    await session.chat.send_private(session.channel, session.user, message)
+            t = translator(await s.service.locale_for(s.channel))
+            s.say("    " + t("plot: {path}", path=s.chat.save_image(message.image, t)))
 
 
 async def _cancel(session: ConsoleSession, args: list[str]) -> None:

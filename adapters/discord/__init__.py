@@ -6,8 +6,15 @@ for HTTP mode); `DiscordChat` is the core's `Chat`; `render` turns core messages
 embeds within Discord's limits.
 """
 
-from adapters.discord.adapter import DiscordAdapter, parse_shard_ids
+from adapters.discord.adapter import DiscordAdapter, discord_rest, parse_shard_ids
 from adapters.discord.chat import DiscordChat
 from adapters.discord.invite import invite_url, required_permissions
 
-__all__ = ["DiscordAdapter", "DiscordChat", "invite_url", "parse_shard_ids", "required_permissions"]
+__all__ = [
+    "DiscordAdapter",
+    "DiscordChat",
+    "discord_rest",
+    "invite_url",
+    "parse_shard_ids",
+    "required_permissions",
+]

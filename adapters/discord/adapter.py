@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -30,24 +29,17 @@ from aiohttp import web
 
 from adapters.discord.chat import DiscordChat
 from adapters.discord.endpoint import PATH, InteractionsEndpoint, verify_key
-from adapters.discord.files import AttachedFile, AttachmentRoute, FileWork
 from adapters.discord.gateway import TOKEN_REJECTED, Gateway
 from adapters.discord.interactions import DiscordInteractions
 from adapters.discord.payloads import Malformed
-from adapters.discord.question_files import question_file_route
-from adapters.discord.replies import DeferredReply, Webhook
+from adapters.discord.replies import Webhook
 from adapters.discord.rest import DiscordRest
 from adapters.discord.slash import quiz_command
-from bot.clinic import ClinicJob, check_snapshot_size, clinic_off_error, gpu_memory_from_gib
-from bot.clinic_flow import GPU_MEMORY_OPTION, SNAPSHOT_OPTION, Clinic
-from bot.commands import CommandSet
 from bot.config import Settings
-from bot.deliveries import Deliveries
 from bot.errors import ConfigError, PlatformError
-from bot.imports import QuestionImport
-from bot.interactions import Interactions
+from bot.features import Quiz
 from bot.logs import problem_key
-from bot.quiz import QuizService
+from bot.metrics import QuizMetrics
 from bot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
@@ -73,11 +65,23 @@ def parse_shard_ids(text: str) -> list[int]:
     return ids
 
 
+def discord_rest(settings: Settings, metrics: QuizMetrics | None = None) -> DiscordRest:
+    """The REST client `quizbot serve` opens before the core (and closes after it): posts,
+    threads and edits go through it for as long as any feature runs."""
+    if settings.discord_token is None:
+        raise ConfigError("DISCORD_TOKEN is not set")
+    return DiscordRest(
+        settings.discord_token.get_secret_value(), settings.discord_api_base, metrics=metrics
+    )
+
+
 class DiscordAdapter:
+    """Discord's requests into the core. It posts through `rest` when given one (opened and
+    closed by its owner: `quizbot serve`), else through a client of its own."""
+
     def __init__(
         self,
-        service: QuizService,
-        commands: CommandSet,
+        quiz: Quiz,
         *,
         token: str,
         public_key: str | None = None,
@@ -88,8 +92,7 @@ class DiscordAdapter:
         shard_ids: Sequence[int] | None = None,
         admin_role: int | None = None,
         admin_ids: Iterable[str] = (),
-        interactions: Interactions | None = None,
-        deliveries: Deliveries | None = None,
+        rest: DiscordRest | None = None,
         ack_deadline: float = 1.0,
         store_deadline: float = 2.3,
         guild_ready_timeout: float = 2.0,
@@ -109,20 +112,18 @@ class DiscordAdapter:
             )
         if public_key is not None:
             verify_key(public_key)  # a bad key fails here, before anything starts
-        self.service = service
-        self.commands = commands
+        self.service = quiz.service
+        self.commands = quiz.commands
         self.dev_guild = dev_guild
         self._sync = sync_commands
         self.tasks = TaskSupervisor("discord")
-        self.rest = DiscordRest(
-            token, api_base, metrics=service.metrics, connections=http_connections
+        self._owns_rest = rest is None
+        self.rest = rest or DiscordRest(
+            token, api_base, metrics=quiz.service.metrics, connections=http_connections
         )
         self.chat = DiscordChat(self.rest)
         self.path = DiscordInteractions(
-            service,
-            commands,
-            interactions or Interactions(service),
-            deliveries or Deliveries(service.store.deliveries, service.clock, service.metrics),
+            quiz,
             self.rest,
             self.tasks,
             admin_role=admin_role,
@@ -148,9 +149,7 @@ class DiscordAdapter:
         self._closed = asyncio.Event()
 
     @classmethod
-    def from_settings(
-        cls, settings: Settings, service: QuizService, commands: CommandSet, **overrides: Any
-    ) -> DiscordAdapter:
+    def from_settings(cls, settings: Settings, quiz: Quiz, **overrides: Any) -> DiscordAdapter:
         """From `Settings`: DISCORD_TOKEN, DISCORD_PUBLIC_KEY, DISCORD_API_BASE,
         DISCORD_GATEWAY_URL, QUIZBOT_DISCORD_DEV_GUILD, QUIZBOT_DISCORD_SHARD_COUNT,
         QUIZBOT_DISCORD_SHARD_IDS, QUIZBOT_DISCORD_ADMIN_ROLE, QUIZBOT_ADMINS."""
@@ -168,37 +167,7 @@ class DiscordAdapter:
             "admin_ids": settings.admin_ids,
         }
         options.update(overrides)
-        return cls(service, commands, **options)
-
-    def enable_clinic(self, clinic: Clinic, max_bytes: int) -> None:
-        """The memory clinic: `/quiz clinic snapshot:<file> [gpu_memory:<GiB>]` analyses
-        the attached snapshot and answers in the command's private reply."""
-
-        def start(attached: AttachedFile) -> FileWork:
-            if not clinic.available:
-                raise clinic_off_error(attached.locale)
-            check_snapshot_size(attached.size, max_bytes, attached.name, attached.locale)
-            gib = attached.options.get(GPU_MEMORY_OPTION.name)
-            gpu_memory = (
-                gpu_memory_from_gib(gib if isinstance(gib, str) else float(gib), attached.locale)
-                if gib is not None
-                else None
-            )
-
-            async def examine(path: Path, reply: DeferredReply) -> None:
-                job = ClinicJob.upload(
-                    path, attached.locale, gpu_memory=gpu_memory, name=attached.name
-                )
-                await clinic.examine(job, reply)
-
-            return examine
-
-        self.path.files.add(AttachmentRoute("clinic", SNAPSHOT_OPTION.name, max_bytes, start))
-
-    def enable_imports(self, importer: QuestionImport) -> None:
-        """Question files: `/quiz import file:<attachment>` (admins) imports the file into
-        the server's team pack and answers privately with the report."""
-        self.path.files.add(question_file_route(importer))
+        return cls(quiz, **options)
 
     @property
     def http_mode(self) -> bool:
@@ -209,16 +178,7 @@ class DiscordAdapter:
     async def __aenter__(self) -> Self:
         if self.gateway is not None:
             self.gateway.hook()  # a discord.py without the hook point stops here
-        await self.rest.start()
-        try:
-            self.application_id = await self._application_id()
-            if self._sync:
-                await self.sync_commands()
-            if self.gateway is not None:
-                await self.gateway.start()
-        except BaseException:
-            await self.rest.close()
-            raise
+        await self.initialize()
         return self
 
     async def __aexit__(
@@ -227,13 +187,34 @@ class DiscordAdapter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        await self.shutdown()
+
+    async def initialize(self) -> None:
+        """Check the token (and find the application id), sync `/quiz`, connect."""
+        await self.rest.initialize()
+        try:
+            self.application_id = await self._application_id()
+            if self._sync:
+                await self.sync_commands()
+            if self.gateway is not None:
+                await self.gateway.initialize()
+        except BaseException:
+            if self._owns_rest:
+                await self.rest.shutdown()
+            raise
+
+    async def shutdown(self) -> None:
+        """No new interactions; answer the ones in flight (the REST client stays open for
+        the core's work when its owner passed it in)."""
         try:
             if self.gateway is not None:
-                await self.gateway.close()  # no new interactions
-            await self.tasks.close(timeout=5)  # answer the ones in flight
-            await self.service.drain_updates()  # count edits still need the client
+                await self.gateway.shutdown()
+            await self.tasks.shutdown(timeout=5)
+            if self._owns_rest:
+                await self.service.drain_updates()  # count edits still need the client
         finally:
-            await self.rest.close()
+            if self._owns_rest:
+                await self.rest.shutdown()
             self._closed.set()
 
     def mount(self, app: web.Application, path: str = PATH) -> None:
@@ -319,4 +300,4 @@ class DiscordAdapter:
         return synced if isinstance(synced, list) else []
 
 
-__all__ = ["DiscordAdapter", "parse_shard_ids"]
+__all__ = ["DiscordAdapter", "discord_rest", "parse_shard_ids"]

@@ -38,11 +38,12 @@ from adapters.discord.replies import (
     reply_response,
 )
 from adapters.discord.rest import DiscordRest
-from bot.commands import Reply, failure_message
+from bot.boundary import guard
+from bot.commands import Reply
 from bot.deliveries import Deliveries
 from bot.domain import Locale
 from bot.i18n import N_, translator
-from bot.logs import ThrottledLog, problem_key
+from bot.logs import ThrottledLog
 from bot.messages import Message
 from bot.quiz import QuizService
 from bot.tasks import TaskSupervisor
@@ -142,14 +143,9 @@ class StoredRuns:
         payload = interaction.payload
         line = PrivateLine(user_ref(payload).user, webhook, lambda: self.locale(payload))
         current_private_line.set(line)  # this task's own context, and its children's
-        try:
-            replies = await work()
-        except Exception as exc:  # the core's use cases do not raise; a bug must not hang
-            self.problems.problem(
-                problem_key("discord interaction", exc), "an interaction failed", exc=exc
-            )
-            locale = await self.locale(interaction.payload)
-            replies = [Reply(failure_message(locale, exc))]
+        replies = await guard(
+            self.problems, "discord interaction", lambda: self.locale(payload), work(), _replied
+        )
         return line.close() + replies  # in the order they were said
 
     def webhook(self, interaction: Interaction) -> Webhook:
@@ -159,6 +155,10 @@ class StoredRuns:
     async def locale(self, payload: InteractionPayload) -> Locale:
         """The user's own language where the quiz speaks it, else the channel's."""
         return await self.service.locale_for(channel_ref(payload), user_locale(payload))
+
+
+def _replied(message: Message) -> list[Reply]:
+    return [Reply(message)]
 
 
 async def finished(task: asyncio.Task[Any], timeout: float) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 from adapters.discord.payloads import ModalDataPayload
 from adapters.discord.render import CUSTOM_ID_LIMIT, truncate
 from adapters.discord.replies import reply_response
-from bot.commands import failure_message
+from bot.boundary import failure_message
 from bot.domain import Locale
 from bot.forms import MAX_FIELDS, FieldKind, Form, FormField, Submission, SubmitReply
 from bot.i18n import N_, translator

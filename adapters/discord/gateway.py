@@ -90,13 +90,13 @@ class Gateway:
         """Take interactions from discord.py's parser table (checked: see `check_hook`)."""
         check_hook(self.client)[HOOKED_EVENT] = self._on_interaction_create
 
-    async def start(self) -> None:
+    async def initialize(self) -> None:
         """Log in and connect in the background (`hook` first)."""
         self._point_at_endpoints()
         try:
             await self.client.login(self._token)
         except BaseException as exc:
-            await self.close()
+            await self.shutdown()
             if isinstance(exc, discord.LoginFailure):
                 raise ConfigError(TOKEN_REJECTED) from None
             raise
@@ -117,7 +117,7 @@ class Gateway:
             log.exception("the Discord gateway connection ended")
             raise
 
-    async def close(self) -> None:
+    async def shutdown(self) -> None:
         await self.client.close()
         if self._connection is not None:
             # Its failure, if any, was logged where it happened.

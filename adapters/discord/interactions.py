@@ -32,7 +32,7 @@ from datetime import timedelta
 from typing import Any
 
 from adapters.discord.answering import PLATFORM, Handled, StoredRuns, finished
-from adapters.discord.files import AttachedCommands, AttachmentRoute
+from adapters.discord.files import AttachedCommands
 from adapters.discord.forms import (
     FORM_NOT_OPENED,
     form_response,
@@ -65,16 +65,16 @@ from adapters.discord.replies import (
 )
 from adapters.discord.rest import DiscordRest
 from adapters.discord.slash import matching, options_of
-from bot.commands import AdminStatus, CommandSet, Invocation, Reply, run_command
-from bot.deliveries import Deliveries
-from bot.domain import Delivery, Platform, UserRef
-from bot.errors import UserFacingError
+from bot.admin import AdminCheck, AdminStatus, known
+from bot.commands import Invocation, Reply, run_command
+from bot.domain import Delivery
+from bot.features import Quiz
 from bot.forms import Submission
 from bot.i18n import translator
-from bot.interactions import NOT_AVAILABLE, Click, Interactions
+from bot.intake import FileRoute
+from bot.interactions import NOT_AVAILABLE, Click
 from bot.logs import ThrottledLog, problem_key
-from bot.messages import ActionKind, Message
-from bot.quiz import QuizService
+from bot.messages import ANSWER, Message
 from bot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
@@ -88,10 +88,7 @@ LATE_STORE_DEADLINE = 0.3
 class DiscordInteractions:
     def __init__(
         self,
-        service: QuizService,
-        commands: CommandSet,
-        interactions: Interactions,
-        deliveries: Deliveries,
+        quiz: Quiz,
         rest: DiscordRest,
         tasks: TaskSupervisor,
         *,
@@ -100,17 +97,15 @@ class DiscordInteractions:
         ack_deadline: float = 1.0,
         store_deadline: float = 2.3,
     ) -> None:
-        self.service = service
-        self.commands = commands
-        self.interactions = interactions
-        self.deliveries = deliveries
+        self.service = service = quiz.service
+        self.commands = quiz.commands
+        self.interactions = quiz.interactions
+        self.deliveries = deliveries = quiz.deliveries
         self.tasks = tasks
         self.admin_role = str(admin_role) if admin_role is not None else None
         self.admin_ids = frozenset(admin_ids)
         self.store_deadline = store_deadline
         self.problems = ThrottledLog(log)
-        self._admins: dict[str, AdminStatus] = {}  # user key -> from their last interaction
-        interactions.set_admin_check(Platform.DISCORD, self._admin_of)
         self.runs = StoredRuns(
             service,
             deliveries,
@@ -120,7 +115,7 @@ class DiscordInteractions:
             ack_deadline=ack_deadline,
             store_deadline=store_deadline,
         )
-        self.files = AttachedCommands(rest, self._payload_admin)  # features add theirs (`add`)
+        self.files = AttachedCommands(rest, quiz.registry, self.admin)
         deliveries.add_replayer(PLATFORM, self.replay, REPLAY_MAX_AGE)
 
     async def handle(self, raw: object) -> Handled:
@@ -129,7 +124,6 @@ class DiscordInteractions:
         del raw  # only the fields read live on (see `read_interaction`)
         if interaction.type == PING:
             return Handled(None, PONG)
-        self._remember_admin(interaction.payload)
         if interaction.type == AUTOCOMPLETE:
             return Handled(interaction.target, self._choices(interaction))
         if interaction.type == APPLICATION_COMMAND:
@@ -139,30 +133,17 @@ class DiscordInteractions:
             text = self._command_text(interaction)
             return await self.runs.run(interaction, lambda: self._command(interaction, text))
         if interaction.type == MODAL_SUBMIT:
-            submission = _submission(interaction)
+            submission = _submission(interaction, self.admin(interaction.payload))
             if submission is None:
                 return await self._not_ours(interaction)
             return await self.runs.run(interaction, lambda: self._submit(submission))
         return await self._click(interaction)
 
-    def _remember_admin(self, payload: Any) -> None:
+    def admin(self, payload: InteractionPayload) -> AdminCheck:
         """Discord says in every interaction whether its member is an admin (permissions,
-        roles): kept for the core's admin-only buttons and forms, which ask by user."""
-        try:
-            key = user_ref(payload).key
-            admin = self._payload_admin(payload)
-        except (KeyError, TypeError, ValueError):
-            return  # a payload without a member: the handlers below refuse it
-        if len(self._admins) >= 10_000:
-            self._admins.clear()
-        self._admins[key] = admin
-
-    async def _admin_of(self, user: UserRef) -> AdminStatus:
-        return self._admins.get(user.key, AdminStatus.NO)
-
-    def _payload_admin(self, payload: InteractionPayload) -> AdminStatus:
+        roles, or a listed id): the answer travels with the request."""
         admin = is_admin(payload, self.admin_role, self.admin_ids)
-        return AdminStatus.YES if admin else AdminStatus.NO
+        return known(AdminStatus.YES if admin else AdminStatus.NO)
 
     def dropped(self, exc: Malformed) -> None:
         """Log (once per interval) and count an interaction that was not handled."""
@@ -177,11 +158,15 @@ class DiscordInteractions:
         payload = interaction.payload
         user_lang = user_locale(payload)
         click = Click.parse(
-            interaction.custom_id, user_ref(payload), channel_ref(payload), user_lang
+            interaction.custom_id,
+            user_ref(payload),
+            channel_ref(payload),
+            user_lang,
+            self.admin(payload),
         )
-        if click is None:
+        if click is None or not self.interactions.knows(click):
             return await self._not_ours(interaction)
-        if click.kind is ActionKind.ANSWER:
+        if click.kind == ANSWER:
             return await self._answer(interaction, click)
         if self.interactions.opens_form(click.kind):
             return await self._open_form(interaction, click)
@@ -239,20 +224,19 @@ class DiscordInteractions:
 
     # -- a file sent with a command ------------------------------------------------------
 
-    async def _with_file(self, interaction: Interaction, route: AttachmentRoute) -> Handled:
+    async def _with_file(self, interaction: Interaction, route: FileRoute) -> Handled:
         begin = await self.runs.stored(interaction)
         if begin is None:
             return Handled(interaction.target, None)
         reply = DeferredReply(self.runs.webhook(interaction))
         locale = await self.runs.locale(interaction.payload)
-        try:
-            take = self.files.accept(interaction, route, locale, reply)
-        except UserFacingError as exc:
+        take = await self.files.accept(interaction, route, locale, reply)
+        if isinstance(take, Message):  # refused before any download
 
             async def refused(responded: bool) -> None:
                 await self.runs.finish(interaction, begin)
 
-            return Handled(interaction.target, reply_response(Message(body=str(exc))), refused)
+            return Handled(interaction.target, reply_response(take), refused)
 
         async def taken(responded: bool) -> None:
             if responded:
@@ -265,15 +249,11 @@ class DiscordInteractions:
 
     async def _command(self, interaction: Interaction, text: str) -> list[Reply]:
         payload = interaction.payload
-
-        async def admin_check() -> AdminStatus:
-            return self._payload_admin(payload)
-
         inv = Invocation(
             channel_ref(payload),
             user_ref(payload),
             await self.runs.locale(payload),
-            admin_check=admin_check,
+            self.admin(payload),
         )
         return await run_command(self.commands, self.service, inv, text)
 
@@ -310,7 +290,6 @@ class DiscordInteractions:
             return
         webhook = self.runs.webhook(interaction)
         payload = interaction.payload
-        self._remember_admin(payload)  # for an admin-only button or form replayed here
         if interaction.type == APPLICATION_COMMAND:
             route = self.files.route_for(interaction)
             if route is None:
@@ -318,18 +297,25 @@ class DiscordInteractions:
                 await webhook.say_after_deferral(await self._command(interaction, text))
                 return
             reply = DeferredReply(webhook)
-            try:
-                take = self.files.accept(interaction, route, await self.runs.locale(payload), reply)
-            except UserFacingError as exc:
-                await reply.result(Message(body=str(exc)))
+            take = await self.files.accept(
+                interaction, route, await self.runs.locale(payload), reply
+            )
+            if isinstance(take, Message):
+                await reply.result(take)
                 return
             await take()
         elif interaction.type == MODAL_SUBMIT:
-            if (submission := _submission(interaction)) is not None:
+            if (
+                submission := _submission(interaction, self.admin(interaction.payload))
+            ) is not None:
                 await webhook.say_after_deferral(await self._submit(submission))
         elif (
             click := Click.parse(
-                interaction.custom_id, user_ref(payload), channel_ref(payload), user_locale(payload)
+                interaction.custom_id,
+                user_ref(payload),
+                channel_ref(payload),
+                user_locale(payload),
+                self.admin(payload),
             )
         ) is not None:
             # Marked as a redelivery: an answer recorded before the crash gets its outcome.
@@ -337,7 +323,7 @@ class DiscordInteractions:
             await webhook.say_after_deferral([Reply(message)])
 
 
-def _submission(interaction: Interaction) -> Submission | None:
+def _submission(interaction: Interaction, admin: AdminCheck) -> Submission | None:
     """The core's submission behind a submitted modal; None when the form is not ours."""
     payload = interaction.payload
     return Submission.parse(
@@ -346,6 +332,7 @@ def _submission(interaction: Interaction) -> Submission | None:
         user_ref(payload),
         channel_ref(payload),
         user_locale(payload),
+        admin,
     )
 
 

@@ -94,13 +94,13 @@ class DiscordRest:
         self._problems = ThrottledLog(log)
 
     async def __aenter__(self) -> DiscordRest:
-        await self.start()
+        await self.initialize()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        await self.shutdown()
 
-    async def start(self) -> None:
+    async def initialize(self) -> None:
         if self._session is None:
             # Bounded: a burst of clicks reuses keep-alive connections instead of opening
             # (a TLS handshake, on Discord) one per answer.
@@ -110,7 +110,7 @@ class DiscordRest:
                 headers={"User-Agent": USER_AGENT},
             )
 
-    async def close(self) -> None:
+    async def shutdown(self) -> None:
         session, self._session = self._session, None
         if session is not None:
             await session.close()

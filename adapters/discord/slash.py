@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from adapters.discord.payloads import ATTACHMENT_OPTION
-from bot.commands import CommandOption, CommandSet, OptionKind
+from bot.commands import Admin, Command, CommandOption, CommandSet, OptionKind
 from bot.domain import Locale
 from bot.i18n import N_, translator
 
@@ -66,12 +66,15 @@ def _fit(text: str) -> str:
 
 def options_of(commands: CommandSet, name: str) -> tuple[CommandOption, ...]:
     """The options a subcommand shows on Discord."""
-    return commands.options.get(name, (FREE_TEXT,))
+    command = commands.get(name)
+    if command is None or command.options is None:
+        return (FREE_TEXT,)
+    return command.options
 
 
 def quiz_command(commands: CommandSet) -> dict[str, Any]:
     """The JSON of the `/quiz` command (``PUT …/commands`` takes a list of these)."""
-    subcommands = [_subcommand(commands, name) for name in commands.handlers]
+    subcommands = [_subcommand(commands, command) for command in commands]
     if len(subcommands) > OPTION_LIMIT:
         raise ValueError(f"Discord allows {OPTION_LIMIT} subcommands; /quiz has {len(subcommands)}")
     return {
@@ -83,18 +86,18 @@ def quiz_command(commands: CommandSet) -> dict[str, Any]:
     }
 
 
-def _subcommand(commands: CommandSet, name: str) -> dict[str, Any]:
-    text = commands.description(name) or commands.usage.get(name, name)
-    if name in commands.admin_only:
+def _subcommand(commands: CommandSet, command: Command) -> dict[str, Any]:
+    text = command.description or command.usage
+    if command.admin is Admin.ALWAYS:
         description = localized(text, ADMIN_ONLY)
-    elif name in commands.admin_to_change:
+    elif command.admin is Admin.TO_CHANGE:
         description = localized(text, ADMIN_TO_CHANGE)
     else:
         description = localized(text)
     # Discord wants the required options first.
-    options = sorted(options_of(commands, name), key=lambda o: not o.required)
+    options = sorted(options_of(commands, command.name), key=lambda o: not o.required)
     return {
-        "name": name,
+        "name": command.name,
         "type": SUBCOMMAND,
         **description,
         "options": [_option(o) for o in options],

@@ -11,10 +11,8 @@ crash replays it), acknowledged, then run.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -28,7 +26,7 @@ from adapters.slack.chat import SlackChat
 from adapters.slack.config import SlackConfig
 from adapters.slack.dedupe import RecentKeys
 from adapters.slack.errors import CALL_ERRORS, describe
-from adapters.slack.files import Download, FileFilter, FileHandler, FileRoutes, SharedFile
+from adapters.slack.files import FileRoutes
 from adapters.slack.inbound import Inbound, Malformed
 from adapters.slack.payloads import (
     BlockActionsPayload,
@@ -40,31 +38,22 @@ from adapters.slack.payloads import (
     form_metadata,
     submission_to_core,
 )
-from bot.clinic import ClinicJob, gpu_memory_from_gib
-from bot.clinic_flow import Clinic
-from bot.commands import AdminStatus, CommandSet, Invocation, Reply, run_command
-from bot.deliveries import Deliveries
-from bot.domain import ChannelRef, Delivery, MessageRef, Platform, UserRef
-from bot.errors import ConfigError, NotInChannel, PlatformError, UserFacingError
+from bot.admin import AdminCheck, AdminStatus
+from bot.commands import Invocation, Reply, run_command
+from bot.domain import Delivery, UserRef
+from bot.errors import ConfigError, NotInChannel, PlatformError
+from bot.features import Quiz
 from bot.forms import Form
 from bot.i18n import N_, translator
-from bot.interactions import Interactions
 from bot.logs import ThrottledLog
-from bot.messages import ActionKind, Message
-from bot.quiz import QuizService
-from bot.quoting import cut
+from bot.messages import ANSWER, Message
 from bot.tasks import AckFirst, TaskSupervisor
-from bot.uploads import private_temp_file
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 PLATFORM = "slack"
 FORM_EXPIRED = N_("The form could not be opened in time; please click again.")
-FILE_TOO_LARGE = N_(
-    "{name} is {size} MiB, over the {limit} MiB this bot takes; record fewer events "
-    "(_record_memory_history(max_entries=...)) and send it again."
-)
 # A response_url takes replies for 30 minutes: replay only what can still be answered.
 REPLAY_MAX_AGE = timedelta(minutes=25)
 
@@ -75,24 +64,19 @@ class SlackAdapter:
 
     def __init__(
         self,
-        service: QuizService,
-        commands: CommandSet,
+        quiz: Quiz,
         chat: SlackChat,
         config: SlackConfig,
         *,
-        interactions: Interactions | None = None,
-        deliveries: Deliveries | None = None,
         admin_cache_ttl: float = 600.0,
         ping_interval: float = 10.0,
     ) -> None:
-        self.service = service
-        self.commands = commands
+        self.service = quiz.service
+        self.commands = quiz.commands
         self.chat = chat
         self.config = config
-        self.interactions = interactions or Interactions(service)
-        self.deliveries = deliveries or Deliveries(
-            service.store.deliveries, service.clock, service.metrics
-        )
+        self.interactions = quiz.interactions
+        self.deliveries = quiz.deliveries
         self.deliveries.add_replayer(PLATFORM, self._replay, REPLAY_MAX_AGE)
         self.tasks = TaskSupervisor("slack")
         self._admin_ttl = timedelta(seconds=admin_cache_ttl)
@@ -102,9 +86,9 @@ class SlackAdapter:
         self._acks = AckFirst()  # outcomes wait for the burst's acknowledgements
         self._problems = ThrottledLog(log)
         self._inbound: Inbound | None = None
-        # Buttons and forms for admins (review, retire) ask Slack who is an admin.
-        self.interactions.set_admin_check(Platform.SLACK, self.admin_status)
-        self.files = FileRoutes(self.chat, self.service, self.deliveries, self.tasks)
+        self.files = FileRoutes(
+            self.chat, self.service, quiz.registry, self.deliveries, self.tasks, self.admin
+        )
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -147,9 +131,9 @@ class SlackAdapter:
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Disconnect, finish the requests already acknowledged (up to `timeout`)."""
         if self._inbound is not None:
-            await self._inbound.stop()
+            await self._inbound.shutdown()
             self._inbound = None
-        await self.tasks.close(timeout)
+        await self.tasks.shutdown(timeout)
 
     @property
     def socket_mode(self) -> bool:
@@ -180,10 +164,10 @@ class SlackAdapter:
                 "HTTP mode needs SLACK_SIGNING_SECRET to verify Slack's requests "
                 "(Basic Information > App Credentials)"
             )
-        app.router.add_post(path, self.handle_http)
+        app.router.add_post(path, self._handle_http)
 
-    async def handle_http(self, request: web.Request) -> web.Response:
-        return await self.inbound.handle_http(request)
+    async def _handle_http(self, request: web.Request) -> web.Response:
+        return await self.inbound.handle_http(request)  # started by then: routes freeze first
 
     def _events_app(self) -> AsyncApp:
         """Bolt, for the Events API only (`url_verification`, `message` events in direct
@@ -197,45 +181,6 @@ class SlackAdapter:
         )
         app.event("message")(self.files.on_event)  # every one: an unhandled event is a 404
         return app
-
-    # -- files sent to the bot ---------------------------------------------------------
-
-    def add_file_handler(self, accepts: FileFilter, handler: FileHandler) -> None:
-        """Files shared with the bot in a direct message that `accepts` takes go to
-        `handler` (the first that accepts wins), after the event's acknowledgement."""
-        self.files.add(accepts, handler)
-
-    def enable_clinic(self, clinic: Clinic, max_bytes: int) -> None:
-        """The memory clinic: a `.pickle` snapshot in a DM is analysed, answered there (a
-        number in the message: the GPU's memory in GiB)."""
-
-        def takes(file: SharedFile) -> bool:
-            return file.name.lower().endswith((".pickle", ".pkl"))
-
-        async def examine(file: SharedFile, download: Download) -> None:
-            locale = await self.service.locale_for(file.channel)
-            t = translator(locale)
-            if file.size > max_bytes:  # said before anything is downloaded
-                size, limit = file.size // (1 << 20), max_bytes // (1 << 20)
-                body = t(FILE_TOO_LARGE, name=cut(file.name), size=size, limit=limit)
-                await self.chat.post_message(file.channel, Message(body=body))
-                return
-            gib = _gib_in(file.text)
-            try:
-                gpu_memory = gpu_memory_from_gib(gib, locale) if gib is not None else None
-            except UserFacingError as exc:
-                await self.chat.post_message(file.channel, Message(body=str(exc)))
-                return
-            path = await asyncio.to_thread(private_temp_file, file.name)
-            try:
-                await download.save(path, max_bytes)
-            except BaseException:
-                await asyncio.to_thread(path.unlink, True)
-                raise
-            job = ClinicJob.upload(path, locale, gpu_memory=gpu_memory, name=cut(file.name))
-            await clinic.examine(job, DirectMessage(self.chat, file.channel))
-
-        self.add_file_handler(takes, examine)
 
     # -- /quiz -------------------------------------------------------------------------
 
@@ -255,9 +200,7 @@ class SlackAdapter:
 
     async def _run_command(self, call: CommandCall, key: str | None) -> None:
         locale = await self.service.locale_for(call.channel)
-        inv = Invocation(
-            call.channel, call.user, locale, admin_check=lambda: self.admin_status(call.user)
-        )
+        inv = Invocation(call.channel, call.user, locale, self.admin(call.user))
         for reply in await run_command(self.commands, self.service, inv, call.text):
             await self._reply_command(call, reply)
         if key is not None:
@@ -315,7 +258,7 @@ class SlackAdapter:
         except (KeyError, TypeError, AttributeError) as exc:
             raise Malformed(f"a block_actions payload without {exc}") from None
         for click in clicks:
-            if click.click.kind is ActionKind.ANSWER:
+            if click.click.kind == ANSWER:
                 if self._recent.seen(click.key) and retry:
                     continue
                 message = await self.interactions.click(
@@ -323,6 +266,12 @@ class SlackAdapter:
                 )
                 self.tasks.spawn(self._show(click, message), name="slack-outcome")
                 continue
+            if not self.interactions.knows(click.click):
+                # A kind no feature here takes (a stale button): said so, nothing stored.
+                self.service.metrics.dropped_payloads.inc(platform=PLATFORM, kind="foreign click")
+                self.tasks.spawn(self._run_click(replace(click, trigger_id="")), name="slack-click")
+                continue
+            click = replace(click, click=replace(click.click, admin=self.admin(click.click.user)))
             if self.interactions.opens_form(click.click.kind):
                 # views.open must follow within 3 s of the click: no delivery round trip.
                 self.tasks.spawn(self._open_form(click), name="slack-form")
@@ -363,6 +312,7 @@ class SlackAdapter:
             raise Malformed(f"a view_submission without {exc}") from None
         if submission is None:
             raise Malformed("a view_submission of a form that is not ours")
+        submission = replace(submission, admin=self.admin(submission.user))
         reply = await self.interactions.submit(submission)
         if reply.errors:
             return {"response_action": "errors", "errors": dict(reply.errors)}
@@ -413,11 +363,20 @@ class SlackAdapter:
         elif payload.get("kind") == "click":
             for click in clicks_to_core(cast(BlockActionsPayload, payload["payload"])):
                 if click.key == delivery.key:
-                    await self._show(click, await self.interactions.click(click.click))
+                    core = replace(click.click, admin=self.admin(click.click.user))
+                    await self._show(click, await self.interactions.click(core))
         elif payload.get("kind") == "file":
             await self.files.replay(payload, delivery.key)
 
     # -- admins ------------------------------------------------------------------------
+
+    def admin(self, user: UserRef) -> AdminCheck:
+        """Asked only for what is for admins: a `users.info` call, cached."""
+
+        async def check() -> AdminStatus:
+            return await self.admin_status(user)
+
+        return check
 
     async def admin_status(self, user: UserRef) -> AdminStatus:
         """Listed in QUIZBOT_ADMINS, or a workspace admin or owner (users.info, cached).
@@ -440,9 +399,6 @@ class SlackAdapter:
         admin = any(bool(info.get(k)) for k in ("is_admin", "is_owner", "is_primary_owner"))
         self._admins[user.key] = (admin, now + self._admin_ttl)
         return AdminStatus.YES if admin else AdminStatus.NO
-
-    async def is_admin(self, user: UserRef) -> bool:
-        return await self.admin_status(user) is AdminStatus.YES
 
     # -- start-up checks ---------------------------------------------------------------
 
@@ -474,38 +430,4 @@ class SlackAdapter:
         return str(resp["url"])
 
 
-class DirectMessage:
-    """The clinic's answers in the member's DM with the bot: the status line is posted, then
-    edited; the result replaces it, with the plot in its thread."""
-
-    def __init__(self, chat: SlackChat, channel: ChannelRef) -> None:
-        self.chat = chat
-        self.channel = channel
-        self._line: MessageRef | None = None
-
-    async def status(self, message: Message) -> None:
-        if self._line is None:
-            self._line = await self.chat.post_message(self.channel, message)
-        else:
-            await self.chat.update_message(self._line, message)
-
-    async def result(self, message: Message) -> None:
-        text = replace(message, image=None)
-        if self._line is None:
-            self._line = await self.chat.post_message(self.channel, text)
-        else:
-            await self.chat.update_message(self._line, text)
-        if message.image is not None:
-            await self.chat.upload_image(self._line, message.image)
-
-
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-
-
-def _gib_in(text: str) -> str | None:
-    """The GPU size a member wrote beside the file ("80", "80 GiB", "gpu_memory=80")."""
-    found = _NUMBER.search(text or "")
-    return found.group(0).replace(",", ".") if found else None
-
-
-__all__ = ["EVENTS_PATH", "DirectMessage", "SlackAdapter"]
+__all__ = ["EVENTS_PATH", "SlackAdapter"]

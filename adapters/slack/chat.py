@@ -108,6 +108,7 @@ class SlackChat:
         max_rate_limit_retries: int = 30,
         sleep: Sleep = asyncio.sleep,
         timeout: int = 30,
+        metrics: QuizMetrics | None = None,
     ) -> None:
         self._token = token
         self._base_url = base_url if base_url.endswith("/") else base_url + "/"
@@ -115,7 +116,7 @@ class SlackChat:
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
-        self.metrics: QuizMetrics | None = None  # set by the composition root
+        self.metrics = metrics
         self._problems = ThrottledLog(log)
 
     async def __aenter__(self) -> Self:

@@ -4,7 +4,6 @@ variable and the fix."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
 from pydantic import SecretStr
 
@@ -20,8 +19,6 @@ class SlackConfig:
     app_token: str | None = None  # set: Socket Mode; unset: HTTP mode (/slack/events)
     api_url: str = DEFAULT_API_URL
     admin_ids: frozenset[str] = frozenset()
-    ask_cooldown: timedelta = timedelta(seconds=30)
-    command: str = "/quiz"
 
     @property
     def socket_mode(self) -> bool:

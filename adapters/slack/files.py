@@ -1,11 +1,12 @@
 """Files members share with the bot in a direct message: the Events API's `message` event
-(subtype ``file_share``, channel type ``im``), routed by file to the feature that reads
-it — question files (`bot.imports`), memory snapshots (the clinic) — through
-`SlackAdapter.add_file_handler(accepts, handler)`.
+(subtype ``file_share``, channel type ``im``), routed by name to the feature whose
+`bot.intake.FileRoute` takes it — question files (`bot.imports`), memory snapshots (the
+clinic).
 
-The event is acknowledged at once; the download (the file's ``url_private``, with the bot
-token, ``files:read``) and the handling run after it. A handler gets the file's facts and
-a `Download` that reads it within a byte limit, and answers in the direct message.
+The event is acknowledged at once; then the route's checks (who, how large, whether the
+feature is on: refused before any download), the download (the file's ``url_private``, with
+the bot token, ``files:read``) into a private temporary file, and the route's work, which
+answers in the direct message.
 """
 
 from __future__ import annotations
@@ -13,21 +14,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 from adapters.slack.chat import SlackChat
-from bot.commands import AdminStatus
+from bot.admin import AdminCheck
 from bot.deliveries import Deliveries
-from bot.domain import ChannelRef, Platform, UserRef
+from bot.domain import ChannelRef, MessageRef, Platform, UserRef
 from bot.errors import PlatformError
+from bot.features import Registry
 from bot.i18n import N_, translator
-from bot.imports import MAX_UPLOAD_BYTES, QuestionImport, import_in_chat, too_large
+from bot.intake import FileRoute, SentFile, accepted, handle
+from bot.logs import ThrottledLog
 from bot.messages import Message
 from bot.quiz import QuizService
 from bot.tasks import TaskSupervisor
+from bot.uploads import private_temp_file
 
 log = logging.getLogger(__name__)
 
@@ -47,39 +50,29 @@ class SharedFile:
     text: str = ""  # the message that carried it ("80": the GPU's GiB, for the clinic)
 
 
-class Download(Protocol):
-    async def read(self, max_bytes: int) -> bytes:
-        """The file's bytes; `PlatformError` when it is larger than `max_bytes`."""
-        ...
+class DirectMessage:
+    """A file's answers in the member's DM with the bot: the status line is posted, then
+    edited; the result replaces it, with the plot in its thread."""
 
-    async def save(self, path: Path, max_bytes: int) -> int:
-        """Write the file to `path` (streamed); its size. `PlatformError` as `read`."""
-        ...
+    def __init__(self, chat: SlackChat, channel: ChannelRef) -> None:
+        self.chat = chat
+        self.channel = channel
+        self._line: MessageRef | None = None
 
+    async def status(self, message: Message) -> None:
+        if self._line is None:
+            self._line = await self.chat.post_message(self.channel, message)
+        else:
+            await self.chat.update_message(self._line, message)
 
-FileHandler = Callable[[SharedFile, Download], Awaitable[None]]
-FileFilter = Callable[[SharedFile], bool]
-Fetch = Callable[[str, int, Callable[[bytes], object]], Awaitable[int]]
-
-
-class FileDownload:
-    """`Download` over `SlackChat.download` (streamed, bounded)."""
-
-    def __init__(self, fetch: Fetch, url: str) -> None:
-        self._fetch = fetch
-        self._url = url
-
-    async def read(self, max_bytes: int) -> bytes:
-        parts: list[bytes] = []
-        await self._fetch(self._url, max_bytes, parts.append)
-        return b"".join(parts)
-
-    async def save(self, path: Path, max_bytes: int) -> int:
-        out = await asyncio.to_thread(path.open, "wb")
-        try:
-            return await self._fetch(self._url, max_bytes, out.write)
-        finally:
-            out.close()
+    async def result(self, message: Message) -> None:
+        text = replace(message, image=None)
+        if self._line is None:
+            self._line = await self.chat.post_message(self.channel, text)
+        else:
+            await self.chat.update_message(self._line, text)
+        if message.image is not None:
+            await self.chat.upload_image(self._line, message.image)
 
 
 def shared_files(body: Mapping[str, Any]) -> list[SharedFile]:
@@ -130,29 +123,31 @@ PLATFORM = "slack"
 
 
 class FileRoutes:
-    """The Events API's file shares, routed to the handler whose filter takes each file;
+    """The Events API's file shares, routed to the feature whose route takes each file;
     each is a stored delivery (`slack:file:<event>:<file>`), run after the acknowledgement."""
 
     def __init__(
-        self, chat: SlackChat, service: QuizService, deliveries: Deliveries, tasks: TaskSupervisor
+        self,
+        chat: SlackChat,
+        service: QuizService,
+        registry: Registry,
+        deliveries: Deliveries,
+        tasks: TaskSupervisor,
+        admin_of: Callable[[UserRef], AdminCheck],
     ) -> None:
         self.chat = chat
         self.service = service
+        self.registry = registry
         self.deliveries = deliveries
         self.tasks = tasks
-        self._routes: list[tuple[FileFilter, FileHandler]] = []
-
-    def add(self, accepts: FileFilter, handler: FileHandler) -> None:
-        self._routes.append((accepts, handler))
-
-    def _handler(self, file: SharedFile) -> FileHandler | None:
-        return next((h for accepts, h in self._routes if accepts(file)), None)
+        self.admin_of = admin_of
+        self._problems = ThrottledLog(log)
 
     async def on_event(self, body: dict[str, Any]) -> None:
         """Bolt's `message` listener: returns at once (the work runs after the ack)."""
         for file in shared_files(body):
-            handler = self._handler(file)
-            if handler is None:
+            route = self.registry.file_route_for(file.name)
+            if route is None:
                 self.tasks.spawn(self._not_taken(file), name="slack-file")
                 continue
             key = _key(file)
@@ -160,14 +155,14 @@ class FileRoutes:
                 key, PLATFORM, {"kind": "file", "body": body}
             ):
                 continue  # Slack sent the event again
-            self.tasks.spawn(self._run(file, handler, key), name="slack-file")
+            self.tasks.spawn(self._run(file, route, key), name="slack-file")
 
     async def replay(self, payload: Mapping[str, Any], key: str) -> None:
         """A stored file share whose handling a crash interrupted."""
         for file in shared_files(payload.get("body") or {}):
-            handler = self._handler(file)
-            if handler is not None and _key(file) == key:
-                await self._run(file, handler, None)
+            route = self.registry.file_route_for(file.name)
+            if route is not None and _key(file) == key:
+                await self._run(file, route, None)
 
     async def _not_taken(self, file: SharedFile) -> None:
         t = translator(await self.service.locale_for(file.channel))
@@ -176,16 +171,35 @@ class FileRoutes:
                 file.channel, Message(body=t(FILE_NOT_TAKEN, name=file.name[:60]))
             )
 
-    async def _run(self, file: SharedFile, handler: FileHandler, key: str | None) -> None:
-        try:
-            await handler(file, FileDownload(self.chat.download, file.url))
-        except PlatformError as exc:
-            t = translator(await self.service.locale_for(file.channel))
-            with contextlib.suppress(PlatformError):
-                await self.chat.post_message(
-                    file.channel,
-                    Message(body=t(FILE_FAILED, name=file.name[:60], reason=exc.reason)),
-                )
+    async def _run(self, file: SharedFile, route: FileRoute, key: str | None) -> None:
+        locale = await self.service.locale_for(file.channel)
+        reply = DirectMessage(self.chat, file.channel)
+        sent = SentFile(
+            file.name[:100],
+            file.size,
+            file.user,
+            file.channel,
+            locale,
+            self.admin_of(file.user),
+            text=file.text,
+        )
+        work = await accepted(route, sent, self._problems)
+        with contextlib.suppress(PlatformError):  # logged and counted by SlackChat
+            if isinstance(work, Message):
+                await reply.result(work)
+            else:
+                path = await asyncio.to_thread(private_temp_file, file.name)
+                try:
+                    with await asyncio.to_thread(path.open, "wb") as out:
+                        await self.chat.download(file.url, route.max_bytes, out.write)
+                    await handle(work, path, reply, sent, self._problems)
+                except PlatformError as exc:
+                    t = translator(locale)
+                    await reply.result(
+                        Message(body=t(FILE_FAILED, name=file.name[:60], reason=exc.reason))
+                    )
+                finally:
+                    await asyncio.to_thread(path.unlink, True)
         if key is not None and file.event_id:
             await self.deliveries.finish(key)
 
@@ -194,45 +208,4 @@ def _key(file: SharedFile) -> str:
     return f"slack:file:{file.event_id}:{file.id}"
 
 
-class QuestionFiles:
-    """Question files (.yaml, .csv, .json) an admin sends the bot: imported into their
-    workspace's team pack, the report answered in the direct message."""
-
-    def __init__(
-        self,
-        service: QuizService,
-        importer: QuestionImport,
-        admin_status: Callable[[UserRef], Awaitable[AdminStatus]],
-        say: Callable[[ChannelRef, Message], Awaitable[object]],
-    ) -> None:
-        self.service = service
-        self.importer = importer
-        self.admin_status = admin_status
-        self.say = say
-
-    def accepts(self, file: SharedFile) -> bool:
-        return self.importer.accepts(file.name)
-
-    async def handle(self, file: SharedFile, download: Download) -> None:
-        locale = await self.service.locale_for(file.channel)
-        status = await self.admin_status(file.user)
-        if status is AdminStatus.YES and file.size > MAX_UPLOAD_BYTES:
-            message = Message(body=too_large(file.name, file.size, translator(locale)))
-        else:
-            data = await download.read(MAX_UPLOAD_BYTES) if status is AdminStatus.YES else b""
-            message = await import_in_chat(
-                self.importer, file.channel, file.user, status, file.name, data, locale
-            )
-        await self.say(file.channel, message)
-
-
-__all__ = [
-    "Download",
-    "FileDownload",
-    "FileFilter",
-    "FileHandler",
-    "FileRoutes",
-    "QuestionFiles",
-    "SharedFile",
-    "shared_files",
-]
+__all__ = ["DirectMessage", "FileRoutes", "SharedFile", "shared_files"]

@@ -78,7 +78,7 @@ class Inbound:
         self._problems = ThrottledLog(log)
         self._dropped = dropped or (lambda kind: None)
 
-    async def stop(self) -> None:
+    async def shutdown(self) -> None:
         if self._socket is not None:
             await self._socket.close()  # type: ignore[no-untyped-call]
             self._socket = None

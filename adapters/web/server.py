@@ -56,7 +56,7 @@ class WebServer:
 
     @property
     def port(self) -> int:
-        """The bound port (after start)."""
+        """The bound port (once initialized)."""
         if self._port is None:
             raise RuntimeError("the web server is not started")
         return self._port
@@ -67,7 +67,7 @@ class WebServer:
         return f"http://{host}:{self.port}"
 
     async def __aenter__(self) -> Self:
-        await self.start()
+        await self.initialize()
         return self
 
     async def __aexit__(
@@ -78,7 +78,7 @@ class WebServer:
     ) -> None:
         await self.shutdown()
 
-    async def start(self) -> None:
+    async def initialize(self) -> None:
         runner = web.AppRunner(self.app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.requested_port)

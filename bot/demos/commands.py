@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from bot.commands import CommandOption, CommandSet, Invocation, Reply
-from bot.demos.dispatcher import DemoDispatcher
+from bot.commands import Admin, Command, CommandOption, Invocation, Reply
+from bot.demos.dispatcher import DEMO, DemoDispatcher, SchedulePolicy
 from bot.domain import DemoPolicy, Locale
 from bot.errors import UserFacingError
+from bot.features import ButtonKind, Feature, Parts
 from bot.i18n import N_, translator
-from bot.interactions import NOT_AVAILABLE, Click, Interactions
-from bot.messages import ActionKind, Message
+from bot.interactions import NOT_AVAILABLE, Click
+from bot.messages import Message
 from bot.quiz import QuizService
 
 RUNNER_OFF = N_(
@@ -39,17 +40,37 @@ def parse_params(words: Sequence[str], demo: str) -> dict[str, str]:
     return params
 
 
-def install_demos(cs: CommandSet, interactions: Interactions, dispatcher: DemoDispatcher) -> None:
-    """`/quiz demo`, `/quiz demos` and the demo button."""
-    register_demo_commands(cs, dispatcher)
+def feature(parts: Parts) -> Feature:
+    """`/quiz demo`, `/quiz demos`, the demo button, and the dispatcher behind them (it
+    listens to reveals and resumes runs a previous process left pending)."""
+    assert parts.runner is not None and parts.demos is not None, "demos need a runner"
+    schedules = parts.store.schedules
 
+    async def schedule_policy(schedule_id: int) -> DemoPolicy | None:
+        schedule = await schedules.get(schedule_id)
+        return schedule.demo_policy if schedule is not None else None
+
+    policy: SchedulePolicy = schedule_policy
+    dispatcher = DemoDispatcher(
+        parts.service, parts.store.demo_runs, parts.runner, parts.demos, schedule_policy=policy
+    )
+    return demo_feature(dispatcher)
+
+
+def demo_feature(dispatcher: DemoDispatcher) -> Feature:
     async def demo_clicked(click: Click, locale: Locale) -> Message:
         return await run_for_click(dispatcher, click, locale)
 
-    interactions.register(ActionKind.DEMO, demo_clicked)
+    return Feature(
+        "demos",
+        commands=demo_commands(dispatcher),
+        buttons=[ButtonKind(DEMO, click=demo_clicked)],
+        on_reveal=[dispatcher.on_reveal],
+        services=[dispatcher],
+    )
 
 
-def register_demo_commands(cs: CommandSet, dispatcher: DemoDispatcher) -> None:
+def demo_commands(dispatcher: DemoDispatcher) -> list[Command]:
     async def demo(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         t = translator(inv.locale)
         ids = dispatcher.catalog.ids()
@@ -124,20 +145,28 @@ def register_demo_commands(cs: CommandSet, dispatcher: DemoDispatcher) -> None:
         CommandOption("id", N_("the demonstration to run"), required=True, suggest=demo_ids),
         CommandOption("parameters", N_("name=value pairs, e.g. blocks=8 (optional)")),
     ]
-    cs.add("demo", demo, "demo <id>", options=options)
     policy = CommandOption(
         "policy",
         N_("auto, button or off (empty: show the current one)"),
         choices=tuple(p.value for p in DemoPolicy),
     )
-    cs.add(
-        "demos",
-        demos,
-        "demos [auto|button|off]",
-        admin=True,
-        admin_args_only=True,
-        options=[policy],
-    )
+    return [
+        Command(
+            "demo",
+            demo,
+            "demo <id>",
+            N_("run a GPU memory demonstration"),
+            options=tuple(options),
+        ),
+        Command(
+            "demos",
+            demos,
+            "demos [auto|button|off]",
+            N_("show or set when demos run after a reveal"),
+            Admin.TO_CHANGE,
+            options=(policy,),
+        ),
+    ]
 
 
 async def run_for_click(dispatcher: DemoDispatcher, click: Click, locale: Locale) -> Message:
@@ -176,4 +205,4 @@ async def run_for_click(dispatcher: DemoDispatcher, click: Click, locale: Locale
     )
 
 
-__all__ = ["install_demos", "parse_params", "register_demo_commands", "run_for_click"]
+__all__ = ["demo_commands", "demo_feature", "feature", "parse_params", "run_for_click"]

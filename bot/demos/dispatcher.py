@@ -31,12 +31,13 @@ from bot.domain import (
 )
 from bot.errors import UserFacingError
 from bot.i18n import translator
-from bot.messages import ActionKind, Button, ButtonStyle, Image, Message
+from bot.messages import Button, ButtonStyle, Image, Message
 from bot.ports import DemoRunner
 from bot.quiz import QuizService
 from bot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
+DEMO = "demo"  # the reveal's "Run the demo" button (value: the demo id)
 TRACE_KIND = "allocator-trace"  # generated questions' inputs (docs/generated-questions.md)
 
 
@@ -71,13 +72,8 @@ class DemoDispatcher:
     def enabled(self) -> bool:
         return self.runner.enabled
 
-    def attach(self) -> None:
-        """Listen to reveals."""
-        self.service.on_reveal.append(self.on_reveal)
-
     async def __aenter__(self) -> Self:
-        self.attach()
-        await self.resume()
+        await self.initialize()
         return self
 
     async def __aexit__(
@@ -86,7 +82,11 @@ class DemoDispatcher:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.aclose()
+        await self.shutdown()
+
+    async def initialize(self) -> None:
+        """Pick up the runs a previous process left pending."""
+        await self.resume()
 
     # -- entry points -------------------------------------------------------------------
 
@@ -111,11 +111,7 @@ class DemoDispatcher:
                 post.message,
                 Message(
                     body=t("A demonstration goes with this question: `{demo}`.", demo=demo),
-                    buttons=(
-                        Button(
-                            t("Run the demo"), ActionKind.DEMO, post.id, demo, ButtonStyle.PRIMARY
-                        ),
-                    ),
+                    buttons=(Button(t("Run the demo"), DEMO, post.id, demo, ButtonStyle.PRIMARY),),
                 ),
             )
 
@@ -187,7 +183,7 @@ class DemoDispatcher:
         """Wait until every run this dispatcher drives has been posted (tests, shutdown)."""
         await self.tasks.drain()
 
-    async def aclose(self) -> None:
+    async def shutdown(self) -> None:
         """Stop driving runs; they stay recorded and `resume()` picks them up later."""
         await self.tasks.cancel()
 

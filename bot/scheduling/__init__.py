@@ -8,7 +8,7 @@
 - `commands`: ``/quiz schedule set|list|off [id]``.
 """
 
-from bot.scheduling.commands import fire_time, register_schedule_commands
+from bot.scheduling.commands import feature, fire_time, schedule_feature
 from bot.scheduling.ports import ScheduleStore
 from bot.scheduling.recurrence import Recurrence, RecurrenceError
 from bot.scheduling.scheduler import DEFAULT_GRACE, DEFAULT_SEND_LEASE, ReconcileReport, Scheduler
@@ -34,10 +34,11 @@ __all__ = [
     "SlotTrigger",
     "Wakeups",
     "describe",
+    "feature",
     "fire_time",
     "format_duration",
     "parse_duration",
     "parse_schedule_request",
     "recurrence_of",
-    "register_schedule_commands",
+    "schedule_feature",
 ]

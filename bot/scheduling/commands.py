@@ -7,9 +7,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.commands import CommandSet, Invocation, Reply
+from bot.commands import Admin, Command, Invocation, Reply
 from bot.domain import Schedule
 from bot.errors import UserFacingError
+from bot.features import Feature, Parts
 from bot.i18n import N_, Translator, translator
 from bot.messages import Message
 from bot.quiz import QuizService
@@ -57,8 +58,20 @@ def _schedule_lines(
     return lines
 
 
-def register_schedule_commands(cs: CommandSet, scheduler: Scheduler) -> None:
-    """Add the admin-only ``schedule`` subcommand to a command set."""
+def feature(parts: Parts) -> Feature:
+    """Scheduled questions: the scheduler (catch-up, wake-ups, reveals and resends) and
+    the admin-only ``/quiz schedule``."""
+    scheduler = Scheduler(
+        parts.service,
+        parts.store.schedules,
+        clock=parts.clock,
+        metrics=parts.metrics,
+        use_apscheduler=parts.wakeups,
+    )
+    return schedule_feature(scheduler)
+
+
+def schedule_feature(scheduler: Scheduler) -> Feature:
 
     async def schedule(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         t = translator(inv.locale)
@@ -78,7 +91,16 @@ def register_schedule_commands(cs: CommandSet, scheduler: Scheduler) -> None:
             )
         )
 
-    cs.add("schedule", schedule, USAGE, admin=True)
+    return Feature(
+        "schedule",
+        commands=[
+            Command(
+                "schedule", schedule, USAGE, N_("daily questions for this channel"), Admin.ALWAYS
+            )
+        ],
+        services=[scheduler],
+        checks={"scheduler": scheduler.healthy},
+    )
 
 
 async def _set(
@@ -167,4 +189,4 @@ async def _off(
     return [Reply(Message(body=text), private=False)]
 
 
-__all__ = ["fire_time", "register_schedule_commands"]
+__all__ = ["feature", "fire_time", "schedule_feature"]

@@ -69,7 +69,7 @@ class _Entry:
 
 class Scheduler:
     """Posts scheduled questions and keeps reveals and resends going; an async context
-    manager (`start` loads the table, catches up, then starts APScheduler)."""
+    manager (`initialize` loads the table, catches up, then starts APScheduler)."""
 
     def __init__(
         self,
@@ -108,7 +108,7 @@ class Scheduler:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        await self.start()
+        await self.initialize()
         return self
 
     async def __aexit__(
@@ -119,7 +119,7 @@ class Scheduler:
     ) -> None:
         await self.shutdown()
 
-    async def start(self) -> None:
+    async def initialize(self) -> None:
         """Load every enabled schedule, catch up after downtime, start the trigger."""
         await self.load()
         self.running = True

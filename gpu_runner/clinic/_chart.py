@@ -10,6 +10,7 @@ import io
 import textwrap
 from collections.abc import Sequence
 
+from bot import formats
 from gpu_runner.clinic._program import TraceProgram
 from gpu_runner.clinic._text import Words
 from gpu_runner.clinic._verdict import Tried
@@ -35,6 +36,7 @@ def render_png(
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
 
     top = max(max(run.reserved, default=0) for _, (_, run) in series)
     show_gpu = top >= gpu_memory // 2
@@ -51,7 +53,7 @@ def render_png(
             [v / scale for v in run.reserved],
             color=colour,
             linewidth=1.4,
-            label=f"{w('reserved', 'δεσμευμένη (reserved)')} · {name}",
+            label=w.t("reserved · {name}", name=name),
         )
         ax.plot(
             xs[:n],
@@ -59,7 +61,7 @@ def render_png(
             color=colour,
             linewidth=1.0,
             linestyle="--",
-            label=f"{w('allocated', 'κατανεμημένη (allocated)')} · {name}",
+            label=w.t("allocated · {name}", name=name),
         )
         if run.oom_ops:
             points = [min(op // program.bucket, n - 1) for op in run.oom_ops]
@@ -78,19 +80,24 @@ def render_png(
             color=OOM_COLOUR,
             linestyle=":",
             linewidth=1.0,
-            label=w(f"GPU memory {w.gib(gpu_memory)}", f"μνήμη GPU {w.gib(gpu_memory)}"),
+            label=w.t("GPU memory {size}", size=w.gib(gpu_memory)),
         )
     ax.set_xlabel(
-        w("time since the first event (s)", "χρόνος από το πρώτο συμβάν (s)")
+        w.t("time since the first event (s)")
         if program.x_is_time
-        else w("allocator call (event number)", "κλήση του allocator (αριθμός συμβάντος)")
+        else w.t("allocator call (event number)")
     )
-    ax.set_ylabel(w(f"memory ({unit})", f"μνήμη ({unit})"))
+    ax.set_ylabel(w.t("memory ({unit})", unit=unit))
     ax.set_ylim(bottom=0)
+    # Tick numbers in the member's locale (a decimal comma in Greek), not matplotlib's.
+    ticks = FuncFormatter(lambda v, _pos: formats.trimmed(v, w.locale, 3, group_from=10_000))
+    ax.xaxis.set_major_formatter(ticks)
+    ax.yaxis.set_major_formatter(ticks)
     ax.set_title("\n".join(textwrap.wrap(title, 90)), fontsize=10, loc="left")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize=7, framealpha=0.85)
     fig.tight_layout()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
+    # dpi given: rcParams may carry another process-wide default (a demo's, in one child).
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
     return buf.getvalue()

@@ -18,7 +18,14 @@ from typing import Any
 
 from bot.clinic import Rejection
 from gpu_runner.sim import GiB, Snapshot, SnapshotError
-from gpu_runner.sim._trace import OOM, parse_snapshot
+from gpu_runner.sim._trace import (
+    OOM,
+    RepeatedEntriesError,
+    TooManyDevicesError,
+    check_bounds,
+    max_entries,
+    parse_snapshot,
+)
 from gpu_runner.sim._unpickle import BrokenPickleError, RefusedPickleError, restricted_loads
 
 DEFAULT_GPU_MEMORY = 80 * GiB
@@ -59,15 +66,19 @@ def read_snapshot(path: Path, name: str, max_bytes: int, gpu_memory: int | None)
     if len(data) > max_bytes:  # it grew while we looked
         raise Rejected(Rejection.TOO_LARGE, name=name, size=len(data), limit=max_bytes)
     raw = _unpickle(data, name)
+    # What the file can hold, as `sim replay` bounds it: a list repeated by reference is
+    # refused here, before any pass over the events it describes.
+    max_events, size = max_entries(len(data)), len(data)
     del data
     traces = raw.get("device_traces") if isinstance(raw, dict) else None
     if not isinstance(raw, dict) or (traces is None and "segments" not in raw):
         what = type(raw).__name__
         raise Rejected(Rejection.NOT_SNAPSHOT, name=name, problem=f"it holds a {what}")
+    _check_bounds(raw, name, max_events, size)
     if not isinstance(traces, list) or not any(_has_alloc(t) for t in traces):
         raise Rejected(Rejection.NO_HISTORY, name=name)
     try:
-        snapshot = parse_snapshot(raw, name)
+        snapshot = parse_snapshot(raw, name, max_events)
     except SnapshotError as exc:
         problem = str(exc).removeprefix(f"{name}: ").removeprefix(f"{name} ")
         raise Rejected(Rejection.NOT_SNAPSHOT, name=name, problem=problem) from None
@@ -112,6 +123,24 @@ def _unpickle(data: bytes, name: str) -> Any:
         if isinstance(exc, EOFError) or "truncated" in text or "ran out" in text:
             raise Rejected(Rejection.TRUNCATED, name=name, size=len(data)) from None
         raise Rejected(Rejection.NOT_PICKLE, name=name) from None
+
+
+def _check_bounds(raw: dict[str, Any], name: str, max_events: int, size: int) -> None:
+    try:
+        check_bounds(raw, name, max_events)
+    except TooManyDevicesError as exc:
+        raise Rejected(
+            Rejection.TOO_MANY_DEVICES, name=name, devices=exc.devices, limit=exc.limit
+        ) from None
+    except RepeatedEntriesError as exc:
+        raise Rejected(
+            Rejection.REPEATED_ENTRIES,
+            name=name,
+            what=exc.what,
+            count=exc.count,
+            limit=exc.limit,
+            size=size,
+        ) from None
 
 
 def _has_alloc(trace: object) -> bool:

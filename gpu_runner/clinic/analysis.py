@@ -69,9 +69,16 @@ def analyse(
     headline = text.title(verdict, w)
     table = text.table(shown, verdict.chosen, w)
     recommendation = f"PYTORCH_CUDA_ALLOC_CONF={verdict.chosen[0].conf}" if verdict.chosen else None
-    body = _body(loaded, name, program, verdict, headline, table, recommendation, shown, w)
+    body = _body(loaded, name, program, verdict, table, recommendation, shown, w)
     other = verdict.chosen or verdict.best
-    series = [(w("recorded", "καταγεγραμμένες"), tried[0])]
+    series = [
+        (
+            w.t(
+                "recorded",
+            ),
+            tried[0],
+        )
+    ]
     if other is not tried[0]:
         series.append((other[0].label, other))
     png = render_png(program, series, title=headline, gpu_memory=gpu, w=w)
@@ -125,7 +132,6 @@ def _body(
     name: str,
     program: TraceProgram,
     verdict: Verdict,
-    headline: str,
     table: str,
     recommendation: str | None,
     shown: list[Tried],
@@ -134,41 +140,46 @@ def _body(
     """The message body, trimmed to fit one chat message (notes go first)."""
     gpu = w.gib(loaded.gpu_memory)
     source = {
-        GpuSource.GIVEN: w("as given", "όπως δόθηκε"),
-        GpuSource.ESTIMATED: w(
+        GpuSource.GIVEN: w.t(
+            "as given",
+        ),
+        GpuSource.ESTIMATED: w.t(
             "estimated from the recorded OOM: reserved + free at that moment",
-            "εκτίμηση από το καταγεγραμμένο OOM: δεσμευμένη (reserved) + ελεύθερη εκείνη τη στιγμή",
         ),
     }.get(
         loaded.gpu_source,
-        w(
+        w.t(
             "the snapshot does not record the GPU's size: give gpu_memory to change it",
-            "το snapshot δεν καταγράφει το μέγεθος της GPU: δώστε gpu_memory για να αλλάξει",
         ),
     )
     failed = program.failed_requests
     allocs, frees = w.num(program.allocs - failed), w.num(program.frees - failed)
     retried = ""
     if failed:
-        retried = w(
-            ", and retried the request that ran out of memory,"
-            if failed == 1
-            else f", and retried the {failed} requests that ran out of memory,",
-            ", και ξαναδοκιμάστηκε το αίτημα που εξάντλησε τη μνήμη,"
-            if failed == 1
-            else f", και ξαναδοκιμάστηκαν τα {failed} αιτήματα που εξάντλησαν τη μνήμη,",
+        retried = w.t.n(
+            ", and retried the request that ran out of memory,",
+            ", and retried the {count} requests that ran out of memory,",
+            failed,
         )
-    intro = w(
-        f"Replayed {allocs} allocations and {frees} frees of {name}{retried} on a "
-        f"simulated {gpu} GPU ({source}) under {len(shown)} settings.",
-        f"Αναπαράχθηκαν {allocs} δεσμεύσεις και {frees} αποδεσμεύσεις του {name}{retried} "
-        f"σε προσομοιωμένη GPU {gpu} ({source}) με {len(shown)} ρυθμίσεις.",
+    intro = w.t(
+        "Replayed {allocs} allocations and {frees} frees of {name}{retried} on a "
+        "simulated {gpu} GPU ({source}) under {shown} settings.",
+        allocs=allocs,
+        frees=frees,
+        name=name,
+        retried=retried,
+        gpu=gpu,
+        source=source,
+        shown=len(shown),
     )
     recorded = loaded.snapshot.settings.text
-    must = [f"*{headline}*", intro, f"```\n{table}\n```"]
+    # The headline is the message's title (and the PNG's): not repeated in the body.
+    must = [intro, f"```\n{table}\n```"]
     if recommendation is not None:
         must += [
-            w("Set, before CUDA starts:", "Ορίστε, πριν ξεκινήσει το CUDA:"),
+            w.t(
+                "Set, before CUDA starts:",
+            ),
             f"```\n{recommendation}\n```",
             text.saving_line(verdict, w),
         ]
@@ -179,41 +190,52 @@ def _body(
         optional += [f"- {line}" for line in text.caveats(verdict.chosen, w)]
     optional.append(f"- {text.replay_limits(w)}")
     optional.append(
-        w("Recorded settings: ", "Καταγεγραμμένες ρυθμίσεις: ")
-        + (f"`{recorded}`" if recorded else w("torch defaults", "οι προεπιλογές της torch"))
+        w.t(
+            "Recorded settings: ",
+        )
+        + (
+            f"`{recorded}`"
+            if recorded
+            else w.t(
+                "torch defaults",
+            )
+        )
         + "."
     )
     combined = next((c for c, _ in shown if c.family == "combined"), None)
     if combined is not None and len(combined.label) > text.LABEL_WIDTH - 2:
-        optional.append(w("combined: ", "συνδυασμός: ") + f"`{combined.conf}`.")
+        optional.append(
+            w.t(
+                "combined: ",
+            )
+            + f"`{combined.conf}`."
+        )
     if loaded.devices > 1:
         events = w.num(len(loaded.snapshot.traces[loaded.device]))
         optional.append(
-            w(
-                f"The snapshot has traces for {loaded.devices} devices: this is device "
-                f"{loaded.device}, the busiest ({events} events).",
-                f"Το snapshot έχει ίχνη για {loaded.devices} συσκευές: αυτή είναι η συσκευή "
-                f"{loaded.device}, η πιο φορτωμένη ({events} συμβάντα).",
+            w.t(
+                "The snapshot has traces for {devices} devices: this is device {device}, "
+                "the busiest ({events} events).",
+                devices=loaded.devices,
+                device=loaded.device,
+                events=events,
             )
         )
     figures = recorded_figures(loaded.snapshot, loaded.device)
     if figures.peak_reserved:
         optional.append(
-            w(
-                f"The recorded run itself reserved at most {w.mib(figures.peak_reserved)} "
-                f"and hit {w.ooms(figures.num_ooms)}.",
-                f"Η ίδια η καταγεγραμμένη εκτέλεση δέσμευσε (reserved) το πολύ "
-                f"{w.mib(figures.peak_reserved)} και είχε {w.ooms(figures.num_ooms)}.",
+            w.t(
+                "The recorded run itself reserved at most {peak_reserved} and hit {num_ooms}.",
+                peak_reserved=w.mib(figures.peak_reserved),
+                num_ooms=w.ooms(figures.num_ooms),
             )
         )
     if program.unknown_frees:
         optional.append(
-            w(
-                f"{w.num(program.unknown_frees)} frees of blocks allocated before recording "
-                "started were skipped: peaks count only memory allocated while recording.",
-                f"Παραλείφθηκαν {w.num(program.unknown_frees)} αποδεσμεύσεις μπλοκ που "
-                "δεσμεύτηκαν πριν αρχίσει η καταγραφή: οι μέγιστες τιμές μετρούν μόνο μνήμη "
-                "που δεσμεύτηκε κατά την καταγραφή.",
+            w.t(
+                "{unknown_frees} frees of blocks allocated before recording started were "
+                "skipped: peaks count only memory allocated while recording.",
+                unknown_frees=w.num(program.unknown_frees),
             )
         )
     optional.append(text.legend(w))

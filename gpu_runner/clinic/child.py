@@ -37,6 +37,7 @@ def run_clinic_child(
     if host_cap:
         cap_host_memory(host_cap)
     write_line(result_fd, {"kind": "started", "at": time.time(), "device": CLINIC_DEVICE})
+    at_fork = _rss_mib("VmRSS")  # what the fork server's pages already are
     name = str(request.get("name") or "snapshot.pickle")
 
     def progress(stage: ClinicStage, done: int = 0, total: int = 0) -> None:
@@ -74,13 +75,15 @@ def run_clinic_child(
             "read_s": read_s,
             **out.summary["timings"],
             "total_s": round(time.perf_counter() - started, 2),
-            **_resources(),
+            **_resources(at_fork),
         }
     except Rejected as exc:
-        _reject(result_fd, exc.reason, {"name": name, **exc.detail}, host_cap)
+        detail = {"name": name, **exc.detail}
+        _reject(result_fd, exc.reason, detail, host_cap, _resources(at_fork))
         return 0
     except MemoryError:  # the address-space cap: the file is too big to hold
-        _reject(result_fd, Rejection.TOO_BIG_IN_MEMORY, {"name": name}, host_cap)
+        detail = {"name": name}
+        _reject(result_fd, Rejection.TOO_BIG_IN_MEMORY, detail, host_cap, _resources(at_fork))
         return 0
     except Exception as exc:
         traceback.print_exc()  # to the log pipe: the server keeps its tail
@@ -112,18 +115,38 @@ def run_clinic_child(
     return 0
 
 
-def _resources() -> dict[str, float]:
-    """CPU seconds of this child and of its replay workers, and its peak memory."""
+def _resources(at_fork: float) -> dict[str, float]:
+    """CPU seconds of this child and of its replay workers, its peak memory, and the
+    resident memory it started with (the fork server's pages)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     workers = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak = _rss_mib("VmHWM") or own.ru_maxrss / 1024
     return {
         "cpu_s": round(own.ru_utime + own.ru_stime, 2),
         "workers_cpu_s": round(workers.ru_utime + workers.ru_stime, 2),
-        "max_rss_mib": round(own.ru_maxrss / 1024, 1),
+        "max_rss_mib": round(peak, 1),
+        "rss_at_fork_mib": round(at_fork, 1),
     }
 
 
-def _reject(fd: int, reason: Rejection, detail: dict[str, Any], host_cap: int) -> None:
+def _rss_mib(field: str) -> float:
+    """``VmRSS`` (now) or ``VmHWM`` (peak) of this process, in MiB; 0 without /proc."""
+    try:
+        with open("/proc/self/status") as f:
+            line = next((x for x in f if x.startswith(f"{field}:")), "")
+    except OSError:
+        return 0.0
+    parts = line.split()
+    return int(parts[1]) / 1024 if len(parts) > 1 and parts[1].isdigit() else 0.0
+
+
+def _reject(
+    fd: int,
+    reason: Rejection,
+    detail: dict[str, Any],
+    host_cap: int,
+    resources: dict[str, float],
+) -> None:
     if reason is Rejection.TOO_BIG_IN_MEMORY:
         detail.setdefault("limit", host_cap)
     write_line(
@@ -135,5 +158,6 @@ def _reject(fd: int, reason: Rejection, detail: dict[str, Any], host_cap: int) -
             "error": f"snapshot refused: {reason.value}",
             "reason": reason.value,
             "detail": json_safe(detail),
+            "resources": resources,  # for the operator's log and the benchmark
         },
     )

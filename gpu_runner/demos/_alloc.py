@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gpu_runner.demos._context import SIMULATED_DEVICE, RunContext
-from gpu_runner.demos._labels import RunKind, RunLabel
+from gpu_runner.demos._labels import SIM_TOTAL_MEMORY, RunKind, RunLabel
 
-# A simulated H200 (nvidia-smi reports 143 771 MiB); rule figures do not depend on it.
-SIM_TOTAL_MEMORY = 143_771 << 20
 # The spec's fractions add 4096 B so int(fraction * total) never rounds below the cap.
 CAP_SLACK = 4096
 

@@ -11,11 +11,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from bot import formats
 from bot.domain import Locale
+from bot.i18n import translator
 from gpu_runner.sim._provenance import GPU_CHECK, RULES_TORCH, GpuCheck
 
-SIMULATED_DEVICE = f"simulated allocator (torch {RULES_TORCH} rules)"
-NO_TORCH_DEVICE = "arithmetic only, no GPU (torch not installed)"
+# Every simulated demo runs on one device of this size: the GPU memory a demo gets on a
+# real GPU (the executor's per-demo cap) and the device of the generated questions' traces.
+# Rule-determined figures do not depend on it; free memory and the OOM message do.
+SIM_TOTAL_MEMORY = 16 << 30
+
+
+def simulated_device(locale: Locale) -> str:
+    t = translator(locale)
+    return t("simulated allocator (torch {torch} rules)", torch=RULES_TORCH)
+
+
+def no_torch_device(locale: Locale) -> str:
+    t = translator(locale)
+    return t("arithmetic only, no GPU (torch not installed)")
+
+
+# The English lines, as the executor and the stored runs say them.
+SIMULATED_DEVICE = simulated_device(Locale.EN)
+NO_TORCH_DEVICE = no_torch_device(Locale.EN)
 
 
 class RunKind(StrEnum):
@@ -28,7 +47,7 @@ class RunKind(StrEnum):
 @dataclass(frozen=True, slots=True)
 class RunLabel:
     kind: RunKind
-    device: str  # "NVIDIA H200 · torch 2.13.0 · CUDA 13.0", SIMULATED_DEVICE, "CPU · torch …"
+    device: str  # "NVIDIA H200 · torch 2.13.0 · CUDA 13.0", simulated_device(), "CPU · torch …"
     tag: str  # appended to the report's title: "" on a GPU, " · simulated", " · CPU", …
     note: str  # the report's closing italic line ("" on a GPU)
     plot_note: str  # the PNG footer's second line ("" on a GPU)
@@ -38,18 +57,16 @@ class RunLabel:
         return self.kind is RunKind.SIMULATED
 
 
-def _tr(locale: Locale, en: str, el: str) -> str:
-    return el if locale is Locale.EL else en
-
-
 def gpu_check_clause(locale: Locale, check: GpuCheck | None = GPU_CHECK) -> str:
     """ "not yet checked on a GPU", or where and with which torch they were checked."""
+    t = translator(locale)
     if check is None:
-        return _tr(locale, "not yet checked on a GPU", "δεν έχουν ελεγχθεί ακόμη σε GPU")
-    return _tr(
-        locale,
-        f"checked on {check.gpu} with torch {check.torch} ({check.date})",
-        f"ελέγχθηκαν σε {check.gpu} με torch {check.torch} ({check.date})",
+        return t("not yet checked on a GPU")
+    return t(
+        "checked on {gpu} with torch {torch} ({date})",
+        gpu=check.gpu,
+        torch=check.torch,
+        date=check.date,
     )
 
 
@@ -57,29 +74,24 @@ def simulated_label(
     locale: Locale, cpu_torch: str = "", check: GpuCheck | None = GPU_CHECK
 ) -> RunLabel:
     """The simulator's label; `cpu_torch` names the torch of a CPU check the demo also ran."""
-    device = SIMULATED_DEVICE + (f" · CPU check: torch {cpu_torch}" if cpu_torch else "")
+    t = translator(locale)
+    device = simulated_device(locale)
+    if cpu_torch:
+        device += t(" · CPU check: torch {version}", version=cpu_torch)
     clause = gpu_check_clause(locale, check)
-    note = _tr(
-        locale,
-        f"_Simulated: the figures follow CUDACachingAllocator's rules (torch {RULES_TORCH}); "
-        f"{clause}. Timings: n/a. Free device memory is that of a simulated device with "
-        "nothing else on it._",
-        f"_Προσομοίωση: τα νούμερα ακολουθούν τους κανόνες του CUDACachingAllocator (torch "
-        f"{RULES_TORCH})· {clause}. Χρόνοι: n/a. Η ελεύθερη μνήμη είναι μιας προσομοιωμένης "
-        "συσκευής χωρίς τίποτε άλλο πάνω της._",
+    note = t(
+        "_Simulated: the figures follow CUDACachingAllocator's rules (torch {torch}); "
+        "{clause}. Timings: n/a. The simulated device has {size} (what a demo may use on a "
+        "GPU) and nothing else on it._",
+        torch=RULES_TORCH,
+        clause=clause,
+        size=formats.size(SIM_TOTAL_MEMORY, locale),
     )
-    plot_note = _tr(
-        locale,
-        f"simulated: follows CUDACachingAllocator's rules; {clause}",
-        f"προσομοίωση: κανόνες του CUDACachingAllocator· {clause}",
+    plot_note = t(
+        "simulated: follows CUDACachingAllocator's rules; {clause}",
+        clause=clause,
     )
-    return RunLabel(
-        RunKind.SIMULATED,
-        device,
-        _tr(locale, " · simulated", " · προσομοίωση"),
-        note,
-        plot_note,
-    )
+    return RunLabel(RunKind.SIMULATED, device, t(" · simulated"), note, plot_note)
 
 
 def gpu_label(device: str) -> RunLabel:
@@ -89,35 +101,25 @@ def gpu_label(device: str) -> RunLabel:
 def cpu_label(locale: Locale, device: str, what: str = "", gpu_unused: bool = False) -> RunLabel:
     """A real CPU run; `what` says what was (or was not) measured, in the locale.
     `gpu_unused`: there is a GPU, but what the demo measures lives on the host."""
-    note = what or _tr(
-        locale,
-        "no GPU here: torch ran on the CPU; GPU timings and allocator figures n/a",
-        "χωρίς GPU: το torch έτρεξε στη CPU· χρόνοι GPU και νούμερα του allocator: n/a",
-    )
-    tag = (
-        _tr(locale, " · CPU, GPU unused", " · CPU, η GPU δεν χρησιμοποιείται")
-        if gpu_unused
-        else _tr(locale, " · CPU, no GPU", " · CPU, χωρίς GPU")
-    )
+    t = translator(locale)
+    note = what or t("no GPU here: torch ran on the CPU; GPU timings and allocator figures n/a")
+    tag = t(" · CPU, GPU unused") if gpu_unused else t(" · CPU, no GPU")
     return RunLabel(
         RunKind.CPU,
         device,
         tag,
-        f"_{_tr(locale, 'CPU run', 'Εκτέλεση στη CPU')}: {note}._",
-        _tr(locale, "CPU run · ", "εκτέλεση στη CPU · ") + note,
+        t("_CPU run: {note}._", note=note),
+        t("CPU run · {note}", note=note),
     )
 
 
 def arithmetic_label(locale: Locale) -> RunLabel:
-    note = _tr(
-        locale,
-        "computed from formulas; nothing measured (needs torch: pip install 'quizbot[gpu]')",
-        "υπολογισμός από τύπους· καμία μέτρηση (χρειάζεται torch: pip install 'quizbot[gpu]')",
-    )
+    t = translator(locale)
+    note = t("computed from formulas; nothing measured (needs torch: pip install 'quizbot[gpu]')")
     return RunLabel(
         RunKind.ARITHMETIC,
-        NO_TORCH_DEVICE,
-        _tr(locale, " · arithmetic, no GPU", " · υπολογισμός, χωρίς GPU"),
+        no_torch_device(locale),
+        t(" · arithmetic, no GPU"),
         f"_{note[0].upper()}{note[1:]}._",
         note,
     )

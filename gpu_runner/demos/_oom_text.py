@@ -14,55 +14,51 @@ MiB = 1 << 20
 
 
 def outcome_lines(ctx: RunContext, m: dict[str, Any], oom_sentence: str) -> list[str]:
-    t = ctx.tr
+    t = ctx.t
     request, cap, room = m["request_bytes"], m["cap_bytes"], m["room_under_cap_bytes"]
     at = m["at_request"]
     largest = m["largest_hole_bytes"]
     lines = [
         t(
-            f"Q1's layout under a {ctx.size(cap)} cap (one {ctx.mib(cap - room)} segment, "
-            f"every other 50 MiB block free), then a {ctx.size(request)} request:",
-            f"Η διάταξη του Q1 με όριο {ctx.size(cap)} (ένα τμήμα {ctx.mib(cap - room)}, "
-            f"ελεύθερο κάθε δεύτερο μπλοκ των 50 MiB), μετά ένα αίτημα {ctx.size(request)}:",
+            "A fragmented layout under a {cap} cap (one {segment} segment, every other "
+            "50 MiB block free), then a {request} request:",
+            cap=ctx.size(cap),
+            segment=ctx.mib(cap - room),
+            request=ctx.size(request),
         )
     ]
     small = t(
-        "; a request of 1 MiB or less goes to the small pool, whose 2 MiB segments never "
-        "use the large pool's holes",
-        "· ένα αίτημα έως 1 MiB πηγαίνει στο small pool, που με τα τμήματα των 2 MiB δεν "
-        "χρησιμοποιεί τα κενά του large pool",
+        "; a request of 1 MiB or less goes to the small pool, whose 2 MiB "
+        "segments never use the large pool's holes",
     )
     limit = t(
-        f"A request fails here once its segment (its size rounded up to 2 MiB) exceeds "
-        f"cap − reserved = {ctx.mib(room)}.",
-        f"Εδώ ένα αίτημα αποτυγχάνει μόλις το τμήμα του (το μέγεθος στρογγυλεμένο προς τα "
-        f"πάνω στα 2 MiB) ξεπεράσει όριο − δεσμευμένη = {ctx.mib(room)}.",
+        "A request fails here once its segment (its size rounded up to 2 MiB) "
+        "exceeds cap − reserved = {room}.",
+        room=ctx.mib(room),
     )
     if m["outcome"] == "reused-hole":
         return [
             *lines,
             t(
-                f"It fits a free {ctx.mib(largest)} hole: the block is split there, no new "
-                f"segment, no OOM. Above {ctx.mib(largest)} it would need a new segment. " + limit,
-                f"Χωράει σε ελεύθερο κενό {ctx.mib(largest)}: το μπλοκ χωρίζεται εκεί, χωρίς "
-                f"νέο τμήμα και χωρίς OOM. Πάνω από {ctx.mib(largest)} θα χρειαζόταν νέο "
-                "τμήμα. " + limit,
+                "It fits a free {largest} hole: the block is split there, no new segment, "
+                "no OOM. Above {largest} it would need a new segment. {limit}",
+                largest=ctx.mib(largest),
+                limit=limit,
             ),
         ]
     if m["outcome"] == "new-segment":
         return [
             *lines,
             t(
-                f"It fits no hole (largest {ctx.mib(largest)}"
-                + (small if request <= MiB else "")
-                + f"), so the allocator took a new {ctx.size(m['new_segment_bytes'])} segment "
-                f"under the cap: reserved {ctx.mib(at['reserved_bytes'])} of "
-                f"{ctx.mib(cap)}, no OOM. " + limit,
-                f"Δεν χωράει σε κενό (το μεγαλύτερο {ctx.mib(largest)}"
-                + (small if request <= MiB else "")
-                + f"), οπότε ο allocator πήρε νέο τμήμα {ctx.size(m['new_segment_bytes'])} "
-                f"κάτω από το όριο: δεσμευμένη (reserved) {ctx.mib(at['reserved_bytes'])} "
-                f"από {ctx.mib(cap)}, χωρίς OOM. " + limit,
+                "It fits no hole (largest {largest}{small_pool}), so the allocator took a "
+                "new {segment} segment under the cap: reserved {reserved} of {cap}, no "
+                "OOM. {limit}",
+                largest=ctx.mib(largest),
+                small_pool=small if request <= MiB else "",
+                segment=ctx.size(m["new_segment_bytes"]),
+                reserved=ctx.mib(at["reserved_bytes"]),
+                cap=ctx.mib(cap),
+                limit=limit,
             ),
         ]
     other = m["other_allocations_bytes"]
@@ -70,98 +66,86 @@ def outcome_lines(ctx: RunContext, m: dict[str, Any], oom_sentence: str) -> list
         *lines,
         f"`{oom_sentence}`",
         t(
-            f"- retries {at['num_alloc_retries']}, OOMs {at['num_ooms']}: no hole fits "
-            f"(largest {ctx.mib(largest)}), a new segment would pass the cap "
-            f"({ctx.mib(room)} left), and the retry can release only whole free segments — "
-            f"the one {ctx.mib(at['reserved_bytes'])} segment holds live tensors.",
-            f"- επαναπροσπάθειες {at['num_alloc_retries']}, OOM {at['num_ooms']}: κανένα κενό "
-            f"δεν χωράει (το μεγαλύτερο {ctx.mib(largest)}), νέο τμήμα θα ξεπερνούσε το όριο "
-            f"(απομένουν {ctx.mib(room)}) και η επαναπροσπάθεια αποδεσμεύει μόνο ολόκληρα "
-            f"ελεύθερα τμήματα — το ένα τμήμα των {ctx.mib(at['reserved_bytes'])} έχει "
-            "ζωντανούς τανυστές.",
+            "- retries {num_alloc_retries}, OOMs {num_ooms}: no hole fits (largest "
+            "{largest}), a new segment would pass the cap ({room} left), and the "
+            "retry can release only whole free segments — the one {reserved_bytes} "
+            "segment holds live tensors.",
+            num_alloc_retries=at["num_alloc_retries"],
+            num_ooms=at["num_ooms"],
+            largest=ctx.mib(largest),
+            room=ctx.mib(room),
+            reserved_bytes=ctx.mib(at["reserved_bytes"]),
         ),
         t(
-            f"- 1. `memory_summary()`: Non-releasable memory "
-            f"`{ctx.mib(at['inactive_split_bytes'])}` (inactive split blocks)",
-            f"- 1. `memory_summary()`: Non-releasable memory "
-            f"`{ctx.mib(at['inactive_split_bytes'])}` (ανενεργά split μπλοκ)",
+            "- 1. `memory_summary()`: Non-releasable memory `{inactive_split_bytes}` "
+            "(inactive split blocks)",
+            inactive_split_bytes=ctx.mib(at["inactive_split_bytes"]),
         ),
         t(
-            f"- 2. `memory_snapshot()`: largest free block `{ctx.mib(largest)}` < "
-            f"{ctx.mib(request)}",
-            f"- 2. `memory_snapshot()`: μεγαλύτερο ελεύθερο μπλοκ `{ctx.mib(largest)}` < "
-            f"{ctx.mib(request)}",
+            "- 2. `memory_snapshot()`: largest free block `{largest}` < {request}",
+            largest=ctx.mib(largest),
+            request=ctx.mib(request),
         ),
         t(
-            "- 3. other allocations, `(total − free) − reserved` from `mem_get_info()`: "
-            + (
-                f"`{ctx.mib(other)}`"
-                if other is not None
-                else "n/a (the simulated device has no CUDA context)"
-            ),
-            "- 3. άλλες δεσμεύσεις, `(total − free) − reserved` από το `mem_get_info()`: "
-            + (
-                f"`{ctx.mib(other)}`"
-                if other is not None
-                else "n/a (η προσομοιωμένη συσκευή δεν έχει CUDA context)"
-            ),
+            "- 3. other allocations, `(total − free) − reserved` from `mem_get_info()`: {other}",
+            other=f"`{ctx.mib(other)}`"
+            if other is not None
+            else t("n/a (the simulated device has no CUDA context)"),
         ),
     ]
 
 
 def _remedy(ctx: RunContext, r: dict[str, Any]) -> str:
-    t = ctx.tr
+    t = ctx.t
     if r["outcome"] == "oom":
         return t(
-            f"still OOM (reserved {ctx.mib(r['reserved_bytes'])})",
-            f"και πάλι OOM (δεσμευμένη {ctx.mib(r['reserved_bytes'])})",
+            "still OOM (reserved {reserved_bytes})",
+            reserved_bytes=ctx.mib(r["reserved_bytes"]),
         )
     return t(
-        f"succeeds: {ctx.mib(r['released_bytes'])} released, "
-        f"{ctx.mib(r['new_device_bytes'])} newly reserved, retries {r['num_alloc_retries']}, "
-        f"reserved {ctx.mib(r['reserved_bytes'])}",
-        f"πετυχαίνει: αποδεσμεύονται {ctx.mib(r['released_bytes'])}, δεσμεύονται εκ νέου "
-        f"{ctx.mib(r['new_device_bytes'])}, επαναπροσπάθειες {r['num_alloc_retries']}, "
-        f"δεσμευμένη {ctx.mib(r['reserved_bytes'])}",
+        "succeeds: {released_bytes} released, {new_device_bytes} newly reserved, "
+        "retries {num_alloc_retries}, reserved {reserved_bytes}",
+        released_bytes=ctx.mib(r["released_bytes"]),
+        new_device_bytes=ctx.mib(r["new_device_bytes"]),
+        num_alloc_retries=r["num_alloc_retries"],
+        reserved_bytes=ctx.mib(r["reserved_bytes"]),
     )
 
 
 def remedy_lines(ctx: RunContext, m: dict[str, Any]) -> list[str]:
-    t = ctx.tr
+    t = ctx.t
     merged, retried = m["after_freeing_live_tensors"], m["retry"]
     exp, split = m["remedies"]["expandable_segments"], m["remedies"]["max_split_size_mb"]
     return [
-        t("Remedies, each on the same layout:", "Λύσεις, η καθεμία στην ίδια διάταξη:"),
         t(
-            f"- `empty_cache()` with the odd tensors alive: reserved stays "
-            f"`{ctx.mib(m['reserved_after_empty_cache_with_live_tensors'])}` (it releases only "
+            "Remedies, each on the same layout:",
+        ),
+        t(
+            "- `empty_cache()` with the odd tensors alive: reserved stays "
+            "`{reserved_after_empty_cache_with_live_tensors}` (it releases only "
             "segments whose blocks are all free).",
-            f"- `empty_cache()` με τους μονούς τανυστές ζωντανούς: η δεσμευμένη μένει "
-            f"`{ctx.mib(m['reserved_after_empty_cache_with_live_tensors'])}` (αποδεσμεύει μόνο "
-            "τμήματα με όλα τα μπλοκ ελεύθερα).",
+            reserved_after_empty_cache_with_live_tensors=ctx.mib(
+                m["reserved_after_empty_cache_with_live_tensors"]
+            ),
         ),
         t(
-            f"- free the tensors that pin the segment: the holes merge (inactive split "
-            f"{ctx.mib(merged['inactive_split_bytes'])}) and the request is served from the "
-            f"cache with {retried['new_device_allocs']} new cudaMalloc.",
-            f"- αποδέσμευση των τανυστών που κρατούν το τμήμα: τα κενά ενώνονται (inactive "
-            f"split {ctx.mib(merged['inactive_split_bytes'])}) και το αίτημα εξυπηρετείται "
-            f"από την cache με {retried['new_device_allocs']} νέα cudaMalloc.",
+            "- free the tensors that pin the segment: the holes merge (inactive "
+            "split {inactive_split_bytes}) and the request is served from the cache "
+            "with {new_device_allocs} new cudaMalloc.",
+            inactive_split_bytes=ctx.mib(merged["inactive_split_bytes"]),
+            new_device_allocs=retried["new_device_allocs"],
         ),
         t(
-            f"- `PYTORCH_CUDA_ALLOC_CONF={exp['conf']}`: {_remedy(ctx, exp)} (the free pages "
-            "under the holes are unmapped and new pages mapped at the end of the range).",
-            f"- `PYTORCH_CUDA_ALLOC_CONF={exp['conf']}`: {_remedy(ctx, exp)} (οι ελεύθερες "
-            "σελίδες κάτω από τα κενά αποχαρτογραφούνται και νέες σελίδες χαρτογραφούνται "
-            "στο τέλος της περιοχής).",
+            "- `PYTORCH_CUDA_ALLOC_CONF={conf}`: {remedy} (the free pages under the "
+            "holes are unmapped and new pages mapped at the end of the range).",
+            conf=exp["conf"],
+            remedy=_remedy(ctx, exp),
         ),
         t(
-            f"- `PYTORCH_CUDA_ALLOC_CONF={split['conf'].split(',')[-1]}`: {_remedy(ctx, split)} "
-            "(the 800 MiB block is never split, so each 50 MiB tensor gets its own segment and "
-            "the retry releases the free ones).",
-            f"- `PYTORCH_CUDA_ALLOC_CONF={split['conf'].split(',')[-1]}`: "
-            f"{_remedy(ctx, split)} (το μπλοκ των 800 MiB δεν χωρίζεται ποτέ, οπότε κάθε "
-            "τανυστής των 50 MiB παίρνει δικό του τμήμα και η επαναπροσπάθεια αποδεσμεύει τα "
-            "ελεύθερα).",
+            "- `PYTORCH_CUDA_ALLOC_CONF={split}`: {remedy} (the 800 MiB block is "
+            "never split, so each 50 MiB tensor gets its own segment and the retry "
+            "releases the free ones).",
+            split=split["conf"].split(",")[-1],
+            remedy=_remedy(ctx, split),
         ),
     ]

@@ -14,8 +14,21 @@ import io
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from bot import formats
 from bot.domain import Locale
-from gpu_runner.demos._units import MiB, format_bytes, format_number
+from bot.i18n import translator
+
+MiB = formats.MiB
+GROUP_FROM = 10_000  # as the reports: "1024 MiB" reads the same in both locales
+
+
+def format_bytes(nbytes: float, locale: Locale) -> str:
+    return formats.size(nbytes, locale, group_from=GROUP_FROM)
+
+
+def format_number(value: float, digits: int, locale: Locale) -> str:
+    return formats.number(value, locale, digits, group_from=GROUP_FROM)
+
 
 if TYPE_CHECKING:
     from gpu_runner.demos._labels import RunLabel
@@ -69,8 +82,8 @@ def footer_lines(label: RunLabel | None) -> list[str]:
     return [line for line in (label.device, label.plot_note) if line]
 
 
-def to_png(fig: Any, label: RunLabel | None = None) -> bytes:
-    """The PNG, with the label's device line and note in the footer and text chunks."""
+def finish(fig: Any, label: RunLabel | None = None) -> None:
+    """The label's device line and note drawn in the footer; the layout fixed."""
     lines = footer_lines(label)
     height = float(fig.get_figheight())
     bottom = (len(lines) * FOOTER_LINE_IN + 0.06) / height if lines else 0.0
@@ -84,6 +97,10 @@ def to_png(fig: Any, label: RunLabel | None = None) -> bytes:
             style="italic" if i == 0 and len(lines) > 1 else "normal",
         )
     fig.tight_layout(rect=(0.0, bottom, 1.0, 1.0))
+
+
+def encode(fig: Any, label: RunLabel | None = None) -> bytes:
+    """A finished figure as PNG bytes, the label also in the `Source` and `Comment` chunks."""
     metadata: dict[str, str | None] = {"Software": None}
     if label is not None:
         metadata["Source"] = label.device
@@ -91,6 +108,12 @@ def to_png(fig: Any, label: RunLabel | None = None) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata=metadata)
     return buf.getvalue()
+
+
+def to_png(fig: Any, label: RunLabel | None = None) -> bytes:
+    """The PNG, with the label's device line and note in the footer and text chunks."""
+    finish(fig, label)
+    return encode(fig, label)
 
 
 def byte_ticks(ax: Any, locale: Locale, axis: str = "y") -> None:
@@ -199,10 +222,8 @@ def segment_map(
         [format_bytes(int(s["total_size"]), locale) for s in rows],
         fontsize=8,
     )
-    ax.set_xlabel(
-        "θέση μέσα στο τμήμα (MiB)" if locale is Locale.EL else "offset in the segment (MiB)",
-        loc="left",
-    )
+    t = translator(locale)
+    ax.set_xlabel(t("offset in the segment (MiB)"), loc="left")
     ax.set_title(title, loc="left")
     ax.invert_yaxis()
     ax.legend(

@@ -145,8 +145,7 @@ class Demo:
     """A registered demonstration. `run` executes only inside the executor's child."""
 
     id: str
-    title: str  # English; the report carries the localized title
-    title_el: str
+    title: str  # English, for `quizbot demo list`; the report carries the localized title
     kind: DemoKind
     run: DemoFunction
     params: tuple[Param | JsonParam, ...] = ()

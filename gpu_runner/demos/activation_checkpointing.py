@@ -178,20 +178,20 @@ def run(ctx: RunContext) -> DemoOutput:
         if ctx.cuda
         else ctx.label(
             RunKind.CPU,
-            cpu_note=(
-                "activation bytes counted from the storages torch created "
-                + ("on CPU tensors" if where == "cpu" else "on the meta device (no RAM used)")
-                + "; no GPU step times",
-                "bytes ενεργοποιήσεων από τα storages που δημιούργησε το torch "
-                + ("σε τανυστές CPU" if where == "cpu" else "στη συσκευή meta (χωρίς RAM)")
-                + "· χωρίς χρόνους GPU",
+            cpu_note=ctx.t(
+                "activation bytes counted from the storages torch created {where}; no GPU "
+                "step times",
+                where=ctx.t("on CPU tensors")
+                if where == "cpu"
+                else ctx.t("on the meta device (no RAM used)"),
             ),
         )
     )
     lines = [
         ctx.title(
-            "Gradient (activation) checkpointing",
-            "Gradient checkpointing (επανυπολογισμός ενεργοποιήσεων)",
+            ctx.t(
+                "Gradient (activation) checkpointing",
+            ),
             label,
         ),
         *_report(ctx, metrics, where),
@@ -202,27 +202,29 @@ def run(ctx: RunContext) -> DemoOutput:
         ["none", "per-layer", f"sqrt ({sqrt_segments(layers)})"],
         [
             (
-                ctx.tr("after forward", "μετά το forward"),
+                ctx.t(
+                    "after forward",
+                ),
                 [small[m]["after_forward_bytes"] / MiB for m in MODES],
                 _plot.ALLOCATED,
             ),
             (
-                ctx.tr("peak in backward", "μέγιστο στο backward"),
+                ctx.t(
+                    "peak in backward",
+                ),
                 [small[m]["peak_bytes"] / MiB for m in MODES],
                 _plot.FREE,
             ),
         ],
-        ylabel=ctx.tr(
-            "activations, weight grads apart (MiB)", "ενεργοποιήσεις, χωρίς κλίσεις βαρών (MiB)"
+        ylabel=ctx.t(
+            "activations, weight grads apart (MiB)",
         ),
         fmt=lambda v: ctx.num(v),
-        title=ctx.tr(
-            f"{layers} layers: checkpointing keeps "
-            f"{ctx.num(small['per-layer']['after_forward_bytes'] / MiB)} of "
-            f"{ctx.mib(small['none']['after_forward_bytes'])} after forward",
-            f"{layers} επίπεδα: το checkpointing κρατά "
-            f"{ctx.num(small['per-layer']['after_forward_bytes'] / MiB)} από "
-            f"{ctx.mib(small['none']['after_forward_bytes'])} μετά το forward",
+        title=ctx.t(
+            "{layers} layers: checkpointing keeps {num} of {after_forward_bytes} after forward",
+            layers=layers,
+            num=ctx.num(small["per-layer"]["after_forward_bytes"] / MiB),
+            after_forward_bytes=ctx.mib(small["none"]["after_forward_bytes"]),
         ),
     )
     _plot.number_ticks(ax, ctx.locale)
@@ -230,7 +232,7 @@ def run(ctx: RunContext) -> DemoOutput:
 
 
 def _report(ctx: RunContext, m: dict[str, Any], where: str) -> list[str]:
-    t = ctx.tr
+    t = ctx.t
     c, small = m["config"], m["modes"]
     big, big_grads = m["spec_config_meta"]["modes"], m["spec_config_meta"]["weight_grad_bytes"]
     layers, width, batch = c["layers"], c["width"], c["batch"]
@@ -239,28 +241,32 @@ def _report(ctx: RunContext, m: dict[str, Any], where: str) -> list[str]:
         step = (
             ""
             if r["step_s"] is None
-            else t(f", step {ctx.num(r['step_s'], 3)} s", f", βήμα {ctx.num(r['step_s'], 3)} s")
+            else t(
+                ", step {step_s} s",
+                step_s=ctx.num(r["step_s"], 3),
+            )
         )
         return (
             f"- {mode}: "
-            + t("after forward ", "μετά το forward ")
+            + t(
+                "after forward ",
+            )
             + f"`{fmt(r['after_forward_bytes'])}`, "
-            + t("peak in backward ", "μέγιστο στο backward ")
+            + t(
+                "peak in backward ",
+            )
             + f"`{fmt(r['peak_bytes'])}`{step}"
         )
 
     kind = {
         "cuda": t(
             "measured on the GPU (bf16, above weights, weight grads and input)",
-            "μέτρηση στη GPU (bf16, πάνω από βάρη, κλίσεις βαρών και είσοδο)",
         ),
         "cpu": t(
             "live activation bytes on CPU tensors (fp32)",
-            "ζωντανά bytes ενεργοποιήσεων σε τανυστές CPU (fp32)",
         ),
         "meta": t(
             "live activation bytes on the meta device (fp32, no RAM)",
-            "ζωντανά bytes ενεργοποιήσεων στη συσκευή meta (fp32, χωρίς RAM)",
         ),
     }[where]
     segments, big_segments = c["sqrt_segments"], sqrt_segments(SPEC_CONFIG["layers"])
@@ -270,50 +276,48 @@ def _report(ctx: RunContext, m: dict[str, Any], where: str) -> list[str]:
     big_per_layer = big["none"]["after_forward_bytes"] / SPEC_CONFIG["layers"]
     return [
         t(
-            f"{layers} × (Linear({width}, {width}) + GELU), batch {batch}: {kind}. The weight "
-            f"gradients ({ctx.mib(m['weight_grad_bytes'])}) exist before the step, like the "
-            "weights, and are not counted:",
-            f"{layers} × (Linear({width}, {width}) + GELU), batch {batch}: {kind}. Οι κλίσεις "
-            f"των βαρών ({ctx.mib(m['weight_grad_bytes'])}) υπάρχουν πριν από το βήμα, όπως τα "
-            "βάρη, και δεν μετρώνται:",
+            "{layers} × (Linear({width}, {width}) + GELU), batch {batch}: {kind}. "
+            "The weight gradients ({weight_grad_bytes}) exist before the step, like "
+            "the weights, and are not counted:",
+            layers=layers,
+            width=width,
+            batch=batch,
+            kind=kind,
+            weight_grad_bytes=ctx.mib(m["weight_grad_bytes"]),
         ),
         *[row(mode, small[mode], ctx.mib) for mode in MODES],
         t(
-            f"At GPU scale ({SPEC_CONFIG['layers']} × {SPEC_CONFIG['width']}, batch "
-            f"{ctx.num(SPEC_CONFIG['batch'])}, bf16, meta accounting; weight grads "
-            f"{ctx.gib(big_grads)} apart):",
-            f"Σε κλίμακα GPU ({SPEC_CONFIG['layers']} × {SPEC_CONFIG['width']}, batch "
-            f"{ctx.num(SPEC_CONFIG['batch'])}, bf16, λογιστική στη meta· κλίσεις βαρών "
-            f"{ctx.gib(big_grads)} χωριστά):",
+            "At GPU scale ({layers} × {width}, batch {batch}, bf16, meta accounting; "
+            "weight grads {big_grads} apart):",
+            layers=SPEC_CONFIG["layers"],
+            width=SPEC_CONFIG["width"],
+            batch=ctx.num(SPEC_CONFIG["batch"]),
+            big_grads=ctx.gib(big_grads),
         ),
         *[row(mode, big[mode], ctx.gib) for mode in MODES],
         t(
-            f"sqrt is `checkpoint_sequential(model, {segments}, x)`, which never checkpoints its "
-            f"last segment (its output is needed at once in backward): the last {last} layers "
-            f"keep all their activations, {ctx.mib(last * per_layer)} of the "
-            f"{ctx.mib(small['sqrt']['after_forward_bytes'])} after forward. At GPU scale "
-            f"round(√{SPEC_CONFIG['layers']}) = {big_segments} segments of "
-            f"{SPEC_CONFIG['layers'] // big_segments} layers leave the last {big_last} "
-            f"unchecked: {ctx.gib(big_last * big_per_layer)} of "
-            f"{ctx.gib(big['sqrt']['after_forward_bytes'])}.",
-            f"Το sqrt είναι `checkpoint_sequential(model, {segments}, x)`, που δεν κάνει ποτέ "
-            f"checkpoint το τελευταίο τμήμα (η έξοδός του χρειάζεται αμέσως στο backward): τα "
-            f"τελευταία {last} επίπεδα κρατούν όλες τις ενεργοποιήσεις τους, "
-            f"{ctx.mib(last * per_layer)} από τα {ctx.mib(small['sqrt']['after_forward_bytes'])}"
-            f" μετά το forward. Σε κλίμακα GPU, round(√{SPEC_CONFIG['layers']}) = "
-            f"{big_segments} τμήματα των {SPEC_CONFIG['layers'] // big_segments} επιπέδων "
-            f"αφήνουν τα τελευταία {big_last} χωρίς checkpoint: "
-            f"{ctx.gib(big_last * big_per_layer)} από "
-            f"{ctx.gib(big['sqrt']['after_forward_bytes'])}.",
+            "sqrt is `checkpoint_sequential(model, {segments}, x)`, which never "
+            "checkpoints its last segment (its output is needed at once in "
+            "backward): the last {last} layers keep all their activations, {mib} of "
+            "the {after_forward_bytes} after forward. At GPU scale round(√{layers}) "
+            "= {big_segments} segments of {value} layers leave the last {big_last} "
+            "unchecked: {gib} of {after_forward_bytes_2}.",
+            segments=segments,
+            last=last,
+            mib=ctx.mib(last * per_layer),
+            after_forward_bytes=ctx.mib(small["sqrt"]["after_forward_bytes"]),
+            layers=SPEC_CONFIG["layers"],
+            big_segments=big_segments,
+            value=SPEC_CONFIG["layers"] // big_segments,
+            big_last=big_last,
+            gib=ctx.gib(big_last * big_per_layer),
+            after_forward_bytes_2=ctx.gib(big["sqrt"]["after_forward_bytes"]),
         ),
         t(
-            "Checkpointing keeps only segment inputs and recomputes the rest in backward, one "
-            "segment just before its gradients, while the segments already done are freed: "
-            "less activation memory for about one extra forward pass.",
-            "Το checkpointing κρατά μόνο τις εισόδους των τμημάτων και επανυπολογίζει τα "
-            "υπόλοιπα στο backward, κάθε τμήμα λίγο πριν από τις κλίσεις του, ενώ όσα "
-            "τελείωσαν αποδεσμεύονται: λιγότερη μνήμη ενεργοποιήσεων με κόστος περίπου ένα "
-            "επιπλέον forward.",
+            "Checkpointing keeps only segment inputs and recomputes the rest in "
+            "backward, one segment just before its gradients, while the segments "
+            "already done are freed: less activation memory for about one extra "
+            "forward pass.",
         ),
     ]
 
@@ -321,7 +325,6 @@ def _report(ctx: RunContext, m: dict[str, Any], where: str) -> list[str]:
 DEMO = Demo(
     id="activation-checkpointing",
     title="Gradient (activation) checkpointing",
-    title_el="Gradient checkpointing (επανυπολογισμός ενεργοποιήσεων)",
     kind=DemoKind.TORCH,
     run=run,
     params=(

@@ -130,17 +130,16 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     label = ctx.torch_label(
         check is not None,
-        cpu_note=(
+        cpu_note=ctx.t(
             "the step ran on the CPU; bytes counted from the storages torch created "
             "(no caching allocator there)",
-            "το βήμα έτρεξε στη CPU· bytes από τα storages που δημιούργησε το torch "
-            "(χωρίς caching allocator)",
         ),
     )
     lines = [
         ctx.title(
-            "Adam memory per parameter (mixed precision)",
-            "Μνήμη του Adam ανά παράμετρο (μικτή ακρίβεια)",
+            ctx.t(
+                "Adam memory per parameter (mixed precision)",
+            ),
             label,
         ),
         *_report(ctx, metrics, check),
@@ -151,74 +150,68 @@ def run(ctx: RunContext) -> DemoOutput:
 
 
 def _report(ctx: RunContext, m: dict[str, Any], check: dict[str, Any] | None) -> list[str]:
-    t = ctx.tr
-    per, n = m["bytes_per_parameter"], m["parameters"]
+    t = ctx.t
+    per, parameters = m["bytes_per_parameter"], m["parameters"]
     z = SCHEMES[ZERO]
     fits = m["fits"]
     lines = [
         t(
-            f"ZeRO's accounting, per parameter: weights {z['weights']} B (bf16) + grads "
-            f"{z['grads']} B (bf16) + fp32 master {z['master']} B + Adam m {z['adam_m']} B + v "
-            f"{z['adam_v']} B = *{per[ZERO]} B*; plain fp32 is also {per['fp32']} B, bf16 "
-            f"without a master copy {per['bf16, no master']} B.",
-            f"Λογαριασμός του ZeRO, ανά παράμετρο: βάρη {z['weights']} B (bf16) + κλίσεις "
-            f"{z['grads']} B (bf16) + fp32 master {z['master']} B + Adam m {z['adam_m']} B + v "
-            f"{z['adam_v']} B = *{per[ZERO]} B*· σε καθαρό fp32 επίσης {per['fp32']} B, bf16 "
-            f"χωρίς master αντίγραφο {per['bf16, no master']} B.",
+            "ZeRO's accounting, per parameter: weights {weights} B (bf16) + grads "
+            "{grads} B (bf16) + fp32 master {master} B + Adam m {adam_m} B + v "
+            "{adam_v} B = *{per} B*; plain fp32 is also {fp32} B, bf16 without a "
+            "master copy {bf16_no_master} B.",
+            weights=z["weights"],
+            grads=z["grads"],
+            master=z["master"],
+            adam_m=z["adam_m"],
+            adam_v=z["adam_v"],
+            per=per[ZERO],
+            fp32=per["fp32"],
+            bf16_no_master=per["bf16, no master"],
         ),
         t(
-            f"A step that hands the optimizer fp32 grads (`master.grad = grad.float()`) keeps "
-            f"{SCHEMES[WITH_FP32_GRADS]['master_grads']} B more while it runs: "
-            f"*{per[WITH_FP32_GRADS]} B*.",
-            f"Ένα βήμα που δίνει στον βελτιστοποιητή (optimizer) κλίσεις fp32 "
-            f"(`master.grad = grad.float()`) κρατά {SCHEMES[WITH_FP32_GRADS]['master_grads']} B "
-            f"ακόμη όσο εκτελείται: *{per[WITH_FP32_GRADS]} B*.",
+            "A step that hands the optimizer fp32 grads (`master.grad = "
+            "grad.float()`) keeps {master_grads} B more while it runs: *{per} B*.",
+            master_grads=SCHEMES[WITH_FP32_GRADS]["master_grads"],
+            per=per[WITH_FP32_GRADS],
         ),
         t(
-            f"For {ctx.num(n / 1e9, 1)} billion parameters: {ctx.gib(m['total_bytes'][ZERO], 1)}"
-            f" ({ctx.gib(m['total_bytes'][WITH_FP32_GRADS], 1)} with fp32 grads) before any "
-            "activation — "
-            + ", ".join(f"{gpu}: {'fits' if fits[gpu][ZERO] else 'does not fit'}" for gpu in GPUS)
-            + ".",
-            f"Για {ctx.num(n / 1e9, 1)} δισ. παραμέτρους: {ctx.gib(m['total_bytes'][ZERO], 1)} "
-            f"({ctx.gib(m['total_bytes'][WITH_FP32_GRADS], 1)} με κλίσεις fp32) πριν από "
-            "οποιαδήποτε ενεργοποίηση — "
-            + ", ".join(f"{gpu}: {'χωράει' if fits[gpu][ZERO] else 'δεν χωράει'}" for gpu in GPUS)
-            + ".",
+            "For {billions} billion parameters: {zero} ({with_fp32_grads} with fp32 grads) "
+            "before any activation — {fits}.",
+            billions=ctx.num(parameters / 1e9, 1),
+            zero=ctx.gib(m["total_bytes"][ZERO], 1),
+            with_fp32_grads=ctx.gib(m["total_bytes"][WITH_FP32_GRADS], 1),
+            fits=", ".join(_fits(ctx, gpu, fits[gpu][ZERO]) for gpu in GPUS),
         ),
     ]
     if check is not None:
         lines.append(
             t(
-                f"Measured on {check['device']} ({check['method']}), one AdamW step of "
-                f"{ctx.num(check['parameters'])} parameters: fp32 master "
-                f"{ctx.size(check['master_bytes'])}, bf16 weights "
-                f"{ctx.size(check['weights_bytes'])}, bf16 grads "
-                f"{ctx.size(check['grads_bytes'])}, fp32 grads "
-                f"{ctx.size(check['master_grads_bytes'])}, Adam state "
-                f"{ctx.size(check['adam_state_bytes'])} → "
-                f"*{ctx.num(check['bytes_per_parameter'], 2)} B/parameter*.",
-                f"Μέτρηση σε {check['device']} ({check['method']}), ένα βήμα AdamW για "
-                f"{ctx.num(check['parameters'])} παραμέτρους: fp32 master "
-                f"{ctx.size(check['master_bytes'])}, βάρη bf16 {ctx.size(check['weights_bytes'])}"
-                f", κλίσεις bf16 {ctx.size(check['grads_bytes'])}, κλίσεις fp32 "
-                f"{ctx.size(check['master_grads_bytes'])}, κατάσταση Adam "
-                f"{ctx.size(check['adam_state_bytes'])} → "
-                f"*{ctx.num(check['bytes_per_parameter'], 2)} B/παράμετρο*.",
+                "Measured on {device} ({method}), one AdamW step of {parameters} "
+                "parameters: fp32 master {master_bytes}, bf16 weights {weights_bytes}, "
+                "bf16 grads {grads_bytes}, fp32 grads {master_grads_bytes}, Adam state "
+                "{adam_state_bytes} → *{bytes_per_parameter} B/parameter*.",
+                device=check["device"],
+                method=check["method"],
+                parameters=ctx.num(check["parameters"]),
+                master_bytes=ctx.size(check["master_bytes"]),
+                weights_bytes=ctx.size(check["weights_bytes"]),
+                grads_bytes=ctx.size(check["grads_bytes"]),
+                master_grads_bytes=ctx.size(check["master_grads_bytes"]),
+                adam_state_bytes=ctx.size(check["adam_state_bytes"]),
+                bytes_per_parameter=ctx.num(check["bytes_per_parameter"], 2),
             )
         )
     lines.append(
         t(
             "ZeRO/FSDP shard these bytes across GPUs; 8-bit optimizers shrink m and v.",
-            "Τα ZeRO/FSDP μοιράζουν αυτά τα bytes σε πολλές GPU· οι 8-bit optimizers "
-            "μικραίνουν τα m και v.",
         )
     )
     return lines
 
 
 def _stacked_plot(ctx: RunContext, ax: Any, check: dict[str, Any] | None) -> None:
-    t = ctx.tr
+    t = ctx.t
     colours = {
         "weights": _plot.ALLOCATED,
         "grads": "#8172B3",
@@ -228,10 +221,16 @@ def _stacked_plot(ctx: RunContext, ax: Any, check: dict[str, Any] | None) -> Non
         "adam_v": _plot.LIMIT,
     }
     names = {
-        "weights": t("weights", "βάρη"),
-        "grads": t("grads", "κλίσεις"),
+        "weights": t(
+            "weights",
+        ),
+        "grads": t(
+            "grads",
+        ),
         "master": "fp32 master",
-        "master_grads": t("fp32 grads", "κλίσεις fp32"),
+        "master_grads": t(
+            "fp32 grads",
+        ),
         "adam_m": "Adam m",
         "adam_v": "Adam v",
     }
@@ -240,7 +239,11 @@ def _stacked_plot(ctx: RunContext, ax: Any, check: dict[str, Any] | None) -> Non
         p = check["parameters"]
         # m and v are equal halves of the measured Adam state (its step counters are bytes).
         half = check["adam_state_bytes"] / 2 / p
-        columns[t("measured", "μέτρηση")] = {
+        columns[
+            t(
+                "measured",
+            )
+        ] = {
             "weights": check["weights_bytes"] / p,
             "grads": check["grads_bytes"] / p,
             "master": check["master_bytes"] / p,
@@ -249,9 +252,15 @@ def _stacked_plot(ctx: RunContext, ax: Any, check: dict[str, Any] | None) -> Non
             "adam_v": half,
         }
     shown = {
-        ZERO: t("mixed\n(ZeRO: 16 B)", "μικτή\n(ZeRO: 16 B)"),
-        WITH_FP32_GRADS: t("mixed\n+ fp32 grads", "μικτή\n+ κλίσεις fp32"),
-        "bf16, no master": t("bf16,\nno master", "bf16,\nχωρίς master"),
+        ZERO: t(
+            "mixed\n(ZeRO: 16 B)",
+        ),
+        WITH_FP32_GRADS: t(
+            "mixed\n+ fp32 grads",
+        ),
+        "bf16, no master": t(
+            "bf16,\nno master",
+        ),
     }
     labels = [shown.get(k, k) for k in columns]
     bottom = [0.0] * len(labels)
@@ -262,22 +271,27 @@ def _stacked_plot(ctx: RunContext, ax: Any, check: dict[str, Any] | None) -> Non
     for i, total in enumerate(bottom):
         digits = 0 if round(total, 2).is_integer() else 2
         _plot.bar_total(ax, i, total, f"{ctx.num(total, digits)} B")
-    ax.set_ylabel(t("bytes per parameter", "bytes ανά παράμετρο"))
+    ax.set_ylabel(
+        t(
+            "bytes per parameter",
+        )
+    )
     ax.margins(y=0.12)
     ax.set_title(
         t(
             "Mixed precision saves no optimizer memory: 16 B/parameter, 20 B with fp32 grads",
-            "Η μικτή ακρίβεια δεν γλιτώνει μνήμη βελτιστοποιητή: 16 B/παράμετρο, 20 B με "
-            "κλίσεις fp32",
         ),
     )
     ax.legend(ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
 
 
+def _fits(ctx: RunContext, gpu: str, fits: bool) -> str:
+    return ctx.t("{gpu}: fits", gpu=gpu) if fits else ctx.t("{gpu}: does not fit", gpu=gpu)
+
+
 DEMO = Demo(
     id="adam-memory-breakdown",
     title="Adam memory per parameter in mixed precision",
-    title_el="Μνήμη του Adam ανά παράμετρο με μικτή ακρίβεια",
     kind=DemoKind.MIXED,
     run=run,
     params=(Param("params_m", int, 1, 1_000_000, 7000, "model size, millions of parameters"),),

@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from bot import formats
 from gpu_runner.demos import _plot
 from gpu_runner.demos._alloc import CudaDevice
 from gpu_runner.demos._context import DemoOutput, RunContext, RunKind
@@ -28,7 +29,6 @@ from gpu_runner.demos._trace_inputs import (
     effective_cap,
 )
 from gpu_runner.demos._trace_replay import SimTraceDevice, Step, exact_fraction, replay
-from gpu_runner.demos._units import unit_for
 
 LISTED_STEPS = 24  # longer traces list only the steps that changed reserved memory
 
@@ -74,46 +74,51 @@ def describe(ctx: RunContext, i: int, step: Step, before: Step | None) -> str:
     if op[0] == "malloc":
         head = f"`malloc {op[1]}` {ctx.size(op[2], exact=True)}"
         if step.outcome == "oom":
-            what = ctx.tr(
-                f"*out of memory*: the malloc raises (reserved {was} → {now})",
-                f"*εξάντληση μνήμης (OOM)*: το malloc αποτυγχάνει (δεσμευμένη {was} → {now})",
+            what = ctx.t(
+                "*out of memory*: the malloc raises (reserved {was} → {now})",
+                was=was,
+                now=now,
             )
         elif grew and released:
-            what = ctx.tr(
-                f"fits only after cached segments are released: reserved {was} → {now}",
-                f"χωράει μόνο αφού αποδεσμευτούν τμήματα της cache: δεσμευμένη {was} → {now}",
+            what = ctx.t(
+                "fits only after cached segments are released: reserved {was} → {now}",
+                was=was,
+                now=now,
             )
         elif grew:
-            what = ctx.tr(
-                f"new device memory: reserved {was} → {now}",
-                f"νέα μνήμη από τη συσκευή: δεσμευμένη {was} → {now}",
+            what = ctx.t(
+                "new device memory: reserved {was} → {now}",
+                was=was,
+                now=now,
             )
         else:
-            what = ctx.tr(
-                f"served from the cache; reserved stays {now}",
-                f"εξυπηρετείται από την cache· η δεσμευμένη μένει {now}",
+            what = ctx.t(
+                "served from the cache; reserved stays {now}",
+                now=now,
             )
     elif op[0] == "free":
         head = f"`free {op[1]}`"
         what = (
-            ctx.tr("skipped: its malloc failed", "παραλείπεται: το malloc του απέτυχε")
+            ctx.t(
+                "skipped: its malloc failed",
+            )
             if step.outcome == "skipped"
-            else ctx.tr(
-                f"back to the cache; reserved stays {now}",
-                f"επιστρέφει στην cache· η δεσμευμένη μένει {now}",
+            else ctx.t(
+                "back to the cache; reserved stays {now}",
+                now=now,
             )
         )
     else:
         head = "`empty_cache()`"
         what = (
-            ctx.tr(
-                f"returns cached memory to the device: reserved {was} → {now}",
-                f"επιστρέφει μνήμη της cache στη συσκευή: δεσμευμένη {was} → {now}",
+            ctx.t(
+                "returns cached memory to the device: reserved {was} → {now}",
+                was=was,
+                now=now,
             )
             if released
-            else ctx.tr(
+            else ctx.t(
                 "releases nothing: no cached segment is entirely free",
-                "δεν αποδεσμεύει τίποτα: κανένα τμήμα της cache δεν είναι ολόκληρο ελεύθερο",
             )
         )
     return f"{i}. {head} → {what}"
@@ -136,25 +141,39 @@ def run(ctx: RunContext) -> DemoOutput:
     label = ctx.label(RunKind.SIMULATED if simulated else RunKind.GPU)
     value = steps[-1].value
     cap = effective_cap(inputs)
-    t = ctx.tr
+    t = ctx.t
     conf = (
         f"`PYTORCH_CUDA_ALLOC_CONF={inputs['conf']}`"
         if inputs["conf"]
-        else t("default allocator settings", "ρυθμίσεις του allocator από προεπιλογή")
+        else t(
+            "default allocator settings",
+        )
     )
     total = ctx.size(inputs["total_memory"], exact=True)
     capped = (
-        t(f"memory cap {ctx.size(cap, exact=True)}.", f"όριο μνήμης {ctx.size(cap, exact=True)}.")
+        t(
+            "memory cap {cap}.",
+            cap=ctx.size(cap, exact=True),
+        )
         if cap is not None
-        else t("no memory cap.", "χωρίς όριο μνήμης.")
+        else t(
+            "no memory cap.",
+        )
     )
     lines = [
         ctx.title(
-            f"Allocator trace · {len(steps)} operations",
-            f"Ίχνος του allocator · {len(steps)} λειτουργίες",
+            ctx.t(
+                "Allocator trace · {steps} operations",
+                steps=len(steps),
+            ),
             label,
         ),
-        t(f"A {total} device, {conf}, {capped}", f"Συσκευή {total}, {conf}, {capped}"),
+        t(
+            "A {total} device, {conf}, {capped}",
+            total=total,
+            conf=conf,
+            capped=capped,
+        ),
     ]
     for i, step in enumerate(steps):
         before = steps[i - 1] if i else None
@@ -191,27 +210,23 @@ def step_figures(steps: list[Step]) -> list[dict[str, Any]]:
 
 
 def verdict(ctx: RunContext, ask: str, gpu: int, sim: int, reasons: list[str]) -> str:
-    t = ctx.tr
+    t = ctx.t
     same = gpu == sim
     line = t(
-        f"Real allocator {show(ctx, ask, gpu)} · simulator {show(ctx, ask, sim)}: "
-        + ("*they agree*." if same else "*they differ*."),
-        f"Πραγματικός allocator {show(ctx, ask, gpu)} · προσομοιωτής {show(ctx, ask, sim)}: "
-        + ("*συμφωνούν*." if same else "*διαφέρουν*."),
+        "Real allocator {gpu} · simulator {sim}: {verdict}.",
+        gpu=show(ctx, ask, gpu),
+        sim=show(ctx, ask, sim),
+        verdict=t("*they agree*") if same else t("*they differ*"),
     )
     if "cap" in reasons:
         line += " " + t(
-            "The runner caps a demo below this trace's memory, so the GPU ran under a "
-            "smaller cap and the figures need not match.",
-            "Ο runner περιορίζει κάθε demo κάτω από τη μνήμη αυτού του ίχνους, οπότε η GPU "
-            "έτρεξε με μικρότερο όριο και τα νούμερα μπορεί να διαφέρουν.",
+            "The runner caps a demo below this trace's memory, so the GPU ran under "
+            "a smaller cap and the figures need not match.",
         )
     if "gc" in reasons:
         line += " " + t(
-            "`garbage_collection_threshold` acts only under a memory cap, and the GPU run "
-            "always has one (the runner's): not comparable.",
-            "Το `garbage_collection_threshold` ενεργεί μόνο με όριο μνήμης, και η εκτέλεση "
-            "στη GPU έχει πάντα ένα (του runner): δεν συγκρίνονται.",
+            "`garbage_collection_threshold` acts only under a memory cap, and the "
+            "GPU run always has one (the runner's): not comparable.",
         )
     return line
 
@@ -227,9 +242,10 @@ def step_label(ctx: RunContext, op: list[Any]) -> str:
 def plot(ctx: RunContext, steps: list[Step], ask: str, value: int, cap: int | None) -> Any:
     """The segment map after every step, the cap and any failed request drawn; the title
     states the asked statistic's final value."""
-    t = ctx.tr
+    t = ctx.t
     top = max([s.reserved for s in steps] + [cap or 0])
-    unit, scale = unit_for(top)
+    axis = formats.axis_unit(top)
+    unit, scale = axis.name, axis.size
     fig, (ax,) = _plot.figure(max(7.0, min(13.0, 2.5 + 0.2 * len(steps))), 4.2)
     ooms = [i for i, s in enumerate(steps) if s.outcome == "oom"]
     _plot.segment_steps(
@@ -238,25 +254,44 @@ def plot(ctx: RunContext, steps: list[Step], ask: str, value: int, cap: int | No
         [step_label(ctx, s.op) for s in steps],
         scale=scale,
         legend=(
-            t("allocated", "κατανεμημένη (allocated)"),
-            t("free, cached", "ελεύθερη, στην cache"),
-            t("request that failed (OOM)", "αίτημα που απέτυχε (OOM)"),
+            t(
+                "allocated",
+            ),
+            t(
+                "free, cached",
+            ),
+            t(
+                "request that failed (OOM)",
+            ),
         ),
         oom_steps=ooms,
         failed_requests=[int(steps[i].op[2]) for i in ooms],
         cap=cap,
         cap_label=t(
-            f"cap {ctx.size(cap or 0, exact=True)}", f"όριο {ctx.size(cap or 0, exact=True)}"
+            "cap {size}",
+            size=ctx.size(cap or 0, exact=True),
         ),
     )
     _plot.number_ticks(ax, ctx.locale, digits=None)
-    ax.set_xlabel(t("step (operation of the trace)", "βήμα (λειτουργία του ίχνους)"))
-    ax.set_ylabel(t(f"reserved memory ({unit})", f"δεσμευμένη (reserved) μνήμη ({unit})"))
+    ax.set_xlabel(
+        t(
+            "step (operation of the trace)",
+        )
+    )
+    ax.set_ylabel(
+        t(
+            "reserved memory ({unit})",
+            unit=unit,
+        )
+    )
     failed = f", {len(ooms)} OOM" if ooms else ""
     ax.set_title(
         t(
-            f"After {len(steps)} steps{failed}: {ask} = {show(ctx, ask, value, False)}",
-            f"Μετά από {len(steps)} βήματα{failed}: {ask} = {show(ctx, ask, value, False)}",
+            "After {steps} steps{failed}: {ask} = {show}",
+            steps=len(steps),
+            failed=failed,
+            ask=ask,
+            show=show(ctx, ask, value, False),
         ),
         loc="left",
     )
@@ -266,7 +301,6 @@ def plot(ctx: RunContext, steps: list[Step], ask: str, value: int, cap: int | No
 DEMO = Demo(
     id="allocator-trace",
     title="Replay an allocator trace",
-    title_el="Αναπαραγωγή ίχνους του allocator",
     kind=DemoKind.ALLOCATOR,
     run=run,
     params=(

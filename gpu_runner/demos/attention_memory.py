@@ -141,8 +141,9 @@ def run(ctx: RunContext) -> DemoOutput:
     label = run_label(ctx, any(r["measured"] for r in rows))
     lines = [
         ctx.title(
-            "Attention memory: naive N×N scores vs scaled_dot_product_attention",
-            "Μνήμη του attention: αφελής πίνακας βαθμολογιών N×N vs scaled_dot_product_attention",
+            ctx.t(
+                "Attention memory: naive N×N scores vs scaled_dot_product_attention",
+            ),
             label,
         ),
         *report(ctx, rows, (batch, heads, dim, dtype_name), how),
@@ -158,16 +159,14 @@ def run_label(ctx: RunContext, measured: bool) -> RunLabel:
     if ctx.cuda:
         return ctx.label(RunKind.GPU)
     what = (
-        (
+        ctx.t(
             "peaks from torch.profiler's CPU allocation events; GPU timings n/a",
-            "μέγιστα από τα γεγονότα δέσμευσης του torch.profiler στη CPU· χρόνοι GPU: n/a",
         )
         if measured
-        else (
+        else ctx.t(
             "nothing measured: every length is over the CPU measuring budget "
-            f"({CPU_BUDGET >> 20} MiB); shape arithmetic only",
-            "καμία μέτρηση: κάθε μήκος ξεπερνά το όριο μέτρησης στη CPU "
-            f"({CPU_BUDGET >> 20} MiB)· μόνο αριθμητική σχημάτων",
+            "({value} MiB); shape arithmetic only",
+            value=CPU_BUDGET >> 20,
         )
     )
     return ctx.label(RunKind.CPU, cpu_note=what)
@@ -176,33 +175,34 @@ def run_label(ctx: RunContext, measured: bool) -> RunLabel:
 def report(
     ctx: RunContext, rows: list[dict[str, Any]], cfg: tuple[int, int, int, str], how: str
 ) -> list[str]:
-    t = ctx.tr
+    t = ctx.t
     batch, heads, dim, dtype = cfg
     last = rows[-1]
     n, s = ctx.num(last["seq_len"]), last["score_buffer_bytes"]
     elem = 2 if dtype == "bfloat16" else 4
     lines = [
         t(
-            f"batch {batch} × {heads} heads × head_dim {dim}, {dtype}, inference. The naive "
-            f"score buffer `q @ k.T` at N = {n} is {batch}·{heads}·N² · {elem} B = "
-            f"*{ctx.size(s)}*; scaling and soft-max make a second one, so the naive peak is "
-            f"about *{ctx.size(2 * s)}* — ×4 for every doubling of N.",
-            f"batch {batch} × {heads} κεφαλές × head_dim {dim}, {dtype}, inference. Ο αφελής "
-            f"πίνακας βαθμολογιών `q @ k.T` για N = {n} είναι {batch}·{heads}·N² · {elem} B = "
-            f"*{ctx.size(s)}*· η κλιμάκωση και το soft-max φτιάχνουν δεύτερο ίδιο, άρα η "
-            f"μέγιστη μνήμη είναι περίπου *{ctx.size(2 * s)}* — ×4 σε κάθε διπλασιασμό του N.",
+            "batch {batch} × {heads} heads × head_dim {dim}, {dtype}, inference. The "
+            "naive score buffer `q @ k.T` at N = {n} is {batch}·{heads}·N² · {elem} "
+            "B = *{s}*; scaling and soft-max make a second one, so the naive peak is "
+            "about *{size}* — ×4 for every doubling of N.",
+            batch=batch,
+            heads=heads,
+            dim=dim,
+            dtype=dtype,
+            n=n,
+            elem=elem,
+            s=ctx.size(s),
+            size=ctx.size(2 * s),
         ),
     ]
     methods = {
         "cuda": t(
             "Measured on the GPU: `max_memory_allocated()` above the start, per call.",
-            "Μέτρηση στη GPU: `max_memory_allocated()` πάνω από την αρχή, ανά κλήση.",
         ),
         "cpu-profiler": t(
-            "Measured on the CPU: every allocation `torch.profiler` (`profile_memory=True`) "
-            "records during the call, peak above the start.",
-            "Μέτρηση στη CPU: κάθε δέσμευση που καταγράφει ο `torch.profiler` "
-            "(`profile_memory=True`) κατά την κλήση, μέγιστο πάνω από την αρχή.",
+            "Measured on the CPU: every allocation `torch.profiler` "
+            "(`profile_memory=True`) records during the call, peak above the start.",
         ),
     }
     if how in methods:  # arithmetic alone: the label's closing note says so
@@ -211,10 +211,9 @@ def report(
     if skipped and how != "arithmetic":
         lines.append(
             t(
-                f"N ≥ {ctx.num(skipped[0])}: arithmetic only (the naive buffers would exceed "
-                "this run's measuring budget).",
-                f"N ≥ {ctx.num(skipped[0])}: μόνο αριθμητική (τα αφελή buffers θα "
-                "ξεπερνούσαν το όριο μέτρησης αυτής της εκτέλεσης).",
+                "N ≥ {skipped_0}: arithmetic only (the naive buffers would exceed this "
+                "run's measuring budget).",
+                skipped_0=ctx.num(skipped[0]),
             )
         )
     for row in rows:
@@ -227,20 +226,18 @@ def report(
         )
         lines.append(
             f"- N = {ctx.num(row['seq_len'])}: "
-            + t("naive ", "αφελές ")
+            + t(
+                "naive ",
+            )
             + f"{ctx.size(row['naive_peak_bytes'])} · SDPA {ctx.size(row['sdpa_peak_bytes'])}"
             + timing
         )
     lines.append(
         t(
-            "SDPA's fused kernel (flash / memory-efficient on GPUs, a tiled kernel on CPU) "
-            "never stores the N×N matrix: its extra memory is the output and per-row "
-            "statistics, linear in N. In training the naive path also keeps the soft-max "
-            "output for backward.",
-            "Ο συγχωνευμένος πυρήνας του SDPA (flash / memory-efficient στις GPU, πυρήνας με "
-            "πλακίδια στη CPU) δεν αποθηκεύει ποτέ τον N×N πίνακα: η επιπλέον μνήμη του είναι η "
-            "έξοδος και στατιστικά ανά γραμμή, γραμμικά ως προς N. Στην εκπαίδευση το αφελές "
-            "μονοπάτι κρατά επιπλέον την έξοδο του soft-max για το backward.",
+            "SDPA's fused kernel (flash / memory-efficient on GPUs, a tiled kernel "
+            "on CPU) never stores the N×N matrix: its extra memory is the output and "
+            "per-row statistics, linear in N. In training the naive path also keeps "
+            "the soft-max output for backward.",
         )
     )
     return lines
@@ -248,30 +245,33 @@ def report(
 
 def finding(ctx: RunContext, rows: list[dict[str, Any]]) -> str:
     """The plot's title: the last two measured points' growth, else the arithmetic."""
-    t = ctx.tr
+    t = ctx.t
     done = [r for r in rows if r["measured"] and r["naive_peak_bytes"] is not None]
     if len(done) >= 2:
         a, d = done[-2], done[-1]
         naive, sdpa = (d[k] / max(a[k], 1) for k in ("naive_peak_bytes", "sdpa_peak_bytes"))
         n, x, y = ctx.num(d["seq_len"]), ctx.num(naive, 1), ctx.num(sdpa, 1)
         return t(
-            f"N = {n}: naive {ctx.size(d['naive_peak_bytes'])} vs SDPA "
-            f"{ctx.size(d['sdpa_peak_bytes'])}; doubling N: ×{x} vs ×{y}",
-            f"N = {n}: αφελές {ctx.size(d['naive_peak_bytes'])} vs SDPA "
-            f"{ctx.size(d['sdpa_peak_bytes'])}· διπλάσιο N: ×{x} vs ×{y}",
+            "N = {n}: naive {naive_peak_bytes} vs SDPA {sdpa_peak_bytes}; doubling N: ×{x} vs ×{y}",
+            n=n,
+            naive_peak_bytes=ctx.size(d["naive_peak_bytes"]),
+            sdpa_peak_bytes=ctx.size(d["sdpa_peak_bytes"]),
+            x=x,
+            y=y,
         )
     last = rows[-1]
     n, need = ctx.num(last["seq_len"]), ctx.size(last["naive_predicted_bytes"])
     return t(
-        f"N = {n}: naive attention needs about {need} (×4 per doubling of N)",
-        f"N = {n}: το αφελές attention θέλει περίπου {need} (×4 ανά διπλασιασμό του N)",
+        "N = {n}: naive attention needs about {need} (×4 per doubling of N)",
+        n=n,
+        need=need,
     )
 
 
 def plot(ctx: RunContext, rows: list[dict[str, Any]], dtype: str) -> Any:
     """Peak memory against N on log–log axes (base 2: a doubling of N is one step, the
     naive line climbs two); the arithmetic drawn dashed, measured points marked."""
-    t = ctx.tr
+    t = ctx.t
     fig, (ax,) = _plot.figure(8.0, 4.2)
     xs = [r["seq_len"] for r in rows]
     ax.plot(
@@ -279,12 +279,28 @@ def plot(ctx: RunContext, rows: list[dict[str, Any]], dtype: str) -> Any:
         [r["naive_predicted_bytes"] for r in rows],
         "--",
         color=_plot.MUTED,
-        label=t("2 × score buffer (arithmetic)", "2 × πίνακας βαθμολογιών (αριθμητική)"),
+        label=t(
+            "2 × score buffer (arithmetic)",
+        ),
     )
     done = [r for r in rows if r["measured"] and r["naive_peak_bytes"] is not None]
     for key, colour, marker, name in (
-        ("naive_peak_bytes", _plot.FREE, "o", t("naive, measured", "αφελές, μέτρηση")),
-        ("sdpa_peak_bytes", _plot.ALLOCATED, "s", t("SDPA, measured", "SDPA, μέτρηση")),
+        (
+            "naive_peak_bytes",
+            _plot.FREE,
+            "o",
+            t(
+                "naive, measured",
+            ),
+        ),
+        (
+            "sdpa_peak_bytes",
+            _plot.ALLOCATED,
+            "s",
+            t(
+                "SDPA, measured",
+            ),
+        ),
     ):
         if done:
             ax.plot(
@@ -300,8 +316,16 @@ def plot(ctx: RunContext, rows: list[dict[str, Any]], dtype: str) -> Any:
     ax.set_xticklabels([ctx.num(x) for x in xs])
     ax.minorticks_off()
     _plot.byte_ticks(ax, ctx.locale)
-    ax.set_xlabel(t("sequence length N (log scale)", "μήκος ακολουθίας N (λογαριθμική κλίμακα)"))
-    ax.set_ylabel(t("peak above the start (log scale)", "μέγιστη μνήμη (λογαριθμική)"))
+    ax.set_xlabel(
+        t(
+            "sequence length N (log scale)",
+        )
+    )
+    ax.set_ylabel(
+        t(
+            "peak above the start (log scale)",
+        )
+    )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", frameon=False, title=f"{dtype}, inference")
     ax.set_title(finding(ctx, rows), loc="left")
@@ -311,7 +335,6 @@ def plot(ctx: RunContext, rows: list[dict[str, Any]], dtype: str) -> Any:
 DEMO = Demo(
     id="attention-memory",
     title="Attention memory: naive N×N scores vs scaled_dot_product_attention",
-    title_el="Μνήμη του attention: αφελείς βαθμολογίες N×N vs scaled_dot_product_attention",
     kind=DemoKind.MIXED,
     run=run,
     params=(

@@ -85,41 +85,49 @@ def run(ctx: RunContext) -> DemoOutput:
         "simulated": dev.simulated,
     }
     label = device_label(ctx, dev)
-    t = ctx.tr
+    t = ctx.t
 
     def timing(r: dict[str, Any]) -> str:
         if r["us_per_iter"] is None and dev.simulated:
-            return t("timing n/a (simulated)", "χρόνος n/a (προσομοίωση)")
+            return t(
+                "timing n/a (simulated)",
+            )
         if r["us_per_iter"] is None:  # no caching_allocator_disabled() in this torch
-            return t("timing n/a (this torch cannot switch the cache off)", "χρόνος n/a")
+            return t(
+                "timing n/a (this torch cannot switch the cache off)",
+            )
         return f"{ctx.num(r['us_per_iter'], 1)} µs/iter"
 
     lines = [
-        ctx.title("Why a caching allocator?", "Γιατί caching allocator;", label),
-        t(
-            f"{ctx.num(n)} × `x = empty({ctx.mib(size)}); del x`:",
-            f"{ctx.num(n)} × `x = empty({ctx.mib(size)}); del x`:",
+        ctx.title(
+            ctx.t(
+                "Why a caching allocator?",
+            ),
+            label,
         ),
         t(
-            f"- cached: {cached['device_allocs']} cudaMalloc, {cached['device_frees']} cudaFree, "
-            f"reserved {ctx.mib(cached['reserved_bytes'])}, {timing(cached)}",
-            f"- με cache: {cached['device_allocs']} cudaMalloc, {cached['device_frees']} "
-            f"cudaFree, δεσμευμένη (reserved) {ctx.mib(cached['reserved_bytes'])}, "
-            f"{timing(cached)}",
+            "{n} × `x = empty({size}); del x`:",
+            n=ctx.num(n),
+            size=ctx.mib(size),
         ),
         t(
-            f"- uncached: {_count(ctx, uncached['device_allocs'])} cudaMalloc, "
-            f"{_count(ctx, uncached['device_frees'])} cudaFree, {timing(uncached)}",
-            f"- χωρίς cache: {_count(ctx, uncached['device_allocs'])} cudaMalloc, "
-            f"{_count(ctx, uncached['device_frees'])} cudaFree, {timing(uncached)}",
+            "- cached: {device_allocs} cudaMalloc, {device_frees} cudaFree, reserved "
+            "{reserved_bytes}, {timing}",
+            device_allocs=cached["device_allocs"],
+            device_frees=cached["device_frees"],
+            reserved_bytes=ctx.mib(cached["reserved_bytes"]),
+            timing=timing(cached),
         ),
         t(
-            "cudaFree synchronizes the device and cudaMalloc is a driver call; the cache "
-            "turns both into a free-list lookup on the CPU. That is why PyTorch keeps freed "
-            "blocks reserved.",
-            "Το cudaFree συγχρονίζει τη συσκευή και το cudaMalloc είναι κλήση στον οδηγό "
-            "(driver)· η cache τα κάνει αναζήτηση σε λίστα ελεύθερων μπλοκ στη CPU. Γι' αυτό "
-            "η PyTorch κρατά δεσμευμένα τα αποδεσμευμένα μπλοκ.",
+            "- uncached: {count} cudaMalloc, {count_2} cudaFree, {timing}",
+            count=_count(ctx, uncached["device_allocs"]),
+            count_2=_count(ctx, uncached["device_frees"]),
+            timing=timing(uncached),
+        ),
+        t(
+            "cudaFree synchronizes the device and cudaMalloc is a driver call; the "
+            "cache turns both into a free-list lookup on the CPU. That is why "
+            "PyTorch keeps freed blocks reserved.",
         ),
     ]
     fig, axes = _plot.figure(8.0, 3.4, cols=2 if not dev.simulated else 1)
@@ -128,32 +136,45 @@ def run(ctx: RunContext) -> DemoOutput:
         ["cudaMalloc", "cudaFree"],
         [
             (
-                t("cached", "με cache"),
+                t(
+                    "cached",
+                ),
                 [cached["device_allocs"], cached["device_frees"]],
                 _plot.ACCENT,
             ),
             (
-                t("uncached", "χωρίς cache"),
+                t(
+                    "uncached",
+                ),
                 [uncached["device_allocs"] or 0, uncached["device_frees"] or 0],
                 _plot.FREE,
             ),
         ],
-        ylabel=t("device calls", "κλήσεις συσκευής"),
+        ylabel=t(
+            "device calls",
+        ),
         fmt=lambda v: ctx.num(v),
         title=t(
-            f"{ctx.num(n)} tensors: {cached['device_allocs']} cudaMalloc with the cache, "
-            f"{_count(ctx, uncached['device_allocs'])} + {_count(ctx, uncached['device_frees'])} "
-            "calls without",
-            f"{ctx.num(n)} τανυστές: {cached['device_allocs']} cudaMalloc με cache, "
-            f"{_count(ctx, uncached['device_allocs'])} + {_count(ctx, uncached['device_frees'])} "
-            "κλήσεις χωρίς",
+            "{n} tensors: {device_allocs} cudaMalloc with the cache, {count} + "
+            "{count_2} calls without",
+            n=ctx.num(n),
+            device_allocs=cached["device_allocs"],
+            count=_count(ctx, uncached["device_allocs"]),
+            count_2=_count(ctx, uncached["device_frees"]),
         ),
     )
     _plot.number_ticks(axes[0], ctx.locale)
     if not dev.simulated:
         _plot.grouped_bars(
             axes[1],
-            [t("cached", "με cache"), t("uncached", "χωρίς cache")],
+            [
+                t(
+                    "cached",
+                ),
+                t(
+                    "uncached",
+                ),
+            ],
             [
                 (
                     "µs/iter",
@@ -161,9 +182,13 @@ def run(ctx: RunContext) -> DemoOutput:
                     _plot.ALLOCATED,
                 )
             ],
-            ylabel=t("µs per allocate + free", "µs ανά δέσμευση + αποδέσμευση"),
+            ylabel=t(
+                "µs per allocate + free",
+            ),
             fmt=lambda v: ctx.num(v, 1),
-            title=t("Time per allocate + free", "Χρόνος ανά δέσμευση + αποδέσμευση"),
+            title=t(
+                "Time per allocate + free",
+            ),
         )
     return ctx.output(lines, metrics, fig, label)
 
@@ -175,7 +200,6 @@ def _count(ctx: RunContext, value: int | None) -> str:
 DEMO = Demo(
     id="caching-allocator",
     title="Why does PyTorch use a caching allocator?",
-    title_el="Γιατί η PyTorch χρησιμοποιεί caching allocator;",
     kind=DemoKind.ALLOCATOR,
     run=run,
     params=(

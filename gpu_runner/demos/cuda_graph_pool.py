@@ -14,6 +14,7 @@ import gc
 from collections.abc import Mapping
 from typing import Any
 
+from bot.i18n import N_
 from gpu_runner.demos import _plot
 from gpu_runner.demos._alloc import SimDevice
 from gpu_runner.demos._context import DemoOutput, RunContext, RunKind
@@ -67,20 +68,20 @@ def measure_cuda(torch: Any, size: int) -> list[dict[str, Any]]:
             step(static_x)
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.empty_cache()
-    record("before capture")
+    record(N_("before capture"))
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out = step(static_x)
-    record("after capture")
+    record(N_("after capture"))
     graph.replay()
     del out
-    record("del output")
+    record(N_("del output"))
     other = torch.empty(n, device="cuda")
-    record("new tensor, same size")
+    record(N_("new tensor, same size"))
     del graph
     gc.collect()
     torch.cuda.empty_cache()
-    record("del graph; empty_cache()")
+    record(N_("del graph; empty_cache()"))
     del other, static_x
     return steps
 
@@ -102,19 +103,19 @@ def model_sim(size: int) -> list[dict[str, Any]]:
         )
 
     static_x = default.alloc(size)
-    record("before capture")
+    record(N_("before capture"))
     y, z = pool.alloc(size), pool.alloc(size)
     out = pool.alloc(size)
     pool.free(y)
     pool.free(z)  # back to the graph's pool, not to the default one
-    record("after capture")
+    record(N_("after capture"))
     pool.free(out)
-    record("del output")
+    record(N_("del output"))
     other = default.alloc(size)  # cannot use the private pool's free blocks
-    record("new tensor, same size")
+    record(N_("new tensor, same size"))
     pool.empty_cache()
     default.empty_cache()
-    record("del graph; empty_cache()", graph_alive=False)
+    record(N_("del graph; empty_cache()"), graph_alive=False)
     default.free(other)
     default.free(static_x)
     return steps
@@ -125,93 +126,98 @@ def run(ctx: RunContext) -> DemoOutput:
     simulated = not ctx.cuda
     steps = model_sim(size) if simulated else measure_cuda(ctx.require_torch(), size)
     metrics = {"size_bytes": size, "steps": steps, "simulated": simulated}
-    t = ctx.tr
+    t = ctx.t
     label = ctx.label(RunKind.SIMULATED if simulated else RunKind.GPU)
     if simulated:
         clause = gpu_check_clause(ctx.locale)
         label = dataclasses.replace(
             label,
             note=t(
-                "_Simulated model: the graph's pool is a second simulated allocator with the "
-                "same rules (the simulator has no graph pools); nothing was captured. The bytes "
-                f"follow CUDACachingAllocator's rules; {clause}._",
-                "_Μοντέλο προσομοίωσης: το pool του graph είναι δεύτερος προσομοιωμένος "
-                "allocator με τους ίδιους κανόνες (ο προσομοιωτής δεν έχει graph pools)· δεν "
-                "έγινε capture. Τα bytes ακολουθούν τους κανόνες του CUDACachingAllocator· "
-                f"{clause}._",
+                "_Simulated model: the graph's pool is a second simulated allocator with "
+                "the same rules (the simulator has no graph pools); nothing was "
+                "captured. The bytes follow CUDACachingAllocator's rules; {clause}._",
+                clause=clause,
             ),
             plot_note=t(
-                f"simulated model (a second allocator stands for the graph's pool); {clause}",
-                f"μοντέλο προσομοίωσης (δεύτερος allocator στη θέση του pool)· {clause}",
+                "simulated model (a second allocator stands for the graph's pool); {clause}",
+                clause=clause,
             ),
         )
 
     def pool_text(s: dict[str, Any]) -> str:
         p = s["private_pool_bytes"]
         return (
-            "" if p is None else t(f", graph pool {ctx.mib(p)}", f", pool του graph {ctx.mib(p)}")
+            ""
+            if p is None
+            else t(
+                ", graph pool {p}",
+                p=ctx.mib(p),
+            )
         )
 
     kept = max((s["private_pool_bytes"] or 0) for s in steps)
     lines = [
         ctx.title(
-            "CUDA graphs keep a private memory pool",
-            "Τα CUDA graphs κρατούν δικό τους χώρο μνήμης (pool)",
+            ctx.t(
+                "CUDA graphs keep a private memory pool",
+            ),
             label,
         ),
         t(
-            f"`out = relu(x * 2 + 1)` captured with `torch.cuda.graph`, x of {ctx.mib(size)}:",
-            f"`out = relu(x * 2 + 1)` σε capture με `torch.cuda.graph`, x {ctx.mib(size)}:",
+            "`out = relu(x * 2 + 1)` captured with `torch.cuda.graph`, x of {size}:",
+            size=ctx.mib(size),
         ),
         *[
-            f"- `{s['step']}` → "
+            f"- `{t(s['step'])}` → "
             + t(
-                f"reserved {ctx.mib(s['reserved_bytes'])}, allocated "
-                f"{ctx.mib(s['allocated_bytes'])}{pool_text(s)}",
-                f"δεσμευμένη (reserved) {ctx.mib(s['reserved_bytes'])}, κατανεμημένη "
-                f"(allocated) {ctx.mib(s['allocated_bytes'])}{pool_text(s)}",
+                "reserved {reserved_bytes}, allocated {allocated_bytes}{pool_text}",
+                reserved_bytes=ctx.mib(s["reserved_bytes"]),
+                allocated_bytes=ctx.mib(s["allocated_bytes"]),
+                pool_text=pool_text(s),
             )
             for s in steps
         ],
         t(
-            "Replays reuse the captured addresses, so the pool stays reserved while the graph "
-            "lives — even with no live output — and ordinary tensors cannot use it. Free the "
-            "graph (then `empty_cache()`), or share one pool between graphs "
-            "(`graph_pool_handle()`).",
-            "Κάθε replay ξαναχρησιμοποιεί τις διευθύνσεις του capture, οπότε το pool μένει "
-            "δεσμευμένο όσο ζει το graph — ακόμη και χωρίς ζωντανή έξοδο — και οι συνηθισμένοι "
-            "τανυστές δεν μπορούν να το χρησιμοποιήσουν. Αποδεσμεύστε το graph (και μετά "
-            "`empty_cache()`) ή μοιραστείτε ένα pool ανάμεσα σε graphs (`graph_pool_handle()`).",
+            "Replays reuse the captured addresses, so the pool stays reserved while "
+            "the graph lives — even with no live output — and ordinary tensors "
+            "cannot use it. Free the graph (then `empty_cache()`), or share one pool "
+            "between graphs (`graph_pool_handle()`).",
         ),
     ]
     fig, (ax,) = _plot.figure(8.0, 3.6)
     _plot.grouped_bars(
         ax,
-        [s["step"].replace("; ", ";\n").replace(", ", ",\n") for s in steps],
+        [t(s["step"]).replace("; ", ";\n").replace(", ", ",\n") for s in steps],
         [
             (
-                t("reserved", "δεσμευμένη (reserved)"),
+                t(
+                    "reserved",
+                ),
                 [s["reserved_bytes"] / MiB for s in steps],
                 _plot.FREE,
             ),
             (
-                t("allocated", "κατανεμημένη (allocated)"),
+                t(
+                    "allocated",
+                ),
                 [s["allocated_bytes"] / MiB for s in steps],
                 _plot.ALLOCATED,
             ),
             (
-                t("graph pool", "pool του graph"),
+                t(
+                    "graph pool",
+                ),
                 [(s["private_pool_bytes"] or 0) / MiB for s in steps],
                 _plot.ACCENT,
             ),
         ],
-        ylabel=t("memory (MiB)", "μνήμη (MiB)"),
+        ylabel=t(
+            "memory (MiB)",
+        ),
         fmt=lambda v: ctx.num(v),
         title=t(
-            f"The graph keeps its {ctx.mib(kept)} pool reserved, output or not, until it is "
-            "deleted",
-            f"Το graph κρατά το pool των {ctx.mib(kept)} δεσμευμένο, με ή χωρίς έξοδο, ώσπου "
-            "να διαγραφεί",
+            "The graph keeps its {kept} pool reserved, output or not, until it is deleted",
+            kept=ctx.mib(kept),
         ),
     )
     _plot.number_ticks(ax, ctx.locale)
@@ -221,7 +227,6 @@ def run(ctx: RunContext) -> DemoOutput:
 DEMO = Demo(
     id="cuda-graph-pool",
     title="CUDA graphs keep a private memory pool",
-    title_el="Τα CUDA graphs κρατούν δικό τους pool μνήμης",
     kind=DemoKind.ALLOCATOR,
     run=run,
     params=(Param("size_mib", int, 16, 1024, 64, "size of the input and each intermediate"),),

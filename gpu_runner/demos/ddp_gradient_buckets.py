@@ -153,15 +153,18 @@ def run(ctx: RunContext) -> DemoOutput:
         metrics["rule_matches_ddp"] = all(measured[k]["buckets"] == rule for k in ("copy", "view"))
     label = ctx.torch_label(
         measured is not None,
-        (
-            "buckets of a real world-size-1 DDP (gloo); bytes of the gradients' and buckets' "
-            "storages, memory_allocated() n/a",
-            "buckets ενός πραγματικού DDP (gloo, world size 1)· bytes από τα storages κλίσεων "
-            "και buckets, memory_allocated(): n/a",
+        ctx.t(
+            "buckets of a real world-size-1 DDP (gloo); bytes of the gradients' and "
+            "buckets' storages, memory_allocated() n/a",
         ),
     )
     lines = [
-        ctx.title("DDP gradient buckets", "Buckets κλίσεων (gradients) στο DDP", label),
+        ctx.title(
+            ctx.t(
+                "DDP gradient buckets",
+            ),
+            label,
+        ),
         *report(ctx, metrics),
     ]
     return ctx.output(lines, metrics, plot(ctx, metrics), label)
@@ -174,31 +177,31 @@ def span(names: list[str]) -> str:
 
 
 def report(ctx: RunContext, m: dict[str, Any]) -> list[str]:
-    t = ctx.tr
+    t = ctx.t
     cfg = m["config"]
     cap = cfg["bucket_cap_mb"]
     grads = ctx.size(m["gradient_bytes"])
     limits = (
         t(
-            f"`bucket_cap_mb` unset: the first bucket closes at 1 MiB, the rest at "
-            f"{DEFAULT_CAP_MB} MiB",
-            f"`bucket_cap_mb` χωρίς τιμή: το πρώτο bucket κλείνει στο 1 MiB, τα υπόλοιπα στα "
-            f"{DEFAULT_CAP_MB} MiB",
+            "`bucket_cap_mb` unset: the first bucket closes at 1 MiB, the rest at "
+            "{default_cap_mb} MiB",
+            default_cap_mb=DEFAULT_CAP_MB,
         )
         if cap is None
         else t(
-            f"`bucket_cap_mb={cap}`: every bucket, the first too, closes at {cap} MiB",
-            f"`bucket_cap_mb={cap}`: κάθε bucket, και το πρώτο, κλείνει στα {cap} MiB",
+            "`bucket_cap_mb={cap}`: every bucket, the first too, closes at {cap} MiB",
+            cap=cap,
         )
     )
     lines = [
         t(
-            f"{cfg['layers']} × Linear({cfg['width']}, {cfg['width']}), fp32 gradients "
-            f"{grads}. {limits}; a bucket closes once its bytes reach the limit, "
-            "filled in the order gradients become ready (last layer first).",
-            f"{cfg['layers']} × Linear({cfg['width']}, {cfg['width']}), κλίσεις fp32 "
-            f"{grads}. {limits}· ένα bucket κλείνει μόλις τα bytes του φτάσουν "
-            "το όριο, με τη σειρά που ετοιμάζονται οι κλίσεις (πρώτα το τελευταίο επίπεδο).",
+            "{layers} × Linear({width}, {width}), fp32 gradients {grads}. {limits}; "
+            "a bucket closes once its bytes reach the limit, filled in the order "
+            "gradients become ready (last layer first).",
+            layers=cfg["layers"],
+            width=cfg["width"],
+            grads=grads,
+            limits=limits,
         ),
     ]
     first = FIRST_BUCKET_BYTES if cap is None else cap * MiB
@@ -210,17 +213,19 @@ def report(ctx: RunContext, m: dict[str, Any]) -> list[str]:
     for i, (names, n) in enumerate(zip(m["rule_buckets"], m["rule_bucket_bytes"], strict=True)):
         lines.append(
             t(
-                f"- bucket {i}: layers {span(names)} ({len(names)} tensors), {ctx.size(n)}",
-                f"- bucket {i}: επίπεδα {span(names)} ({len(names)} τανυστές), {ctx.size(n)}",
+                "- bucket {i}: layers {span} ({names} tensors), {n}",
+                i=i,
+                span=span(names),
+                names=len(names),
+                n=ctx.size(n),
             )
         )
     if over:
         lines.append(
             t(
-                f"Bucket(s) {', '.join(over)} end above their limit: the tensor that crosses "
-                "it stays in the bucket it fills.",
-                f"Τα buckets {', '.join(over)} καταλήγουν πάνω από το όριό τους: ο τανυστής που "
-                "το ξεπερνά μένει στο bucket που γεμίζει.",
+                "Bucket(s) {join} end above their limit: the tensor that crosses it "
+                "stays in the bucket it fills.",
+                join=", ".join(over),
             )
         )
     measured = m["measured"]
@@ -228,10 +233,8 @@ def report(ctx: RunContext, m: dict[str, Any]) -> list[str]:
         lines += measured_lines(ctx, m)
     lines.append(
         t(
-            "With `gradient_as_bucket_view=True` each `param.grad` is a view into its bucket, "
-            "so gradient memory is paid once instead of twice.",
-            "Με `gradient_as_bucket_view=True` κάθε `param.grad` είναι όψη (view) μέσα στο "
-            "bucket του, οπότε η μνήμη των κλίσεων πληρώνεται μία φορά αντί για δύο.",
+            "With `gradient_as_bucket_view=True` each `param.grad` is a view into "
+            "its bucket, so gradient memory is paid once instead of twice.",
         )
     )
     return lines
@@ -239,17 +242,22 @@ def report(ctx: RunContext, m: dict[str, Any]) -> list[str]:
 
 def measured_lines(ctx: RunContext, m: dict[str, Any]) -> list[str]:
     """What the real DDP did: its buckets against the rules, and its gradient memory."""
-    t = ctx.tr
+    t = ctx.t
     measured = m["measured"]
     agree = (
-        t("the same buckets", "ίδια buckets")
+        t(
+            "the same buckets",
+        )
         if m["rule_matches_ddp"]
-        else t("*different buckets* (see metrics)", "*διαφορετικά buckets* (δείτε τα metrics)")
+        else t(
+            "*different buckets* (see metrics)",
+        )
     )
     lines = [
         t(
-            f"Real DDP (world size 1, {measured['backend']}, 3 iterations): {agree}.",
-            f"Πραγματικό DDP (world size 1, {measured['backend']}, 3 επαναλήψεις): {agree}.",
+            "Real DDP (world size 1, {backend}, 3 iterations): {agree}.",
+            backend=measured["backend"],
+            agree=agree,
         )
     ]
     for key, setting in (("copy", "False"), ("view", "True")):
@@ -262,14 +270,14 @@ def measured_lines(ctx: RunContext, m: dict[str, Any]) -> list[str]:
         grads, buffers = ctx.size(r["grad_bytes"]), ctx.size(r["bucket_buffer_bytes"])
         what = (
             t(
-                f"every `param.grad` is a view into the bucket buffers ({buffers})",
-                f"κάθε `param.grad` είναι όψη μέσα στα buffers των buckets ({buffers})",
+                "every `param.grad` is a view into the bucket buffers ({buffers})",
+                buffers=buffers,
             )
             if r["grads_are_bucket_views"]
             else t(
-                f"`param.grad` {grads} in storages of their own + bucket buffers {buffers}",
-                f"`param.grad` {grads} σε δική τους μνήμη (storage) + buffers των buckets "
-                f"{buffers}",
+                "`param.grad` {grads} in storages of their own + bucket buffers {buffers}",
+                grads=grads,
+                buffers=buffers,
             )
         )
         lines.append(
@@ -279,7 +287,7 @@ def measured_lines(ctx: RunContext, m: dict[str, Any]) -> list[str]:
 
 
 def plot(ctx: RunContext, m: dict[str, Any]) -> Any:
-    t = ctx.tr
+    t = ctx.t
     fig, (left, right) = _plot.figure(9.0, 3.8, cols=2)
     bucket_plot(ctx, left, m)
     # Right: gradient memory, copies vs views (measured when torch ran, else the rule).
@@ -300,24 +308,45 @@ def plot(ctx: RunContext, m: dict[str, Any]) -> Any:
         [b / MiB for b in buckets],
         bottom=[g / MiB for g in grads],
         color=_plot.FREE,
-        label=t("bucket buffers (not shared)", "buffers των buckets (χωριστά)"),
+        label=t(
+            "bucket buffers (not shared)",
+        ),
     )
     for x, n in enumerate(total):
         _plot.bar_total(right, x, n / MiB, ctx.size(n))
-    right.set_ylabel(t("gradient memory (MiB)", "μνήμη κλίσεων (MiB)"))
+    right.set_ylabel(
+        t(
+            "gradient memory (MiB)",
+        )
+    )
     right.set_xlabel("gradient_as_bucket_view")
     right.set_ylim(0, max(total) / MiB * 1.3)
     _plot.number_ticks(right, ctx.locale, digits=None)
     right.legend(loc="upper right", frameon=False)
-    how = t("measured", "μέτρηση") if measured else t("rules", "κανόνες")
-    right.set_title(t(f"gradient memory ({how})", f"μνήμη κλίσεων ({how})"), loc="left")
+    how = (
+        t(
+            "measured",
+        )
+        if measured
+        else t(
+            "rules",
+        )
+    )
+    right.set_title(
+        t(
+            "gradient memory ({how})",
+            how=how,
+        ),
+        loc="left",
+    )
     buckets_n, before, after = len(m["rule_buckets"]), ctx.size(total[0]), ctx.size(total[1])
     fig.suptitle(
         t(
-            f"{buckets_n} buckets, last layer first; gradient_as_bucket_view=True: "
-            f"{before} → {after} of gradient memory",
-            f"{buckets_n} buckets, πρώτα το τελευταίο επίπεδο· gradient_as_bucket_view=True: "
-            f"{before} → {after} μνήμη κλίσεων",
+            "{buckets_n} buckets, last layer first; gradient_as_bucket_view=True: "
+            "{before} → {after} of gradient memory",
+            buckets_n=buckets_n,
+            before=before,
+            after=after,
         ),
         fontsize=10,
         fontweight="bold",
@@ -327,7 +356,7 @@ def plot(ctx: RunContext, m: dict[str, Any]) -> Any:
 
 def bucket_plot(ctx: RunContext, ax: Any, m: dict[str, Any]) -> None:
     """The buckets in reduction order as one stacked bar, where each limit was reached."""
-    t = ctx.tr
+    t = ctx.t
     start = 0.0
     colours = [_plot.ALLOCATED, _plot.ACCENT]
     cap = (m["config"]["bucket_cap_mb"] or DEFAULT_CAP_MB) * MiB
@@ -349,19 +378,28 @@ def bucket_plot(ctx: RunContext, ax: Any, m: dict[str, Any]) -> None:
         if limit <= n:
             ax.plot([start + limit / MiB] * 2, [-0.38, 0.38], color=_plot.LIMIT, linewidth=1.5)
         start += n / MiB
-    ax.plot([], [], color=_plot.LIMIT, linewidth=1.5, label=t("bucket limit", "όριο bucket"))
+    ax.plot(
+        [],
+        [],
+        color=_plot.LIMIT,
+        linewidth=1.5,
+        label=t(
+            "bucket limit",
+        ),
+    )
     ax.legend(frameon=False, loc="upper right")
     ax.set_ylim(-0.6, 1.1)
     ax.set_yticks([])
     ax.set_xlabel(
         t(
             "bucket bytes, in all-reduce order (MiB)",
-            "bytes των buckets, με τη σειρά του all-reduce (MiB)",
         )
     )
     _plot.number_ticks(ax, ctx.locale, axis="x", digits=None)
     ax.set_title(
-        t("buckets: #, layers, bytes", "buckets: #, επίπεδα, bytes"),
+        t(
+            "buckets: #, layers, bytes",
+        ),
         loc="left",
     )
 
@@ -369,7 +407,6 @@ def bucket_plot(ctx: RunContext, ax: Any, m: dict[str, Any]) -> None:
 DEMO = Demo(
     id="ddp-gradient-buckets",
     title="DDP gradient buckets and gradient_as_bucket_view",
-    title_el="Buckets κλίσεων στο DDP και gradient_as_bucket_view",
     kind=DemoKind.MIXED,
     run=run,
     params=(

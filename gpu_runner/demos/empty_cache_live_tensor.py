@@ -15,7 +15,6 @@ from gpu_runner.demos import _plot
 from gpu_runner.demos._alloc import Device, device_label, open_device, stat
 from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._registry import Demo, DemoKind, Param
-from gpu_runner.demos._units import format_signed_mib
 
 MiB = 1 << 20
 
@@ -77,9 +76,10 @@ def shared_segment_part(dev: Device) -> list[dict[str, Any]]:
     return steps
 
 
-def storage_part(torch: Any) -> dict[str, Any]:
-    """Plain CPU torch: the storage dies only when the last view does."""
-    x = torch.empty(16 * MiB, dtype=torch.uint8)
+def storage_part(torch: Any, size: int) -> dict[str, Any]:
+    """Plain CPU torch, `x` as large as on the device (never touched, so never paged in):
+    the storage dies only when the last view does."""
+    x = torch.empty(size, dtype=torch.uint8)
     fired: list[str] = []
     weakref.finalize(x.untyped_storage(), fired.append, "storage freed")
     v = x[:16]
@@ -101,7 +101,7 @@ def run(ctx: RunContext) -> DemoOutput:
     dev = open_device(ctx)
     view_steps = view_part(dev, size)
     shared_steps = shared_segment_part(dev)
-    cpu = storage_part(ctx.torch) if ctx.torch is not None and dev.simulated else None
+    cpu = storage_part(ctx.torch, size) if ctx.torch is not None and dev.simulated else None
     metrics = {
         "size_bytes": size,
         "view": view_steps,
@@ -110,94 +110,102 @@ def run(ctx: RunContext) -> DemoOutput:
         "simulated": dev.simulated,
     }
     label = device_label(ctx, dev, cpu_check=cpu is not None)
-    t = ctx.tr
+    t = ctx.t
 
     def row(s: dict[str, Any]) -> str:
         delta = s["device_free_delta_bytes"]
-        free = "n/a" if delta is None else format_signed_mib(delta, ctx.locale)
+        free = "n/a" if delta is None else ctx.mib(delta, signed=True)
         return f"- `{s['step']}` → " + t(
-            f"allocated {ctx.mib(s['allocated_bytes'])}, reserved "
-            f"{ctx.mib(s['reserved_bytes'])}, Δ free (`mem_get_info`) since the start {free}",
-            f"κατανεμημένη (allocated) {ctx.mib(s['allocated_bytes'])}, δεσμευμένη "
-            f"(reserved) {ctx.mib(s['reserved_bytes'])}, Δ ελεύθερης (`mem_get_info`) από "
-            f"την αρχή {free}",
+            "allocated {allocated}, reserved {reserved}, ∆ free (`mem_get_info`) since "
+            "the start {free}",
+            allocated=ctx.mib(s["allocated_bytes"]),
+            reserved=ctx.mib(s["reserved_bytes"]),
+            free=free,
         )
 
     kept = shared_steps[1]
     lines = [
         ctx.title(
-            "empty_cache() does not free a live tensor",
-            "Το empty_cache() δεν αποδεσμεύει ζωντανό τανυστή",
+            ctx.t(
+                "empty_cache() does not free a live tensor",
+            ),
             label,
+        ),
+        t(
+            "`x` is {size} of uint8; `v = x[:16]` is a 16-byte view of it:",
+            size=ctx.size(size),
         ),
         *[row(s) for s in view_steps],
         t(
-            f"Two 4 MiB tensors in one 20 MiB segment: freeing one + `empty_cache()` keeps "
-            f"reserved {ctx.mib(kept['reserved_bytes'])}, its free "
-            f"{ctx.mib(kept['inactive_split_bytes'])} included (inactive split); after the "
-            f"second, {ctx.mib(shared_steps[2]['reserved_bytes'])}.",
-            f"Δύο τανυστές 4 MiB σε ένα τμήμα 20 MiB: αποδέσμευση του ενός + `empty_cache()` "
-            f"αφήνει δεσμευμένα {ctx.mib(kept['reserved_bytes'])}, μαζί τα ελεύθερα "
-            f"{ctx.mib(kept['inactive_split_bytes'])} (inactive split)· μετά τον δεύτερο, "
-            f"{ctx.mib(shared_steps[2]['reserved_bytes'])}.",
+            "Two 4 MiB tensors in one 20 MiB segment: freeing one + `empty_cache()` "
+            "keeps reserved {reserved_bytes}, its free {inactive_split_bytes} "
+            "included (inactive split); after the second, {reserved_bytes_2}.",
+            reserved_bytes=ctx.mib(kept["reserved_bytes"]),
+            inactive_split_bytes=ctx.mib(kept["inactive_split_bytes"]),
+            reserved_bytes_2=ctx.mib(shared_steps[2]["reserved_bytes"]),
         ),
     ]
     if cpu is not None:
         lines.append(
             t(
-                f"CPU torch check: after `del x` the storage is "
-                f"{'freed' if cpu['freed_after_del_x'] else 'alive'} (the view's storage is "
-                f"{ctx.mib(cpu['view_storage_bytes'])}); after `del v` it is "
-                f"{'freed' if cpu['freed_after_del_v'] else 'alive'} (`weakref.finalize`).",
-                f"Έλεγχος με torch στη CPU: μετά το `del x` το storage "
-                f"{'αποδεσμεύτηκε' if cpu['freed_after_del_x'] else 'ζει'} (το storage της "
-                f"όψης είναι {ctx.mib(cpu['view_storage_bytes'])})· μετά το `del v` "
-                f"{'αποδεσμεύτηκε' if cpu['freed_after_del_v'] else 'ζει'} (`weakref.finalize`).",
+                "CPU torch check, `x` of {size} on the CPU: after `del x` the storage is "
+                "{after_del_x} (the 16-byte view's storage is {view_storage}, all of "
+                "`x`); after `del v` it is {after_del_v} (`weakref.finalize`).",
+                size=ctx.size(size),
+                after_del_x=_state_word(ctx, cpu["freed_after_del_x"]),
+                view_storage=ctx.size(cpu["view_storage_bytes"]),
+                after_del_v=_state_word(ctx, cpu["freed_after_del_v"]),
             )
         )
     lines.append(
         t(
-            "`empty_cache()` releases only segments whose blocks are all free: it never frees a "
-            "tensor, a view keeps its base's whole block, and a free block that shares a "
-            "segment with a live one stays reserved.",
-            "Το `empty_cache()` αποδεσμεύει μόνο τμήματα που έχουν όλα τα μπλοκ τους ελεύθερα: "
-            "δεν αποδεσμεύει ποτέ τανυστή, μια όψη (view) κρατά ολόκληρο το μπλοκ της βάσης, "
-            "και ένα ελεύθερο μπλοκ στο ίδιο τμήμα με ζωντανό μένει δεσμευμένο.",
+            "`empty_cache()` releases only segments whose blocks are all free: it "
+            "never frees a tensor, a view keeps its base's whole block, and a free "
+            "block that shares a segment with a live one stays reserved.",
         )
     )
     fig, (ax,) = _plot.figure(8.0, 3.4)
     _plot.grouped_bars(
         ax,
-        ["x = empty(n)", "v = x[:16]\ndel x\nempty_cache()", "del v", "empty_cache()"],
+        ["x = empty(size)", "v = x[:16]\ndel x\nempty_cache()", "del v", "empty_cache()"],
         [
             (
-                t("allocated", "κατανεμημένη (allocated)"),
+                t(
+                    "allocated",
+                ),
                 [s["allocated_bytes"] / MiB for s in view_steps],
                 _plot.ALLOCATED,
             ),
             (
-                t("reserved", "δεσμευμένη (reserved)"),
+                t(
+                    "reserved",
+                ),
                 [s["reserved_bytes"] / MiB for s in view_steps],
                 _plot.FREE,
             ),
         ],
-        ylabel=t("memory (MiB)", "μνήμη (MiB)"),
+        ylabel=t(
+            "memory (MiB)",
+        ),
         fmt=lambda v: ctx.num(v),
         title=t(
-            f"A 16-byte view keeps {ctx.size(size)} until del v; only then can empty_cache() "
-            "release it",
-            f"Όψη 16 bytes κρατά {ctx.size(size)} ως το del v· μόνο τότε τα αποδεσμεύει το "
-            "empty_cache()",
+            "A 16-byte view keeps {size} until del v; only then can empty_cache() release it",
+            size=ctx.mib(size),  # as the report's rows say it
         ),
     )
     _plot.number_ticks(ax, ctx.locale)
     return ctx.output(lines, metrics, fig, label)
 
 
+def _state_word(ctx: RunContext, freed: bool) -> str:
+    if freed:
+        return ctx.t.pgettext("a storage after del", "freed")
+    return ctx.t.pgettext("a storage after del", "alive")
+
+
 DEMO = Demo(
     id="empty-cache-live-tensor",
     title="empty_cache() does not free a live tensor",
-    title_el="Το empty_cache() δεν αποδεσμεύει ζωντανό τανυστή",
     kind=DemoKind.ALLOCATOR,
     run=run,
     params=(Param("size_mib", int, 16, 4096, 1024, "size of x, MiB"),),

@@ -151,8 +151,9 @@ def run(ctx: RunContext) -> DemoOutput:
     label = device_label(ctx, dev)
     lines = [
         ctx.title(
-            "expandable_segments for changing sizes",
-            "expandable_segments για μεταβλητά μεγέθη",
+            ctx.t(
+                "expandable_segments for changing sizes",
+            ),
             label,
         ),
         *_report(ctx, metrics, cap),
@@ -163,13 +164,17 @@ def run(ctx: RunContext) -> DemoOutput:
 
 
 def _report(ctx: RunContext, m: dict[str, Any], cap: int) -> list[str]:
-    t = ctx.tr
+    t = ctx.t
     nat, exp = m["native"], m["expandable"]
 
     def where(r: dict[str, Any]) -> str:
         at = r["oom_at"]
         return (
-            t(f" (batch {at[0][0]}, layer {at[0][1]})", f" (batch {at[0][0]}, επίπεδο {at[0][1]})")
+            t(
+                " (batch {at_0_0}, layer {at_0_1})",
+                at_0_0=at[0][0],
+                at_0_1=at[0][1],
+            )
             if at
             else ""
         )
@@ -178,65 +183,63 @@ def _report(ctx: RunContext, m: dict[str, Any], cap: int) -> list[str]:
     pages = q3["new_device_bytes"] / PAGE
     return [
         t(
-            f"Growing batch (8 → 16), {LAYERS} layers, cap {ctx.mib(cap)}:",
-            f"Batch που μεγαλώνει (8 → 16), {LAYERS} επίπεδα, όριο {ctx.mib(cap)}:",
+            "Growing batch (8 → 16), {layers} layers, cap {cap}:",
+            layers=LAYERS,
+            cap=ctx.mib(cap),
         ),
         t(
-            f"- native: {nat['ooms']} OOM{where(nat)}, {nat['num_alloc_retries']} retries "
-            f"(each flushes the cache), peak reserved `{ctx.mib(nat['peak_reserved_bytes'])}`",
-            f"- native: {nat['ooms']} OOM{where(nat)}, {nat['num_alloc_retries']} "
-            "επαναπροσπάθειες (η καθεμία αδειάζει την cache), μέγιστη δεσμευμένη (reserved) "
-            f"`{ctx.mib(nat['peak_reserved_bytes'])}`",
+            "- native: {ooms} OOM{where}, {retries} retries ({flushes}), peak reserved `{peak}`",
+            ooms=nat["ooms"],
+            where=where(nat),
+            retries=nat["num_alloc_retries"],
+            flushes=t("each flushes the cache; the OOM follows the last one")
+            if nat["ooms"]
+            else t("each flushes the cache"),
+            peak=ctx.mib(nat["peak_reserved_bytes"]),
         ),
         t(
-            f"- expandable: {exp['ooms']} OOM, {exp['num_alloc_retries']} retries, peak reserved "
-            f"`{ctx.mib(exp['peak_reserved_bytes'])}` for peak allocated "
-            f"`{ctx.mib(exp['peak_allocated_bytes'], 2)}`",
-            f"- expandable: {exp['ooms']} OOM, {exp['num_alloc_retries']} επαναπροσπάθειες, "
-            f"μέγιστη δεσμευμένη (reserved) `{ctx.mib(exp['peak_reserved_bytes'])}` για μέγιστη "
-            f"κατανεμημένη (allocated) `{ctx.mib(exp['peak_allocated_bytes'], 2)}`",
+            "- expandable: {ooms} OOM, {num_alloc_retries} retries, peak reserved "
+            "`{peak_reserved_bytes}` for peak allocated `{peak_allocated_bytes}`",
+            ooms=exp["ooms"],
+            num_alloc_retries=exp["num_alloc_retries"],
+            peak_reserved_bytes=ctx.mib(exp["peak_reserved_bytes"]),
+            peak_allocated_bytes=ctx.mib(exp["peak_allocated_bytes"], 2),
         ),
         t(
-            "- without a cap: peak reserved native "
-            f"`{ctx.mib(nat['uncapped_peak_reserved_bytes'])}` vs expandable "
-            f"`{ctx.mib(exp['uncapped_peak_reserved_bytes'])}`",
-            f"- χωρίς όριο: μέγιστη δεσμευμένη native "
-            f"`{ctx.mib(nat['uncapped_peak_reserved_bytes'])}` έναντι expandable "
-            f"`{ctx.mib(exp['uncapped_peak_reserved_bytes'])}`",
+            "- without a cap: peak reserved native `{uncapped_peak_reserved_bytes}` "
+            "vs expandable `{uncapped_peak_reserved_bytes_2}`",
+            uncapped_peak_reserved_bytes=ctx.mib(nat["uncapped_peak_reserved_bytes"]),
+            uncapped_peak_reserved_bytes_2=ctx.mib(exp["uncapped_peak_reserved_bytes"]),
         ),
         t(
-            f"- Q3's 300 MiB request: native {_ok(ctx, nat['q3_layout']['succeeded'])}, "
-            f"expandable {_ok(ctx, q3['succeeded'])}: the retry unmapped "
-            f"{ctx.mib(q3['released_bytes'])} of free pages under the holes "
-            f"({q3['num_device_free']} unmap calls) and mapped {ctx.num(pages, 0)} new "
-            f"{ctx.mib(PAGE)} pages at the end of the range: reserved "
-            f"`{ctx.mib(q3['reserved_bytes'])}`",
-            f"- το αίτημα 300 MiB του Q3: native {_ok(ctx, nat['q3_layout']['succeeded'])}, "
-            f"expandable {_ok(ctx, q3['succeeded'])}: η επαναπροσπάθεια αποχαρτογράφησε "
-            f"{ctx.mib(q3['released_bytes'])} ελεύθερων σελίδων κάτω από τα κενά "
-            f"({q3['num_device_free']} κλήσεις unmap) και χαρτογράφησε {ctx.num(pages, 0)} νέες "
-            f"σελίδες των {ctx.mib(PAGE)} στο τέλος της περιοχής: δεσμευμένη "
-            f"`{ctx.mib(q3['reserved_bytes'])}`",
+            "- a 300 MiB request on a fragmented 800 MiB segment (every other 50 MiB "
+            "block free) under a 1 GiB cap: native {native}, expandable {expandable}: "
+            "the retry unmapped {released} of free pages under the holes ({unmaps} "
+            "unmap calls) and mapped {pages} new {page} pages at the end of the range: "
+            "reserved `{reserved}`",
+            native=_ok(ctx, nat["q3_layout"]["succeeded"]),
+            expandable=_ok(ctx, q3["succeeded"]),
+            released=ctx.mib(q3["released_bytes"]),
+            unmaps=q3["num_device_free"],
+            pages=ctx.num(pages, 0),
+            page=ctx.mib(PAGE),
+            reserved=ctx.mib(q3["reserved_bytes"]),
         ),
         t(
-            f"- 8 × 16 MiB, then 4 × 32 MiB: reserved native "
-            f"`{ctx.mib(nat['shrink_grow']['reserved_after'])}`, expandable "
-            f"`{ctx.mib(exp['shrink_grow']['reserved_after'])}`",
-            f"- 8 × 16 MiB, μετά 4 × 32 MiB: δεσμευμένη native "
-            f"`{ctx.mib(nat['shrink_grow']['reserved_after'])}`, expandable "
-            f"`{ctx.mib(exp['shrink_grow']['reserved_after'])}`",
+            "- 8 × 16 MiB, then 4 × 32 MiB: reserved native `{reserved_after}`, "
+            "expandable `{reserved_after_2}`",
+            reserved_after=ctx.mib(nat["shrink_grow"]["reserved_after"]),
+            reserved_after_2=ctx.mib(exp["shrink_grow"]["reserved_after"]),
         ),
         t(
             "With expandable segments `segment.all.current` stays 0 and "
             "`inactive_split_bytes` excludes them: that is by design.",
-            "Με expandable segments το `segment.all.current` μένει 0 και το "
-            "`inactive_split_bytes` δεν τα μετρά: έτσι είναι σχεδιασμένο.",
         ),
     ]
 
 
 def _trace_plot(ctx: RunContext, ax: Any, results: dict[str, Any], cap: int) -> None:
-    t = ctx.tr
+    t = ctx.t
     native = results["native"]["capped"]
     expandable = results["expandable"]["capped"]
     for mode, run_, colour in (
@@ -246,22 +249,37 @@ def _trace_plot(ctx: RunContext, ax: Any, results: dict[str, Any], cap: int) -> 
         ax.plot(
             [v / MiB for v in run_["reserved_trace"]],
             color=colour,
-            label=t(f"reserved · {mode}", f"δεσμευμένη · {mode}"),
+            label=t(
+                "reserved · {mode}",
+                mode=mode,
+            ),
         )
     ax.plot(
         [v / MiB for v in expandable["allocated_trace"]],
         color=_plot.ALLOCATED,
         linewidth=0.8,
-        label=t("allocated", "κατανεμημένη"),
+        label=t(
+            "allocated · expandable",
+        ),
     )
-    _plot.mark_level(ax, cap / MiB, t(f"cap {ctx.mib(cap)}", f"όριο {ctx.mib(cap)}"), where=0.5)
+    _plot.mark_level(
+        ax,
+        cap / MiB,
+        t(
+            "cap {cap}",
+            cap=ctx.mib(cap),
+        ),
+        where=0.5,
+    )
     trace = native["reserved_trace"]
     for step in native["retry_steps"]:
         if step in native["oom_steps"]:
             continue
         ax.axvline(step, color=_plot.MUTED, linestyle=":", linewidth=1.0)
         ax.annotate(
-            t("retry: cache\nflushed", "επαναπροσπάθεια:\nάδειασμα cache"),
+            t(
+                "retry: cache\nflushed",
+            ),
             (step, 0.80),
             xycoords=("data", "axes fraction"),
             xytext=(3, 0),
@@ -282,31 +300,40 @@ def _trace_plot(ctx: RunContext, ax: Any, results: dict[str, Any], cap: int) -> 
             fontsize=8,
             color=_plot.LIMIT,
         )
-    ax.set_xlabel(t("step (one per layer; batch 8 → 16)", "βήμα (ένα ανά επίπεδο· batch 8 → 16)"))
-    ax.set_ylabel(t("memory (MiB)", "μνήμη (MiB)"))
+    ax.set_xlabel(
+        t(
+            "step (one per layer; batch 8 → 16)",
+        )
+    )
+    ax.set_ylabel(
+        t(
+            "memory (MiB)",
+        )
+    )
     ax.set_ylim(0, cap / MiB * 1.12)
-    nat, exp = native, expandable
+    flushes = [s for s in native["retry_steps"] if s not in native["oom_steps"]]
     ax.set_title(
         t(
-            f"Native: {nat['num_alloc_retries']} cache flushes and {nat['ooms']} OOM under the cap;"
-            f" expandable: {exp['ooms']} OOM, peak {ctx.mib(exp['peak_reserved_bytes'])}",
-            f"Native: {nat['num_alloc_retries']} αδειάσματα cache και {nat['ooms']} OOM κάτω από "
-            f"το όριο· expandable: {exp['ooms']} OOM, μέγιστο "
-            f"{ctx.mib(exp['peak_reserved_bytes'])}",
+            "Native: {flushes} cache flushes and {ooms} OOM under the cap; "
+            "expandable: {expandable_ooms} OOM, peak {peak}",
+            flushes=len(flushes),  # the marked ones: the OOM's own retry is its marker
+            ooms=native["ooms"],
+            expandable_ooms=expandable["ooms"],
+            peak=ctx.mib(expandable["peak_reserved_bytes"]),
         ),
         fontsize=9.5,
     )
-    ax.legend(loc="upper left", ncol=3, bbox_to_anchor=(0.0, 0.9))
+    # Below the axes: inside, it would cover the curves near the cap.
+    ax.legend(loc="upper center", ncol=3, bbox_to_anchor=(0.5, -0.2), frameon=False)
 
 
 def _ok(ctx: RunContext, ok: bool) -> str:
-    return ctx.tr("succeeds", "πετυχαίνει") if ok else ctx.tr("OOM", "OOM")
+    return ctx.t("succeeds") if ok else "OOM"
 
 
 DEMO = Demo(
     id="expandable-segments",
     title="expandable_segments for changing sizes",
-    title_el="expandable_segments για μεταβλητά μεγέθη",
     kind=DemoKind.ALLOCATOR,
     run=run,
     params=(Param("cap_mib", int, 640, 4096, 768, "memory cap of the capped runs, MiB"),),

@@ -15,12 +15,12 @@ MiB = 1 << 20
 
 
 def run(ctx: RunContext) -> DemoOutput:
-    n = ctx.int("blocks")
+    blocks = ctx.int("blocks")
     size = ctx.int("block_mib") * MiB
     dev = open_device(ctx)
-    big = dev.alloc(n * size)
+    big = dev.alloc(blocks * size)
     dev.free(big)  # the segment stays reserved: the cache keeps it
-    tensors = [dev.alloc(size) for _ in range(n)]
+    tensors = [dev.alloc(size) for _ in range(blocks)]
     for h in tensors[::2]:
         dev.free(h)
     stats = dev.stats()
@@ -42,38 +42,42 @@ def run(ctx: RunContext) -> DemoOutput:
         "simulated": dev.simulated,
     }
     label = device_label(ctx, dev)
-    t = ctx.tr
+    t = ctx.t
     lines = [
-        ctx.title("Fragmentation", "Κατακερματισμός μνήμης", label),
-        t(
-            f"One {ctx.mib(n * size)} segment, {n} × {ctx.mib(size)} tensors carved from it, "
-            "every other one freed:",
-            f"Ένα τμήμα (segment) {ctx.mib(n * size)}, {n} τανυστές × {ctx.mib(size)} μέσα σε "
-            "αυτό, αποδεσμεύουμε τον έναν στους δύο:",
+        ctx.title(
+            ctx.t(
+                "Fragmentation",
+            ),
+            label,
         ),
         t(
-            f"- allocated `{ctx.mib(metrics['allocated_bytes'])}` · reserved "
-            f"`{ctx.mib(metrics['reserved_bytes'])}` ({metrics['segments']} segment)",
-            f"- κατανεμημένη (allocated) `{ctx.mib(metrics['allocated_bytes'])}` · δεσμευμένη "
-            f"(reserved) `{ctx.mib(metrics['reserved_bytes'])}` ({metrics['segments']} τμήμα)",
+            "One {segment} segment, {blocks} × {size} tensors carved from it, every other one "
+            "freed:",
+            segment=ctx.mib(blocks * size),
+            blocks=blocks,
+            size=ctx.mib(size),
         ),
         t(
-            f"- free: `{ctx.mib(total_free)}` in {len(holes)} holes, the largest "
-            f"`{ctx.mib(largest)}`",
-            f"- ελεύθερα: `{ctx.mib(total_free)}` σε {len(holes)} κενά, το μεγαλύτερο "
-            f"`{ctx.mib(largest)}`",
+            "- allocated `{allocated_bytes}` · reserved `{reserved_bytes}` ({segments} segment)",
+            allocated_bytes=ctx.mib(metrics["allocated_bytes"]),
+            reserved_bytes=ctx.mib(metrics["reserved_bytes"]),
+            segments=metrics["segments"],
         ),
         t(
-            f"- fragmentation index 1 − largest/total free = *{ctx.num(index, 3)}*",
-            f"- δείκτης κατακερματισμού 1 − μεγαλύτερο/συνολικό ελεύθερο = *{ctx.num(index, 3)}*",
+            "- free: `{total_free}` in {holes} holes, the largest `{largest}`",
+            total_free=ctx.mib(total_free),
+            holes=len(holes),
+            largest=ctx.mib(largest),
         ),
         t(
-            f"A request above {ctx.mib(largest)} cannot use this free memory: it needs a new "
-            "segment (or fails under a memory cap). `inactive_split_bytes` counts these "
-            "holes.",
-            f"Ένα αίτημα πάνω από {ctx.mib(largest)} δεν χωράει σε αυτή την ελεύθερη μνήμη: "
-            "χρειάζεται νέο τμήμα (ή αποτυγχάνει με όριο μνήμης). Τα κενά μετρά το "
-            "`inactive_split_bytes`.",
+            "- fragmentation index 1 − largest/total free = *{index}*",
+            index=ctx.num(index, 3),
+        ),
+        t(
+            "A request above {largest} cannot use this free memory: it needs a new "
+            "segment (or fails under a memory cap). `inactive_split_bytes` counts "
+            "these holes.",
+            largest=ctx.mib(largest),
         ),
     ]
     fig, (ax,) = _plot.figure(8.0, 2.6)
@@ -81,14 +85,18 @@ def run(ctx: RunContext) -> DemoOutput:
         ax,
         snap,
         title=t(
-            f"{ctx.mib(total_free)} free, but no hole above {ctx.mib(largest)}: "
-            f"fragmentation index {ctx.num(index, 3)}",
-            f"{ctx.mib(total_free)} ελεύθερα, αλλά κανένα κενό πάνω από {ctx.mib(largest)}: "
-            f"δείκτης κατακερματισμού {ctx.num(index, 3)}",
+            "{total_free} free, but no hole above {largest}: fragmentation index {index}",
+            total_free=ctx.mib(total_free),
+            largest=ctx.mib(largest),
+            index=ctx.num(index, 3),
         ),
         legend=(
-            t("allocated block", "κατανεμημένο μπλοκ (allocated)"),
-            t("free hole (inactive split)", "ελεύθερο κενό (inactive split)"),
+            t(
+                "allocated block",
+            ),
+            t(
+                "free hole (inactive split)",
+            ),
         ),
         locale=ctx.locale,
     )
@@ -98,7 +106,6 @@ def run(ctx: RunContext) -> DemoOutput:
 DEMO = Demo(
     id="fragmentation",
     title="What is fragmentation?",
-    title_el="Τι είναι ο κατακερματισμός μνήμης;",
     kind=DemoKind.ALLOCATOR,
     run=run,
     params=(

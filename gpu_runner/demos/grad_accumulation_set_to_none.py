@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot import formats
 from gpu_runner.demos import _plot
 from gpu_runner.demos._context import DemoOutput, RunContext, RunKind
 from gpu_runner.demos._registry import Demo, DemoKind, Param
-from gpu_runner.demos._units import unit_for
 
 MiB = 1 << 20
 SETTINGS = (True, False)
@@ -87,17 +87,16 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     label = ctx.label(
         RunKind.GPU if ctx.cuda else RunKind.CPU,
-        cpu_note=(
-            "gradient bytes counted from the storages behind .grad; memory_allocated() and "
-            "step peaks n/a",
-            "bytes κλίσεων από τα storages πίσω από τα .grad· memory_allocated() και μέγιστα "
-            "ανά βήμα: n/a",
+        cpu_note=ctx.t(
+            "gradient bytes counted from the storages behind .grad; "
+            "memory_allocated() and step peaks n/a",
         ),
     )
     lines = [
         ctx.title(
-            "Gradient accumulation and zero_grad(set_to_none)",
-            "Συσσώρευση κλίσεων (gradient accumulation) και zero_grad(set_to_none)",
+            ctx.t(
+                "Gradient accumulation and zero_grad(set_to_none)",
+            ),
             label,
         ),
         *report(ctx, cfg, runs, params),
@@ -114,54 +113,52 @@ def between_steps(run_: dict[str, Any]) -> int:
 
 
 def report(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any], params: int) -> list[str]:
-    t = ctx.tr
+    t = ctx.t
     during = ctx.size(max(e["grad_bytes"] for e in runs["True"]["events"]))
     k = cfg["accum_steps"]
     lines = [
         t(
-            f"{cfg['layers']} × (Linear({cfg['width']}, {cfg['width']}) + ReLU), "
-            f"{ctx.size(params)} of fp32 parameters, {k} micro-batches of "
-            f"{cfg['batch']} per optimizer step, {cfg['steps']} steps, SGD without momentum. "
-            "Counted: bytes of the distinct storages behind `.grad` after each event.",
-            f"{cfg['layers']} × (Linear({cfg['width']}, {cfg['width']}) + ReLU), "
-            f"{ctx.size(params)} παραμέτρων fp32, {k} micro-batches "
-            f"των {cfg['batch']} ανά βήμα του optimizer, {cfg['steps']} βήματα, SGD χωρίς "
-            "momentum. Μετράμε τα bytes των ξεχωριστών storages πίσω από τα `.grad` μετά από "
-            "κάθε γεγονός.",
+            "{layers} × (Linear({width}, {width}) + ReLU), {params} of fp32 "
+            "parameters, {k} micro-batches of {batch} per optimizer step, {steps} "
+            "steps, SGD without momentum. Counted: bytes of the distinct storages "
+            "behind `.grad` after each event.",
+            layers=cfg["layers"],
+            width=cfg["width"],
+            params=ctx.size(params),
+            k=k,
+            batch=cfg["batch"],
+            steps=cfg["steps"],
         ),
         t(
-            f"- while accumulating: *{during}* of gradients after 1 or {k} backward passes "
-            "alike (the same tensors, added into)",
-            f"- κατά τη συσσώρευση: *{during}* κλίσεις μετά από 1 ή {k} backward εξίσου "
-            "(οι ίδιοι τανυστές, προστίθενται)",
+            "- while accumulating: *{during}* of gradients after 1 or {k} backward "
+            "passes alike (the same tensors, added into)",
+            during=during,
+            k=k,
         ),
     ]
     for key in ("True", "False"):
         alive = ctx.size(between_steps(runs[key]))
         lines.append(
             t(
-                f"- `zero_grad(set_to_none={key})`: {alive} of gradients stay "
-                "allocated through the next forward",
-                f"- `zero_grad(set_to_none={key})`: {alive} κλίσεων μένουν "
-                "κατανεμημένα (allocated) ως το επόμενο forward",
+                "- `zero_grad(set_to_none={key})`: {alive} of gradients stay allocated "
+                "through the next forward",
+                key=key,
+                alive=alive,
             )
         )
         peaks = runs[key]["step_peak_bytes"]
         if peaks:
             peak = ctx.size(peaks[-1])
             lines[-1] += t(
-                f"; peak of step 2: {peak} (`memory_allocated()` above the weights)",
-                f"· μέγιστο του βήματος 2: {peak} (`memory_allocated()` πάνω από τα βάρη)",
+                "; peak of step 2: {peak} (`memory_allocated()` above the weights)",
+                peak=peak,
             )
     lines.append(
         t(
-            "`set_to_none=True` is the default since torch 2.0: between steps the memory goes "
-            "back to the allocator and is available to the next forward's activations. "
-            "Accumulation saves activation memory (smaller micro-batches), not gradient memory.",
-            "Το `set_to_none=True` ισχύει από προεπιλογή από την torch 2.0: ανάμεσα στα βήματα "
-            "η μνήμη επιστρέφει στον allocator και είναι διαθέσιμη για τις ενεργοποιήσεις του "
-            "επόμενου forward. Η συσσώρευση εξοικονομεί μνήμη ενεργοποιήσεων (μικρότερα "
-            "micro-batches), όχι μνήμη κλίσεων.",
+            "`set_to_none=True` is the default since torch 2.0: between steps the "
+            "memory goes back to the allocator and is available to the next "
+            "forward's activations. Accumulation saves activation memory (smaller "
+            "micro-batches), not gradient memory.",
         )
     )
     return lines
@@ -170,17 +167,25 @@ def report(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any], params: i
 def plot(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any]) -> Any:
     """Gradient bytes after every event for both settings (on a GPU also
     `memory_allocated()`), the zero_grad calls marked."""
-    t = ctx.tr
+    t = ctx.t
     gpu = ctx.cuda
     fig, axes = _plot.figure(9.0, 5.8 if gpu else 3.9, rows=2 if gpu else 1)
     labels = [e["event"] for e in runs["True"]["events"]]
-    panels = [("grad_bytes", t(".grad storage", "storage των .grad"))]
+    panels = [
+        (
+            "grad_bytes",
+            t(
+                ".grad storage",
+            ),
+        )
+    ]
     if gpu:
         panels.append(("allocated_bytes", "memory_allocated()"))
     colours = {"True": _plot.ALLOCATED, "False": _plot.FREE}
     for ax, (key, what) in zip(axes, panels, strict=True):
         top = max(e[key] for r in runs.values() for e in r["events"])
-        unit, scale = unit_for(top)
+        axis = formats.axis_unit(top)
+        unit, scale = axis.name, axis.size
         # The state after event i spans [i - 0.5, i + 0.5], centred on its tick.
         edges = [i - 0.5 for i in range(len(labels) + 1)]
         held = [e[key] / scale for e in runs["False"]["events"]]
@@ -205,7 +210,9 @@ def plot(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any]) -> Any:
         for i in range(len(ys)):
             if held[i] - ys[i] > 0.5 * max(held) and (i == 0 or held[i - 1] - ys[i - 1] <= 0):
                 ax.annotate(
-                    t("freed", "αποδεσμευμένες"),
+                    t(
+                        "freed",
+                    ),
                     (i, (held[i] + ys[i]) / 2),
                     ha="center",
                     fontsize=7.5,
@@ -225,16 +232,15 @@ def plot(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any]) -> Any:
     axes[-1].set_xlabel(
         t(
             "after each forward, backward, optimizer step and zero_grad (step.micro-batch)",
-            "μετά από κάθε forward, backward, βήμα του optimizer και zero_grad (βήμα.micro-batch)",
         )
     )
     freed = ctx.size(between_steps(runs["False"]) - between_steps(runs["True"]))
     axes[0].set_title(
         t(
-            f"set_to_none=True frees {freed} between steps; "
-            f"{cfg['accum_steps']} micro-batches hold 1× the gradients",
-            f"set_to_none=True: {freed} ελεύθερα ανάμεσα στα βήματα· "
-            f"{cfg['accum_steps']} micro-batches κρατούν 1× τις κλίσεις",
+            "set_to_none=True frees {freed} between steps; {accum_steps} "
+            "micro-batches hold 1× the gradients",
+            freed=freed,
+            accum_steps=cfg["accum_steps"],
         ),
         loc="left",
     )
@@ -244,7 +250,6 @@ def plot(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any]) -> Any:
 DEMO = Demo(
     id="grad-accumulation-set-to-none",
     title="Gradient accumulation and zero_grad(set_to_none=True)",
-    title_el="Συσσώρευση κλίσεων και zero_grad(set_to_none=True)",
     kind=DemoKind.TORCH,
     run=run,
     params=(

@@ -154,15 +154,15 @@ def run(ctx: RunContext) -> DemoOutput:
     # Host memory on every host: a GPU, if there is one, takes no part.
     label = ctx.label(
         RunKind.CPU,
-        cpu_note=(
+        cpu_note=ctx.t(
             "host memory from /proc/self/status, a fresh process per mode",
-            "μνήμη του host από το /proc/self/status, νέα διεργασία ανά τρόπο",
         ),
     )
     lines = [
         ctx.title(
-            "Loading a checkpoint: peak host memory",
-            "Φόρτωση checkpoint: μέγιστη μνήμη του host",
+            ctx.t(
+                "Loading a checkpoint: peak host memory",
+            ),
             label,
         ),
         *report(ctx, weights, modes),
@@ -179,7 +179,7 @@ def ratio(ctx: RunContext, value: int | None, weights: int) -> str:
 
 
 def report(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> list[str]:
-    t = ctx.tr
+    t = ctx.t
     code = {
         "plain": "`model = Net(); model.load_state_dict(torch.load(f))`",
         "mmap": "`model = Net(); model.load_state_dict(torch.load(f, mmap=True))`",
@@ -188,12 +188,10 @@ def report(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> l
     }
     lines = [
         t(
-            f"A {ctx.size(weights)} fp32 state dict, four ways, each in a fresh process; peak "
-            "resident memory above the start (`VmHWM`), then what stays resident: anonymous "
-            "(RAM or swap) / file-backed (page cache, droppable).",
-            f"Ένα state dict fp32 {ctx.size(weights)}, με τέσσερις τρόπους, ο καθένας "
-            "σε νέα διεργασία· μέγιστη μνήμη (`VmHWM`) πάνω από την αρχή, και τι μένει μετά: "
-            "ανώνυμη (RAM ή swap) / από αρχείο (page cache, μπορεί να αποδεσμευτεί).",
+            "A {weights} fp32 state dict, four ways, each in a fresh process; peak "
+            "resident memory above the start (`VmHWM`), then what stays resident: "
+            "anonymous (RAM or swap) / file-backed (page cache, droppable).",
+            weights=ctx.size(weights),
         ),
     ]
     for mode in MODES:
@@ -209,23 +207,23 @@ def report(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> l
         )
         lines.append(
             f"- *{mode}* {code[mode]}: "
-            + t("peak ", "μέγιστο ")
+            + t(
+                "peak ",
+            )
             + f"*{peak}* ({ratio(ctx, r['peak_bytes'], weights)}) · {anon} / {file}"
-            + t(f" · after a forward {used}", f" · μετά από ένα forward {used}")
+            + t(
+                " · after a forward {used}",
+                used=used,
+            )
         )
     lines.append(
         t(
-            "A plain load into a built model holds two copies (random init + loaded). "
-            "`mmap=True` alone does not help then: copying into the model reads every page "
-            "(file-backed while the load runs). Meta + `assign=True` keeps one copy; with "
-            "`mmap=True` too, pages are read only when used, and they are file-backed. Since "
-            "torch 2.6 `torch.load` defaults to `weights_only=True`.",
-            "Η απλή φόρτωση σε ήδη φτιαγμένο μοντέλο κρατά δύο αντίγραφα (τυχαία "
-            "αρχικοποίηση + φορτωμένο). Τότε το `mmap=True` μόνο του δεν βοηθά: η αντιγραφή στο "
-            "μοντέλο διαβάζει κάθε σελίδα (από το αρχείο, όσο διαρκεί η φόρτωση). Με meta + "
-            "`assign=True` μένει ένα αντίγραφο· αν προστεθεί και `mmap=True`, οι σελίδες "
-            "διαβάζονται μόνο όταν χρησιμοποιηθούν και προέρχονται από το αρχείο. Από την torch "
-            "2.6 το `torch.load` έχει από προεπιλογή `weights_only=True`.",
+            "A plain load into a built model holds two copies (random init + "
+            "loaded). `mmap=True` alone does not help then: copying into the model "
+            "reads every page (file-backed while the load runs). Meta + "
+            "`assign=True` keeps one copy; with `mmap=True` too, pages are read only "
+            "when used, and they are file-backed. Since torch 2.6 `torch.load` "
+            "defaults to `weights_only=True`.",
         )
     )
     return lines
@@ -237,7 +235,7 @@ def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> Any
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    t = ctx.tr
+    t = ctx.t
     fig, (ax,) = _plot.figure(8.0, 4.0)
     ok = [m for m in MODES if "error" not in modes[m]]
     xs = range(len(ok))
@@ -265,7 +263,13 @@ def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> Any
         tops.append(p / MiB)
     # Labelled at the left, above the plain bars (which reach it), clear of the last mode's.
     _plot.mark_level(
-        ax, weights / MiB, t("1 × the weights", "1 × τα βάρη"), colour=_plot.MUTED, where=0.14
+        ax,
+        weights / MiB,
+        t(
+            "1 × the weights",
+        ),
+        colour=_plot.MUTED,
+        where=0.14,
     )
     ax.legend(
         handles=[
@@ -274,15 +278,29 @@ def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> Any
                 [],
                 color="black",
                 linewidth=2.2,
-                label=t("peak during the load (VmHWM)", "μέγιστο κατά τη φόρτωση (VmHWM)"),
+                label=t(
+                    "peak during the load (VmHWM)",
+                ),
             ),
-            Patch(color=_plot.ALLOCATED, label=t("anonymous", "ανώνυμη")),
-            Patch(color=_plot.FREE, label=t("file-backed (page cache)", "από αρχείο (page cache)")),
+            Patch(
+                color=_plot.ALLOCATED,
+                label=t(
+                    "anonymous",
+                ),
+            ),
+            Patch(
+                color=_plot.FREE,
+                label=t(
+                    "file-backed (page cache)",
+                ),
+            ),
             Patch(
                 facecolor="white",
                 edgecolor=_plot.MUTED,
                 hatch="///",
-                label=t("right bar: after a forward", "δεξιά στήλη: μετά από forward"),
+                label=t(
+                    "right bar: after a forward",
+                ),
             ),
         ],
         frameon=False,
@@ -290,8 +308,16 @@ def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> Any
     )
     ax.set_xticks(list(xs))
     ax.set_xticklabels(ok)
-    ax.set_xlabel(t("how the checkpoint is loaded", "τρόπος φόρτωσης του checkpoint"))
-    ax.set_ylabel(t("resident above the start (MiB)", "μνήμη πάνω από την αρχή (MiB)"))
+    ax.set_xlabel(
+        t(
+            "how the checkpoint is loaded",
+        )
+    )
+    ax.set_ylabel(
+        t(
+            "resident above the start (MiB)",
+        )
+    )
     _plot.number_ticks(ax, ctx.locale, digits=None)
     ax.set_ylim(0, max(tops) * 1.45)
     best = min(ok, key=lambda m: modes[m]["peak_bytes"] or 0)
@@ -299,10 +325,11 @@ def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> Any
     best_peak = ratio(ctx, modes[best]["peak_bytes"], weights)
     ax.set_title(
         t(
-            f"Loading {ctx.size(weights)}: plain peaks at {ratio(ctx, plain, weights)} the "
-            f"weights, {best} at {best_peak}",
-            f"Φόρτωση {ctx.size(weights)}: η απλή φτάνει {ratio(ctx, plain, weights)} τα βάρη, "
-            f"η {best} {best_peak}",
+            "Loading {weights}: plain peaks at {ratio} the weights, {best} at {best_peak}",
+            weights=ctx.size(weights),
+            ratio=ratio(ctx, plain, weights),
+            best=best,
+            best_peak=best_peak,
         ),
         loc="left",
     )
@@ -312,7 +339,6 @@ def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> Any
 DEMO = Demo(
     id="model-loading-mmap",
     title="Loading a checkpoint: torch.load mmap=True and load_state_dict(assign=True)",
-    title_el="Φόρτωση checkpoint: torch.load mmap=True και load_state_dict(assign=True)",
     kind=DemoKind.TORCH,
     run=run,
     params=(Param("size_mib", int, 16, 2048, 256, "checkpoint size in MiB (fp32 weights)"),),

@@ -159,8 +159,9 @@ def run(ctx: RunContext) -> DemoOutput:
     label = device_label(ctx, dev)
     lines = [
         ctx.title(
-            "OOM with reserved memory unused",
-            "OOM ενώ υπάρχει αχρησιμοποίητη δεσμευμένη (reserved) μνήμη",
+            ctx.t(
+                "OOM with reserved memory unused",
+            ),
             label,
         ),
         *outcome_lines(ctx, metrics, _first_sentence(message)),
@@ -173,27 +174,27 @@ def run(ctx: RunContext) -> DemoOutput:
 
 def _request_map(ctx: RunContext, ax: Any, snapshot: Any, m: dict[str, Any]) -> None:
     """The segment map at the request, the room under the cap, the cap and the request."""
-    t = ctx.tr
+    t = ctx.t
     request, cap = m["request_bytes"], m["cap_bytes"]
     reserved = cap - m["room_under_cap_bytes"]
     outcome = m["outcome"]
     largest = m["largest_hole_bytes"]
     title = {
         "oom": t(
-            f"{ctx.mib(request)} → OOM: largest hole {ctx.mib(largest)}, room under the cap "
-            f"{ctx.mib(m['room_under_cap_bytes'])}",
-            f"{ctx.mib(request)} → OOM: μεγαλύτερο κενό {ctx.mib(largest)}, χώρος κάτω από το "
-            f"όριο {ctx.mib(m['room_under_cap_bytes'])}",
+            "{request} → OOM: largest hole {largest}, room under the cap {room_under_cap_bytes}",
+            request=ctx.mib(request),
+            largest=ctx.mib(largest),
+            room_under_cap_bytes=ctx.mib(m["room_under_cap_bytes"]),
         ),
         "new-segment": t(
-            f"{ctx.mib(request)} fits no hole: a new {ctx.size(m['new_segment_bytes'])} "
-            "segment under the cap",
-            f"{ctx.mib(request)}: δεν χωράει σε κενό· νέο τμήμα "
-            f"{ctx.size(m['new_segment_bytes'])} κάτω από το όριο",
+            "{request} fits no hole: a new {new_segment_bytes} segment under the cap",
+            request=ctx.mib(request),
+            new_segment_bytes=ctx.size(m["new_segment_bytes"]),
         ),
         "reused-hole": t(
-            f"{ctx.size(request)} reuses a {ctx.mib(largest)} hole: no OOM, no new segment",
-            f"{ctx.size(request)}: χωράει σε κενό {ctx.mib(largest)}· ούτε OOM ούτε νέο τμήμα",
+            "{request} reuses a {largest} hole: no OOM, no new segment",
+            request=ctx.size(request),
+            largest=ctx.mib(largest),
         ),
     }[outcome]
     _plot.segment_map(
@@ -201,8 +202,12 @@ def _request_map(ctx: RunContext, ax: Any, snapshot: Any, m: dict[str, Any]) -> 
         snapshot,
         title=title,
         legend=(
-            t("allocated block", "κατανεμημένο μπλοκ (allocated)"),
-            t("free hole (inactive split)", "ελεύθερο κενό (inactive split)"),
+            t(
+                "allocated block",
+            ),
+            t(
+                "free hole (inactive split)",
+            ),
         ),
         locale=ctx.locale,
     )
@@ -222,17 +227,34 @@ def _request_map(ctx: RunContext, ax: Any, snapshot: Any, m: dict[str, Any]) -> 
     ax.text(
         (reserved + cap) / 2 / MiB,
         -0.45,
-        t(f"room: {ctx.mib(cap - reserved)}", f"χώρος: {ctx.mib(cap - reserved)}"),
+        t(
+            "room: {mib}",
+            mib=ctx.mib(cap - reserved),
+        ),
         ha="center",
         va="bottom",
         fontsize=8,
     )
-    _plot.mark_level(ax, cap / MiB, t(f"cap {ctx.size(cap)}", f"όριο {ctx.size(cap)}"), axis="x")
+    _plot.mark_level(
+        ax,
+        cap / MiB,
+        t(
+            "cap {cap}",
+            cap=ctx.size(cap),
+        ),
+        axis="x",
+    )
     ax.set_yticks([0, 1])
     ax.set_yticklabels(
         [
-            t(f"segment {ctx.mib(reserved)}", f"τμήμα {ctx.mib(reserved)}"),
-            t(f"request {ctx.size(request)}", f"αίτημα {ctx.size(request)}"),
+            t(
+                "segment {reserved}",
+                reserved=ctx.mib(reserved),
+            ),
+            t(
+                "request {request}",
+                request=ctx.size(request),
+            ),
         ]
     )
     ax.set_ylim(1.6, -0.6)
@@ -257,7 +279,6 @@ def _non_releasable(summary: str) -> str:
 DEMO = Demo(
     id="oom-inactive-split",
     title="OOM although reserved memory looks unused",
-    title_el="OOM παρότι η δεσμευμένη (reserved) μνήμη φαίνεται αχρησιμοποίητη",
     kind=DemoKind.ALLOCATOR,
     run=run,
     params=(Param("request_mib", int, 1, 700, 300, "size of the request, MiB"),),

@@ -183,15 +183,15 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     label = ctx.torch_label(
         check is not None,
-        cpu_note=(
+        cpu_note=ctx.t(
             "the KV figures are arithmetic; the attention check ran on the CPU",
-            "τα νούμερα του KV είναι υπολογισμός· ο έλεγχος attention έτρεξε στη CPU",
         ),
     )
     lines = [
         ctx.title(
-            "PagedAttention: KV cache in fixed-size blocks",
-            "PagedAttention: KV cache σε μπλοκ σταθερού μεγέθους",
+            ctx.t(
+                "PagedAttention: KV cache in fixed-size blocks",
+            ),
             label,
         ),
         *_report(ctx, metrics, check),
@@ -202,43 +202,45 @@ def run(ctx: RunContext) -> DemoOutput:
 
 
 def _report(ctx: RunContext, m: dict[str, Any], check: dict[str, Any] | None) -> list[str]:
-    t = ctx.tr
+    t = ctx.t
     n, block, schemes = m["requests"], m["block_size"], m["schemes"]
     pct = {k: ctx.pct(v["utilization"]) for k, v in schemes.items()}
     lines = [
         t(
-            f"{n} requests (mean prompt {ctx.num(m['mean_prompt'], 1)}, output "
-            f"{ctx.num(m['mean_output'], 1)} tokens). KV per token: OPT-13B "
-            f"{ctx.size(OPT13B_KV_PER_TOKEN)}, Llama-3-8B {ctx.size(LLAMA3_8B_KV_PER_TOKEN)}.",
-            f"{n} αιτήματα (μέσο prompt {ctx.num(m['mean_prompt'], 1)}, έξοδος "
-            f"{ctx.num(m['mean_output'], 1)} tokens). KV ανά token: OPT-13B "
-            f"{ctx.size(OPT13B_KV_PER_TOKEN)}, Llama-3-8B {ctx.size(LLAMA3_8B_KV_PER_TOKEN)}.",
+            "{n} requests (mean prompt {mean_prompt}, output {mean_output} tokens). "
+            "KV per token: OPT-13B {opt13b_kv_per_token}, Llama-3-8B "
+            "{llama3_8b_kv_per_token}.",
+            n=n,
+            mean_prompt=ctx.num(m["mean_prompt"], 1),
+            mean_output=ctx.num(m["mean_output"], 1),
+            opt13b_kv_per_token=ctx.size(OPT13B_KV_PER_TOKEN),
+            llama3_8b_kv_per_token=ctx.size(LLAMA3_8B_KV_PER_TOKEN),
         ),
         t(
             "Share of reserved KV slots holding tokens, averaged over decoding:",
-            "Ποσοστό των δεσμευμένων θέσεων KV με tokens, κατά μέσο όρο στην αποκωδικοποίηση:",
         ),
         f"- max-len {MAX_LEN}: *{pct['max']}* · pow2: *{pct['pow2']}* · "
         f"exact: *{pct['exact']}* · paged ({block}): *{pct['paged']}*",
         t(
-            "These figures count only slots reserved per sequence: they leave out external "
-            "fragmentation. (The paper measured 20.4% / 26.8% / 38.2% for Orca max / pow2 / "
-            "oracle and 96.3% for vLLM, external fragmentation included.)",
-            "Τα νούμερα μετρούν μόνο τις θέσεις που δεσμεύει κάθε ακολουθία: αφήνουν έξω τον "
-            "εξωτερικό κατακερματισμό. (Η δημοσίευση μέτρησε 20,4% / 26,8% / 38,2% για Orca "
-            "max / pow2 / oracle και 96,3% για το vLLM, μαζί με τον εξωτερικό κατακερματισμό.)",
+            "These figures count only slots reserved per sequence: they leave out "
+            "external fragmentation. (The paper measured {orca_max} / {orca_pow2} / "
+            "{orca_oracle} for Orca max / pow2 / oracle and {vllm} for vLLM, external "
+            "fragmentation included.)",
+            orca_max=ctx.pct(0.204),
+            orca_pow2=ctx.pct(0.268),
+            orca_oracle=ctx.pct(0.382),
+            vllm=ctx.pct(0.963),
         ),
         t(
-            f"A 12 GiB KV budget is {ctx.num(m['budget_slots'])} slots of OPT-13B: "
-            f"{m['max_len_sequences_in_budget']} sequences at {MAX_LEN} each; paged fits "
-            f"{schemes['paged']['fit_in_budget']} of these requests. Paging wastes only the "
-            f"last block of each sequence ({ctx.num(m['paged_last_block_waste_slots'])} slots "
-            "in all).",
-            f"Ένα budget 12 GiB για KV είναι {ctx.num(m['budget_slots'])} θέσεις για το "
-            f"OPT-13B: {m['max_len_sequences_in_budget']} ακολουθίες των {MAX_LEN}· με σελίδες "
-            f"χωράνε {schemes['paged']['fit_in_budget']} από αυτά τα αιτήματα. Σπαταλιέται μόνο "
-            f"το τελευταίο μπλοκ κάθε ακολουθίας ({ctx.num(m['paged_last_block_waste_slots'])} "
-            "θέσεις συνολικά).",
+            "A 12 GiB KV budget is {budget_slots} slots of OPT-13B: "
+            "{max_len_sequences_in_budget} sequences at {max_len} each; paged fits "
+            "{fit_in_budget} of these requests. Paging wastes only the last block of "
+            "each sequence ({paged_last_block_waste_slots} slots in all).",
+            budget_slots=ctx.num(m["budget_slots"]),
+            max_len_sequences_in_budget=m["max_len_sequences_in_budget"],
+            max_len=MAX_LEN,
+            fit_in_budget=schemes["paged"]["fit_in_budget"],
+            paged_last_block_waste_slots=ctx.num(m["paged_last_block_waste_slots"]),
         ),
     ]
     if check is None:
@@ -247,35 +249,43 @@ def _report(ctx: RunContext, m: dict[str, Any], check: dict[str, Any] | None) ->
     return [
         *lines,
         t(
-            f"Attention check on {check['device']}: paged (gather through shuffled block "
-            f"tables) vs contiguous, {check['sequences']} sequences: "
-            f"{'equal' if same else 'DIFFERENT'} (max |Δ| `{check['max_abs_diff']:.1e}`); "
-            f"pool {ctx.size(check['pool_bytes'])} vs max-length tensors "
-            f"{ctx.size(check['contiguous_max_len_bytes'])}.",
-            f"Έλεγχος attention σε {check['device']}: paged (gather μέσω ανακατεμένων πινάκων "
-            f"μπλοκ) έναντι συνεχόμενης, {check['sequences']} ακολουθίες: "
-            f"{'ίδιο αποτέλεσμα' if same else 'ΔΙΑΦΟΡΕΤΙΚΟ'} (max |Δ| "
-            f"`{check['max_abs_diff']:.1e}`)· pool {ctx.size(check['pool_bytes'])} έναντι "
-            f"{ctx.size(check['contiguous_max_len_bytes'])} για μέγιστο μήκος.",
+            "Attention check on {device}: paged (gather through shuffled block "
+            "tables) vs contiguous, {sequences} sequences: {outcome} (max |∆| "
+            "`{max_abs_diff}`); pool {pool} vs max-length tensors {contiguous}.",
+            device=check["device"],
+            sequences=check["sequences"],
+            outcome=t("equal") if same else t("DIFFERENT"),
+            max_abs_diff=f"{check['max_abs_diff']:.1e}",  # code: Python's own format
+            pool=ctx.size(check["pool_bytes"]),
+            contiguous=ctx.size(check["contiguous_max_len_bytes"]),
         ),
     ]
 
 
 def _slots_plot(ctx: RunContext, ax: Any, m: dict[str, Any]) -> None:
     """Time-averaged KV slots of the batch decoding together, against the budget."""
-    t = ctx.tr
+    t = ctx.t
     schemes, block, budget = m["schemes"], m["block_size"], m["budget_slots"]
     names = ["max", "pow2", "exact", "paged"]
     labels = [f"max-len {MAX_LEN}", "pow2", "exact", f"paged ({block})"]
     held = m["time_avg_held_slots"] / 1000
     reserved = [schemes[k]["time_avg_reserved_slots"] / 1000 for k in names]
-    ax.bar(labels, [held] * 4, color=_plot.ALLOCATED, label=t("tokens held", "tokens"))
+    ax.bar(
+        labels,
+        [held] * 4,
+        color=_plot.ALLOCATED,
+        label=t(
+            "tokens held",
+        ),
+    )
     ax.bar(
         labels,
         [r - held for r in reserved],
         bottom=[held] * 4,
         color=_plot.FREE,
-        label=t("reserved, empty", "δεσμευμένες, κενές"),
+        label=t(
+            "reserved, empty",
+        ),
     )
     for i, k in enumerate(names):
         _plot.bar_total(ax, i, reserved[i], ctx.pct(schemes[k]["utilization"]))
@@ -283,19 +293,23 @@ def _slots_plot(ctx: RunContext, ax: Any, m: dict[str, Any]) -> None:
         ax,
         budget / 1000,
         t(
-            f"12 GiB budget (OPT-13B): {ctx.num(budget)} slots",
-            f"budget 12 GiB (OPT-13B): {ctx.num(budget)} θέσεις",
+            "12 GiB budget (OPT-13B): {budget} slots",
+            budget=ctx.num(budget),
         ),
     )
-    ax.set_ylabel(t("KV slots (thousands)", "θέσεις KV (χιλιάδες)"))
+    ax.set_ylabel(
+        t(
+            "KV slots (thousands)",
+        )
+    )
     _plot.number_ticks(ax, ctx.locale)
     ax.margins(y=0.12)
     ax.set_title(
         t(
-            f"Paged blocks: {ctx.pct(schemes['paged']['utilization'])} of reserved KV slots hold "
-            f"tokens; max-len: {ctx.pct(schemes['max']['utilization'])}",
-            f"Μπλοκ (paged): το {ctx.pct(schemes['paged']['utilization'])} των δεσμευμένων θέσεων "
-            f"KV έχει tokens· max-len: {ctx.pct(schemes['max']['utilization'])}",
+            "Paged blocks: {utilization} of reserved KV slots hold tokens; max-len: "
+            "{utilization_2}",
+            utilization=ctx.pct(schemes["paged"]["utilization"]),
+            utilization_2=ctx.pct(schemes["max"]["utilization"]),
         ),
     )
     ax.legend(loc="upper right")
@@ -303,10 +317,10 @@ def _slots_plot(ctx: RunContext, ax: Any, m: dict[str, Any]) -> None:
         0.99,
         0.70,
         t(
-            f"{m['requests']} requests decoding together,\naveraged over {m['decode_steps']} "
+            "{requests} requests decoding together,\naveraged over {decode_steps} "
             "steps; % = tokens / reserved;\nexternal fragmentation not included",
-            f"{m['requests']} αιτήματα σε αποκωδικοποίηση μαζί,\nμέσος όρος {m['decode_steps']} "
-            "βημάτων· % = tokens / δεσμευμένες·\nχωρίς τον εξωτερικό κατακερματισμό",
+            requests=m["requests"],
+            decode_steps=m["decode_steps"],
         ),
         transform=ax.transAxes,
         ha="right",
@@ -319,7 +333,6 @@ def _slots_plot(ctx: RunContext, ax: Any, m: dict[str, Any]) -> None:
 DEMO = Demo(
     id="paged-attention",
     title="vLLM PagedAttention: fixed-size KV blocks",
-    title_el="PagedAttention του vLLM: μπλοκ KV σταθερού μεγέθους",
     kind=DemoKind.MIXED,
     run=run,
     params=(

@@ -122,7 +122,7 @@ def pin_available(torch: Any) -> tuple[bool, str]:
 
 def run(ctx: RunContext) -> DemoOutput:
     size = ctx.int("size_mib") * MiB
-    t = ctx.tr
+    t = ctx.t
     torch = ctx.torch
     if torch is None:
         available, why = False, "torch not installed (pip install 'quizbot[gpu]')"
@@ -138,54 +138,48 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     label = ctx.torch_label(
         torch is not None,
-        cpu_note=(
+        cpu_note=ctx.t(
             "no GPU here: no copy was timed; only pin_memory()'s availability was checked",
-            "χωρίς GPU: καμία αντιγραφή δεν χρονομετρήθηκε· ελέγχθηκε μόνο αν υπάρχει pin_memory()",
         ),
     )
     lines = [
         ctx.title(
-            "Pinned vs pageable host memory", "Pinned έναντι pageable μνήμης του host", label
+            ctx.t(
+                "Pinned vs pageable host memory",
+            ),
+            label,
         ),
         *(_measured_lines(ctx, size, copies) if copies is not None else []),
     ]
     if copies is None:
+        if torch is None:
+            why = t("torch not installed: pip install 'quizbot[gpu]'")
+        elif why:
+            why = f"`{why}`"  # torch's own message
         lines.append(
             t(
-                f"No GPU here: copy timings n/a. `pin_memory()` available: {available}"
-                + (f" ({why})" if why else "")
-                + ".",
-                f"Δεν υπάρχει GPU εδώ: χρόνοι αντιγραφής n/a. Διαθέσιμο `pin_memory()`: "
-                f"{available}" + (f" ({why})" if why else "") + ".",
+                "No GPU here: copy timings n/a. `pin_memory()` available: {available}{why}.",
+                available=t("yes") if available else t("no"),
+                why=f" ({why})" if why else "",
             )
         )
     lines += [
         t(
-            "- pageable memory can be swapped out, so the driver first copies it into a pinned "
-            "staging buffer, and `copy_(non_blocking=True)` returns only once that CPU copy is "
-            "done.",
-            "- η pageable μνήμη μπορεί να μεταφερθεί στο swap, οπότε ο οδηγός (driver) την "
-            "αντιγράφει πρώτα σε pinned buffer, και το `copy_(non_blocking=True)` επιστρέφει "
-            "μόνο όταν τελειώσει αυτή η αντιγραφή στη CPU.",
+            "- pageable memory can be swapped out, so the driver first copies it "
+            "into a pinned staging buffer, and `copy_(non_blocking=True)` returns "
+            "only once that CPU copy is done.",
         ),
         t(
-            "- pinned memory is page-locked: the GPU's DMA engine reads it directly and the call "
-            "returns at once. The copy still runs in order on its stream — the next kernel on "
-            "the same stream waits for it. To overlap it with compute, issue it on a side "
-            "stream: `with torch.cuda.stream(s): x.copy_(src, non_blocking=True)`, then "
+            "- pinned memory is page-locked: the GPU's DMA engine reads it directly "
+            "and the call returns at once. The copy still runs in order on its "
+            "stream — the next kernel on the same stream waits for it. To overlap it "
+            "with compute, issue it on a side stream: `with torch.cuda.stream(s): "
+            "x.copy_(src, non_blocking=True)`, then "
             "`torch.cuda.current_stream().wait_stream(s)` before using `x`.",
-            "- η pinned μνήμη είναι κλειδωμένη στη RAM: η μηχανή DMA της GPU τη διαβάζει "
-            "απευθείας και η κλήση επιστρέφει αμέσως. Η αντιγραφή όμως εκτελείται με τη σειρά "
-            "στη ροή (stream) της — ο επόμενος πυρήνας στην ίδια ροή την περιμένει. Για να "
-            "επικαλυφθεί με υπολογισμούς, ξεκινήστε τη σε δεύτερη ροή: "
-            "`with torch.cuda.stream(s): x.copy_(src, non_blocking=True)`, και πριν "
-            "χρησιμοποιήσετε το `x`, `torch.cuda.current_stream().wait_stream(s)`.",
         ),
         t(
-            "- `DataLoader(pin_memory=True)` + `.to('cuda', non_blocking=True)` is the usual "
-            "pairing; pin too much and the host runs short of RAM.",
-            "- συνήθως `DataLoader(pin_memory=True)` + `.to('cuda', non_blocking=True)`· "
-            "πολλή pinned μνήμη στερεί RAM από τον host.",
+            "- `DataLoader(pin_memory=True)` + `.to('cuda', non_blocking=True)` is "
+            "the usual pairing; pin too much and the host runs short of RAM.",
         ),
     ]
     if copies is not None:
@@ -198,40 +192,41 @@ def run(ctx: RunContext) -> DemoOutput:
 
 
 def _measured_lines(ctx: RunContext, size: int, copies: dict[str, Any]) -> list[str]:
-    t = ctx.tr
+    t = ctx.t
     pg, pn, ov = copies["pageable"], copies["pinned"], copies["overlap"]
     return [
         t(
-            f"Host → GPU, {ctx.mib(size)}, `copy_(non_blocking=True)`:",
-            f"Host → GPU, {ctx.mib(size)}, `copy_(non_blocking=True)`:",
+            "Host → GPU, {size}, `copy_(non_blocking=True)`:",
+            size=ctx.mib(size),
         ),
         t(
-            f"- pageable: {ctx.num(pg['gb_per_s'], 1)} GB/s; the call returns after "
-            f"{ctx.num(pg['call_returns_us'], 1)} µs (staged through a pinned buffer)",
-            f"- pageable: {ctx.num(pg['gb_per_s'], 1)} GB/s· η κλήση επιστρέφει σε "
-            f"{ctx.num(pg['call_returns_us'], 1)} µs (περνά από ενδιάμεσο pinned buffer)",
+            "- pageable: {gb_per_s} GB/s; the call returns after {call_returns_us} "
+            "µs (staged through a pinned buffer)",
+            gb_per_s=ctx.num(pg["gb_per_s"], 1),
+            call_returns_us=ctx.num(pg["call_returns_us"], 1),
         ),
         t(
-            f"- pinned: {ctx.num(pn['gb_per_s'], 1)} GB/s; the call returns after "
-            f"{ctx.num(pn['call_returns_us'], 1)} µs (asynchronous DMA)",
-            f"- pinned: {ctx.num(pn['gb_per_s'], 1)} GB/s· η κλήση επιστρέφει σε "
-            f"{ctx.num(pn['call_returns_us'], 1)} µs (ασύγχρονο DMA)",
+            "- pinned: {gb_per_s} GB/s; the call returns after {call_returns_us} µs "
+            "(asynchronous DMA)",
+            gb_per_s=ctx.num(pn["gb_per_s"], 1),
+            call_returns_us=ctx.num(pn["call_returns_us"], 1),
         ),
         t(
-            f"- pinned copy ({ctx.num(ov['copy_ms'], 2)} ms) + {ov['matmuls']} matmuls "
-            f"({ctx.num(ov['compute_ms'], 2)} ms): same stream {ctx.num(ov['same_stream_ms'], 2)}"
-            f" ms, side stream {ctx.num(ov['side_stream_ms'], 2)} ms "
-            f"({ctx.pct(ov['hidden_fraction'], 0)} of the shorter one hidden)",
-            f"- pinned αντιγραφή ({ctx.num(ov['copy_ms'], 2)} ms) + {ov['matmuls']} matmul "
-            f"({ctx.num(ov['compute_ms'], 2)} ms): ίδια ροή {ctx.num(ov['same_stream_ms'], 2)} "
-            f"ms, δεύτερη ροή {ctx.num(ov['side_stream_ms'], 2)} ms (κρύβεται το "
-            f"{ctx.pct(ov['hidden_fraction'], 0)} του συντομότερου)",
+            "- pinned copy ({copy_ms} ms) + {matmuls} matmuls ({compute_ms} ms): "
+            "same stream {same_stream_ms} ms, side stream {side_stream_ms} ms "
+            "({hidden_fraction} of the shorter one hidden)",
+            copy_ms=ctx.num(ov["copy_ms"], 2),
+            matmuls=ov["matmuls"],
+            compute_ms=ctx.num(ov["compute_ms"], 2),
+            same_stream_ms=ctx.num(ov["same_stream_ms"], 2),
+            side_stream_ms=ctx.num(ov["side_stream_ms"], 2),
+            hidden_fraction=ctx.pct(ov["hidden_fraction"], 0),
         ),
     ]
 
 
 def _measured_plot(ctx: RunContext, axes: Any, copies: dict[str, Any]) -> None:
-    t = ctx.tr
+    t = ctx.t
     pg, pn, ov = copies["pageable"], copies["pinned"], copies["overlap"]
     _plot.grouped_bars(
         axes[0],
@@ -239,38 +234,57 @@ def _measured_plot(ctx: RunContext, axes: Any, copies: dict[str, Any]) -> None:
         [("GB/s", [pg["gb_per_s"], pn["gb_per_s"]], _plot.ALLOCATED)],
         ylabel="GB/s",
         fmt=lambda v: ctx.num(v, 1),
-        title=t("Bandwidth", "Εύρος ζώνης"),
+        title=t(
+            "Bandwidth",
+        ),
     )
     _plot.grouped_bars(
         axes[1],
         ["pageable", "pinned"],
         [("µs", [pg["call_returns_us"], pn["call_returns_us"]], _plot.FREE)],
-        ylabel=t("µs until copy_() returns (log)", "µs ώσπου να επιστρέψει το copy_() (log)"),
+        ylabel=t(
+            "µs until copy_() returns (log)",
+        ),
         fmt=lambda v: ctx.num(v, 1),
-        title=t("When the call returns", "Πότε επιστρέφει η κλήση"),
+        title=t(
+            "When the call returns",
+        ),
     )
     axes[1].set_yscale("log")
     _plot.grouped_bars(
         axes[2],
-        [t("same\nstream", "ίδια\nροή"), t("side\nstream", "δεύτερη\nροή")],
+        [
+            t(
+                "same\nstream",
+            ),
+            t(
+                "side\nstream",
+            ),
+        ],
         [("ms", [ov["same_stream_ms"], ov["side_stream_ms"]], _plot.ACCENT)],
-        ylabel=t("ms, copy + compute", "ms, αντιγραφή + υπολογισμός"),
+        ylabel=t(
+            "ms, copy + compute",
+        ),
         fmt=lambda v: ctx.num(v, 2),
-        title=t("Overlap needs a side stream", "Επικάλυψη μόνο με δεύτερη ροή"),
+        title=t(
+            "Overlap needs a side stream",
+        ),
     )
     _plot.mark_level(
         axes[2],
         ov["copy_ms"] + ov["compute_ms"],
-        t("copy + compute, serial", "αντιγραφή + υπολογισμός"),
+        t(
+            "copy + compute, serial",
+        ),
         colour=_plot.MUTED,
     )
     fig = axes[0].figure
     fig.suptitle(
         t(
-            f"Pinned: {ctx.num(pn['gb_per_s'], 1)} GB/s and copy_() returns in "
-            f"{ctx.num(pn['call_returns_us'], 0)} µs; overlap only on a side stream",
-            f"Pinned: {ctx.num(pn['gb_per_s'], 1)} GB/s και το copy_() επιστρέφει σε "
-            f"{ctx.num(pn['call_returns_us'], 0)} µs· επικάλυψη μόνο σε δεύτερη ροή",
+            "Pinned: {gb_per_s} GB/s and copy_() returns in {call_returns_us} µs; "
+            "overlap only on a side stream",
+            gb_per_s=ctx.num(pn["gb_per_s"], 1),
+            call_returns_us=ctx.num(pn["call_returns_us"], 0),
         ),
         fontsize=10,
         fontweight="bold",
@@ -279,21 +293,39 @@ def _measured_plot(ctx: RunContext, axes: Any, copies: dict[str, Any]) -> None:
 
 def _schematic(ax: Any, ctx: RunContext) -> None:
     """The two copy paths as boxes and arrows (nothing measured)."""
-    t = ctx.tr
+    t = ctx.t
     rows = (
         (
             1.0,
             [
-                t("pageable\nhost buffer", "pageable\nbuffer host"),
-                t("pinned\nstaging", "pinned\nενδιάμεσο"),
+                t(
+                    "pageable\nhost buffer",
+                ),
+                t(
+                    "pinned\nstaging",
+                ),
                 "GPU",
             ],
-            [t("CPU copy", "αντιγραφή CPU"), "DMA"],
+            [
+                t(
+                    "CPU copy",
+                ),
+                "DMA",
+            ],
         ),
         (
             0.0,
-            [t("pinned\nhost buffer", "pinned\nbuffer host"), "GPU"],
-            [t("DMA (async)", "DMA (ασύγχρονο)")],
+            [
+                t(
+                    "pinned\nhost buffer",
+                ),
+                "GPU",
+            ],
+            [
+                t(
+                    "DMA (async)",
+                )
+            ],
         ),
     )
     for y, boxes, arrows in rows:
@@ -322,18 +354,14 @@ def _schematic(ax: Any, ctx: RunContext) -> None:
     ax.set_title(
         t(
             "Pageable copies are staged; pinned ones go by DMA (no GPU here: nothing measured)",
-            "Η pageable περνά από ενδιάμεσο buffer· η pinned πάει με DMA (χωρίς GPU: "
-            "καμία μέτρηση)",
         ),
     )
     ax.text(
         0.5,
         -0.45,
         t(
-            "non_blocking=True returns at once from pinned memory; overlap with compute needs "
-            "a side stream",
-            "non_blocking=True: άμεση επιστροφή από pinned μνήμη· επικάλυψη με υπολογισμούς "
-            "μόνο σε δεύτερη ροή",
+            "non_blocking=True returns at once from pinned memory; overlap with "
+            "compute needs a side stream",
         ),
         ha="center",
         fontsize=8.5,
@@ -344,7 +372,6 @@ def _schematic(ax: Any, ctx: RunContext) -> None:
 DEMO = Demo(
     id="pinned-vs-pageable",
     title="Pinned vs pageable host memory and non_blocking copies",
-    title_el="Pinned έναντι pageable μνήμης και αντιγραφές non_blocking",
     kind=DemoKind.MIXED,
     run=run,
     params=(Param("size_mib", int, 16, 1024, 256, "bytes copied to the GPU, MiB"),),

@@ -62,10 +62,9 @@ def run(ctx: RunContext) -> DemoOutput:
         "simulated": dev.simulated,
     }
     label = device_label(ctx, dev)
-    t = ctx.tr
+    t = ctx.t
     head = t(
-        "request | its block | Σ requested | Σ allocated | Σ reserved",
-        "αίτημα | το μπλοκ του | Σ requested | Σ allocated | Σ reserved",
+        "request | its block | ∑ requested | ∑ allocated | ∑ reserved",
     )
     table = [head] + [
         f"{r['request']} | {ctx.num(r['block_bytes'])} | {ctx.num(r['requested_bytes'])} | "
@@ -74,35 +73,31 @@ def run(ctx: RunContext) -> DemoOutput:
     ]
     lines = [
         ctx.title(
-            "Reserved vs allocated", "Δεσμευμένη (reserved) έναντι κατανεμημένης (allocated)", label
+            ctx.t(
+                "Reserved vs allocated",
+            ),
+            label,
         ),
         t(
-            'Bytes; "its block" is this request\'s block, the Σ columns are the running '
-            "totals after it (`memory_stats()`):",
-            'Σε bytes· "το μπλοκ του" είναι το μπλοκ του αιτήματος, οι στήλες Σ τα σύνολα '
-            "μετά από αυτό (`memory_stats()`):",
+            'Bytes; "its block" is this request\'s block, the ∑ columns are the '
+            "running totals after it (`memory_stats()`):",
         ),
         "```",
         *table,
         "```",
         t(
-            f"After freeing everything: allocated {ctx.num(after_free['allocated_bytes'])}, "
-            f"reserved `{ctx.mib(after_free['reserved_bytes'])}` in {after_free['segments']} "
-            f"segments; after `empty_cache()`: reserved "
-            f"{ctx.num(after_empty['reserved_bytes'])}.",
-            f"Μετά την αποδέσμευση όλων: κατανεμημένη (allocated) "
-            f"{ctx.num(after_free['allocated_bytes'])}, δεσμευμένη (reserved) "
-            f"`{ctx.mib(after_free['reserved_bytes'])}` σε {after_free['segments']} τμήματα· "
-            f"μετά το `empty_cache()`: δεσμευμένη {ctx.num(after_empty['reserved_bytes'])}.",
+            "After freeing everything: allocated {allocated_bytes}, reserved "
+            "`{reserved_bytes}` in {segments} segments; after `empty_cache()`: "
+            "reserved {reserved_bytes_2}.",
+            allocated_bytes=ctx.num(after_free["allocated_bytes"]),
+            reserved_bytes=ctx.mib(after_free["reserved_bytes"]),
+            segments=after_free["segments"],
+            reserved_bytes_2=ctx.num(after_empty["reserved_bytes"]),
         ),
         t(
-            "Three causes: sizes round up to 512 B; small requests share 2 MiB segments, "
-            "1–10 MiB ones 20 MiB segments, larger ones round to 2 MiB; freed blocks stay "
-            "cached until `empty_cache()`.",
-            "Τρεις αιτίες: τα μεγέθη στρογγυλεύονται σε πολλαπλάσια των 512 B· τα μικρά "
-            "αιτήματα μοιράζονται τμήματα 2 MiB, όσα είναι 1–10 MiB τμήματα 20 MiB, τα "
-            "μεγαλύτερα στρογγυλεύονται στα 2 MiB· τα αποδεσμευμένα μπλοκ μένουν στην "
-            "cache μέχρι το `empty_cache()`.",
+            "Three causes: sizes round up to 512 B; small requests share 2 MiB "
+            "segments, 1–10 MiB ones 20 MiB segments, larger ones round to 2 MiB; "
+            "freed blocks stay cached until `empty_cache()`.",
         ),
     ]
     fig, (ax,) = _plot.figure(8.5, 4.0)
@@ -117,7 +112,7 @@ def _bars(
     after_free: dict[str, int],
     after_empty: dict[str, int],
 ) -> None:
-    t = ctx.tr
+    t = ctx.t
     ends = [
         {"requested_bytes": 0, **after_free},
         {"requested_bytes": 0, **after_empty},
@@ -127,30 +122,42 @@ def _bars(
         ax,
         [
             *[f"+{r['request']}" for r in rows],
-            t("free all", "αποδέσμευση\nόλων"),
+            t(
+                "free all",
+            ),
             "empty_cache()",
         ],
         [
-            (t("Σ requested", "Σ requested"), [g["requested_bytes"] for g in groups], _plot.MUTED),
             (
-                t("Σ allocated", "Σ allocated (κατανεμημένη)"),
+                t(
+                    "∑ requested",
+                ),
+                [g["requested_bytes"] for g in groups],
+                _plot.MUTED,
+            ),
+            (
+                t(
+                    "∑ allocated",
+                ),
                 [g["allocated_bytes"] for g in groups],
                 _plot.ALLOCATED,
             ),
             (
-                t("Σ reserved", "Σ reserved (δεσμευμένη)"),
+                t(
+                    "∑ reserved",
+                ),
                 [g["reserved_bytes"] for g in groups],
                 _plot.FREE,
             ),
         ],
-        ylabel=t("bytes (log scale)", "bytes (λογαριθμική κλίμακα)"),
+        ylabel=t(
+            "bytes (log scale)",
+        ),
         fmt=lambda v: "0" if v == 0 else ctx.size(v),
         vertical_labels=True,
         title=t(
-            f"Reserved ≥ allocated at every step; {ctx.mib(after_free['reserved_bytes'])} stay "
-            "cached after freeing all",
-            f"Δεσμευμένη ≥ κατανεμημένη σε κάθε βήμα· {ctx.mib(after_free['reserved_bytes'])} "
-            "μένουν στην cache μετά την αποδέσμευση",
+            "Reserved ≥ allocated at every step; {reserved_bytes} stay cached after freeing all",
+            reserved_bytes=ctx.mib(after_free["reserved_bytes"]),
         ),
     )
     ax.set_yscale("symlog", linthresh=256)
@@ -165,7 +172,6 @@ def _bars(
 DEMO = Demo(
     id="reserved-vs-allocated",
     title="Why is memory_reserved() larger than memory_allocated()?",
-    title_el="Γιατί το memory_reserved() είναι μεγαλύτερο από το memory_allocated();",
     kind=DemoKind.ALLOCATOR,
     run=run,
 )

@@ -71,63 +71,57 @@ def run(ctx: RunContext) -> DemoOutput:
         "simulated": dev.simulated,
     }
     label = device_label(ctx, dev, cpu_check=cpu is not None)
-    t = ctx.tr
+    t = ctx.t
     lines = [
         ctx.title(
-            "A view keeps the whole storage alive",
-            "Μια όψη (view) κρατά ζωντανό όλο το storage",
+            ctx.t(
+                "A view keeps the whole storage alive",
+            ),
             label,
         )
     ]
     if cpu is not None:
         lines.append(
             t(
-                f"CPU torch: `head = base[:{keep}]`; `del base` → "
-                f"`head.untyped_storage().nbytes()` = {ctx.size(cpu['slice_storage_bytes'])}, "
-                f"base storage freed: {cpu['base_freed_after_del']}. "
-                "After `head.clone()` and `del head`: "
-                f"{ctx.size(cpu['clone_storage_bytes'])}, base freed: "
-                f"{cpu['base_freed_after_clone']}.",
-                f"Torch στη CPU: `head = base[:{keep}]`· `del base` → "
-                f"`head.untyped_storage().nbytes()` = {ctx.size(cpu['slice_storage_bytes'])}, "
-                f"αποδεσμεύτηκε η βάση: {cpu['base_freed_after_del']}. Μετά το `head.clone()` και "
-                f"`del head`: {ctx.size(cpu['clone_storage_bytes'])}, αποδεσμεύτηκε: "
-                f"{cpu['base_freed_after_clone']}.",
+                "CPU torch: `head = base[:{keep}]`; `del base` → "
+                "`head.untyped_storage().nbytes()` = {slice_storage_bytes}, base storage "
+                "freed: {base_freed_after_del}. After `head.clone()` and `del head`: "
+                "{clone_storage_bytes}, base freed: {base_freed_after_clone}.",
+                keep=keep,
+                slice_storage_bytes=ctx.size(cpu["slice_storage_bytes"]),
+                base_freed_after_del=cpu["base_freed_after_del"],
+                clone_storage_bytes=ctx.size(cpu["clone_storage_bytes"]),
+                base_freed_after_clone=cpu["base_freed_after_clone"],
             )
         )
     elif ctx.simulate:
         # A simulated run does not load torch (the fork server skips the slow import).
         lines.append(
             t(
-                "CPU torch check: skipped in a simulated run (torch not loaded); a run without "
-                "`--simulate` includes it.",
-                "Έλεγχος με torch στη CPU: παραλείπεται στην προσομοίωση (το torch δεν "
-                "φορτώνεται)· μια εκτέλεση χωρίς `--simulate` τον περιλαμβάνει.",
+                "CPU torch check: skipped in a simulated run (torch not loaded); a run "
+                "without `--simulate` includes it.",
             )
         )
     else:
         lines.append(
             t(
                 "CPU torch check: n/a (torch not installed: pip install 'quizbot[gpu]').",
-                "Έλεγχος με torch: n/a (δεν είναι εγκατεστημένο το torch: "
-                "pip install 'quizbot[gpu]').",
             )
         )
     lines += [
         f"- `{s['step']}` → "
         + t(
-            f"allocated {ctx.size(s['allocated_bytes'])}, reserved {ctx.size(s['reserved_bytes'])}",
-            f"κατανεμημένη (allocated) {ctx.size(s['allocated_bytes'])}, δεσμευμένη (reserved) "
-            f"{ctx.size(s['reserved_bytes'])}",
+            "allocated {allocated_bytes}, reserved {reserved_bytes}",
+            allocated_bytes=ctx.size(s["allocated_bytes"]),
+            reserved_bytes=ctx.size(s["reserved_bytes"]),
         )
         for s in steps
     ]
     lines.append(
         t(
-            "A slice is a view: it shares the base's storage, so the allocator block stays "
-            "allocated. `.clone()` copies just the slice into a small block of its own.",
-            "Το slice είναι όψη: μοιράζεται το storage της βάσης, οπότε το μπλοκ μένει "
-            "κατανεμημένο. Το `.clone()` αντιγράφει μόνο το κομμάτι σε δικό του μικρό μπλοκ.",
+            "A slice is a view: it shares the base's storage, so the allocator block "
+            "stays allocated. `.clone()` copies just the slice into a small block of "
+            "its own.",
         )
     )
     fig, (ax,) = _plot.figure(8.0, 3.4)
@@ -141,23 +135,28 @@ def run(ctx: RunContext) -> DemoOutput:
         ],
         [
             (
-                t("allocated", "κατανεμημένη (allocated)"),
+                t(
+                    "allocated",
+                ),
                 [s["allocated_bytes"] / MiB for s in steps],
                 _plot.ALLOCATED,
             ),
             (
-                t("reserved", "δεσμευμένη (reserved)"),
+                t(
+                    "reserved",
+                ),
                 [s["reserved_bytes"] / MiB for s in steps],
                 _plot.FREE,
             ),
         ],
-        ylabel=t("memory (MiB)", "μνήμη (MiB)"),
+        ylabel=t(
+            "memory (MiB)",
+        ),
         fmt=lambda v: ctx.size(v * MiB) if v else "0",
         title=t(
-            f"A {ctx.size(keep)} slice keeps its {ctx.size(base_bytes)} base allocated; "
-            "a clone does not",
-            f"Ένα slice {ctx.size(keep)} κρατά κατανεμημένη τη βάση των {ctx.size(base_bytes)}· "
-            "ένα clone όχι",
+            "A {keep} slice keeps its {base_bytes} base allocated; a clone does not",
+            keep=ctx.size(keep),
+            base_bytes=ctx.size(base_bytes),
         ),
     )
     _plot.number_ticks(ax, ctx.locale)
@@ -167,7 +166,6 @@ def run(ctx: RunContext) -> DemoOutput:
 DEMO = Demo(
     id="view-keeps-storage",
     title="A slice keeps the whole storage alive",
-    title_el="Ένα slice κρατά ζωντανό όλο το storage",
     kind=DemoKind.ALLOCATOR,
     run=run,
     params=(

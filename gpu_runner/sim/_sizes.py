@@ -1,4 +1,6 @@
-"""Byte units, the allocator's size constants and its two size functions.
+"""Byte units, the allocator's size constants and its two size functions, torch's own
+``format_size`` (the OOM message's), and ``parse_size`` for the command line. Sizes shown
+to a reader in a locale go through `bot.formats`.
 
 The constants are those of ``c10/core/AllocatorConfig.h``; `round_size` and
 `allocation_size` follow ``CUDACachingAllocator.cpp`` line for line (spec 1.1-1.4).
@@ -69,11 +71,6 @@ def format_size(size: int) -> str:
     if size <= GiB:
         return f"{size / MiB:.2f} MiB"
     return f"{size / GiB:.2f} GiB"
-
-
-def format_mib(size: int) -> str:
-    """A size in MiB with two decimals, for tables: ``608.07 MiB``."""
-    return f"{size / MiB:.2f} MiB"
 
 
 _UNITS = {

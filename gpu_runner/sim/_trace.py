@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.i18n import N_
 from bot.quoting import quoted
 from gpu_runner.sim._config import AllocatorConfig, parse_conf
 from gpu_runner.sim._errors import AllocatorConfigError, SnapshotError
@@ -28,6 +29,9 @@ from gpu_runner.sim._unpickle import (
 # A trace entry takes at least 28 bytes of pickle (a dict of six keys); an event list
 # longer than the file allows holds one entry many times over (memo references).
 MIN_EVENT_BYTES = 16
+# One trace per device the recording process saw: 8 on most GPU servers, 16 on the
+# largest. Far more is a list repeated by reference, not a machine.
+MAX_DEVICE_TRACES = 64
 _VALUE_MAX = 1 << 64  # addresses, sizes and streams are 64-bit
 _CONF_MAX = 4096  # characters of a recorded PYTORCH_CUDA_ALLOC_CONF worth parsing
 
@@ -53,6 +57,54 @@ _ACTIONS = {
 Event = tuple[int, int, int, int, int]
 
 
+def max_entries(pickle_bytes: int) -> int:
+    """The most trace events (or segments) a pickle of ``pickle_bytes`` can hold when each
+    is its own object, as ``_dump_snapshot()`` writes them: more means entries repeated
+    by reference, which cost 2 bytes each and describe what the file never held."""
+    return pickle_bytes // MIN_EVENT_BYTES + 1
+
+
+class RepeatedEntriesError(SnapshotError):
+    """The snapshot lists more entries than its file can hold (memo references)."""
+
+    def __init__(self, path: str, what: str, count: int, limit: int) -> None:
+        super().__init__(
+            f"{path} lists {count:,} {what}, more than a file of its size can hold "
+            f"({limit:,}): it repeats entries by reference, which "
+            "torch.cuda.memory._dump_snapshot() never writes"
+        )
+        self.what, self.count, self.limit = what, count, limit
+
+
+class TooManyDevicesError(SnapshotError):
+    """More device traces than any machine has GPUs."""
+
+    def __init__(self, path: str, devices: int) -> None:
+        super().__init__(
+            f"{path} has traces for {devices:,} devices, more than a machine has "
+            f"({MAX_DEVICE_TRACES} at most): it is not a snapshot torch wrote"
+        )
+        self.devices, self.limit = devices, MAX_DEVICE_TRACES
+
+
+def check_bounds(data: Mapping[str, object], path: str, max_events: int | None) -> None:
+    """Refuse a snapshot that describes more than its file holds, before any per-event
+    work: more device traces than `MAX_DEVICE_TRACES`, and (given ``max_events``, see
+    `max_entries`) more events in all, or more segments, than that."""
+    traces = data.get("device_traces")
+    if isinstance(traces, list) and len(traces) > MAX_DEVICE_TRACES:
+        raise TooManyDevicesError(path, len(traces))
+    if max_events is None:
+        return
+    if isinstance(traces, list):
+        total = sum(len(raw) for raw in traces if isinstance(raw, list))
+        if total > max_events:
+            raise RepeatedEntriesError(path, "events", total, max_events)
+    segments = data.get("segments")
+    if isinstance(segments, list) and len(segments) > max_events:
+        raise RepeatedEntriesError(path, "segments", len(segments), max_events)
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """The parts of a memory snapshot that replay needs."""
@@ -61,7 +113,7 @@ class Snapshot:
     traces: tuple[tuple[Event, ...], ...]  # per device
     final_reserved: tuple[int, ...]  # per device, from the snapshot's segments
     settings: AllocatorConfig
-    settings_note: str  # where the recorded settings came from
+    settings_note: str  # where the recorded settings came from (English msgid: N_)
     ignored_actions: int
 
     def busiest_device(self) -> int:
@@ -129,11 +181,11 @@ def _final_reserved(segments: object, devices: int, path: str) -> tuple[int, ...
 def _recorded_settings(raw: object) -> tuple[AllocatorConfig, str]:
     """The settings of the recorded run, from the snapshot's ``allocator_settings``."""
     if not isinstance(raw, dict):
-        return parse_conf(""), "not recorded in the snapshot: torch defaults assumed"
+        return parse_conf(""), N_("not recorded in the snapshot: torch defaults assumed")
     text = raw.get("PYTORCH_CUDA_ALLOC_CONF")
     if isinstance(text, str) and len(text) <= _CONF_MAX:
         try:
-            return parse_conf(text), "PYTORCH_CUDA_ALLOC_CONF of the recorded run"
+            return parse_conf(text), N_("PYTORCH_CUDA_ALLOC_CONF of the recorded run")
         except AllocatorConfigError:
             pass  # e.g. a key of another torch version: fall back to the parsed fields
     parts = []
@@ -146,16 +198,16 @@ def _recorded_settings(raw: object) -> tuple[AllocatorConfig, str]:
     if isinstance(threshold, float) and 0.0 < threshold < 1.0:
         parts.append(f"garbage_collection_threshold:{threshold}")
     try:
-        return parse_conf(",".join(parts)), "allocator_settings of the recorded run"
+        return parse_conf(",".join(parts)), N_("allocator_settings of the recorded run")
     except AllocatorConfigError:
-        return parse_conf(""), "allocator_settings unreadable: torch defaults assumed"
+        return parse_conf(""), N_("allocator_settings unreadable: torch defaults assumed")
 
 
 def parse_snapshot(
     data: object, path: str = "<snapshot>", max_events: int | None = None
 ) -> Snapshot:
-    """Check the shape of an unpickled snapshot and extract the traces (at most
-    ``max_events`` events in all, when given)."""
+    """Check the shape of an unpickled snapshot and extract the traces (see
+    `check_bounds`: at most ``max_events`` events in all, when given)."""
     if not isinstance(data, dict):
         raise SnapshotError(
             f"{path} is not a torch memory snapshot: expected a dict with 'segments' and "
@@ -169,13 +221,7 @@ def parse_snapshot(
     traces_raw = data["device_traces"]
     if not isinstance(traces_raw, list):
         raise SnapshotError(f"{path}: 'device_traces' must be a list (one entry per device)")
-    total = sum(len(raw) for raw in traces_raw if isinstance(raw, list))
-    if max_events is not None and total > max_events:
-        raise SnapshotError(
-            f"{path} lists {total:,} events, more than a file of its size can hold "
-            f"({max_events:,}): it repeats entries by reference, which "
-            "torch.cuda.memory._dump_snapshot() never writes"
-        )
+    check_bounds(data, path, max_events)
     traces = []
     ignored = 0
     for device, raw in enumerate(traces_raw):
@@ -230,7 +276,7 @@ def load_snapshot(path: str | Path, max_bytes: int = MAX_SNAPSHOT_BYTES) -> Snap
             f"{file} is corrupted or not a pickle ({type(exc).__name__}); write it again "
             "with torch.cuda.memory._dump_snapshot()"
         ) from exc
-    return parse_snapshot(obj, str(file), max_events=len(data) // MIN_EVENT_BYTES + 1)
+    return parse_snapshot(obj, str(file), max_events=max_entries(len(data)))
 
 
 def _too_big(file: Path, size: int, limit: int) -> str:

@@ -1,17 +1,23 @@
 """``quizbot sim ...``: the simulator's command group (``replay``).
 
 The lead's ``bot/cli.py`` calls `add_sim_commands` on its subparsers; every subcommand
-sets ``func(args) -> int`` (the exit code).
+sets ``func(args) -> int`` (the exit code). What it prints and plots goes through the
+catalogs (``--locale el``; ``bot/locale/el/LC_MESSAGES/simulator.po``); the argparse help
+and the snapshot's own error messages stay in English.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+from bot import formats
+from bot.domain import Locale
+from bot.i18n import translator
 from gpu_runner.sim._errors import AllocatorConfigError, SnapshotError
-from gpu_runner.sim._sizes import GiB, MiB, format_mib, parse_size
+from gpu_runner.sim._sizes import MiB, parse_size
 from gpu_runner.sim._unpickle import MAX_SNAPSHOT_BYTES
 from gpu_runner.sim.replay import RecordedFigures, ReplayResult, recorded_figures, replay_file
 
@@ -53,50 +59,82 @@ def add_sim_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         default=f"{MAX_SNAPSHOT_BYTES // MiB}MiB",
         help=f"refuse larger snapshot files (default {MAX_SNAPSHOT_BYTES // MiB}MiB)",
     )
+    replay.add_argument(
+        "--locale",
+        type=_locale,
+        default=Locale.EN,
+        help="language of the report and the plot: en (default) or el",
+    )
     where = replay.add_mutually_exclusive_group()
     where.add_argument("--out", type=Path, help="directory for the PNG (default: .)")
     where.add_argument("--plot", type=Path, help="path of the PNG")
     replay.set_defaults(func=run_replay)
 
 
+def _locale(text: str) -> Locale:
+    locale = Locale.parse(text)
+    if locale is None:
+        raise argparse.ArgumentTypeError(
+            f"unknown locale {text!r}: use one of {', '.join(loc.value for loc in Locale)}"
+        )
+    return locale
+
+
 def _row(name: str, cells: list[str]) -> str:
     return f"{name:<24}" + "".join(f" {c:>25}" for c in cells)
 
 
+def _mib(nbytes: int, locale: Locale) -> str:
+    """Two decimals in MiB, digits grouped from 10,000: ``608.07 MiB``, ``12,288.00 MiB``."""
+    return formats.size(nbytes, locale, unit=formats.MIB, digits=2, group_from=10_000)
+
+
 def format_report(
-    recorded: ReplayResult, asked: ReplayResult, figures: RecordedFigures
+    recorded: ReplayResult,
+    asked: ReplayResult,
+    figures: RecordedFigures,
+    locale: Locale = Locale.EN,
 ) -> list[str]:
     """The comparison table printed by ``sim replay``."""
-    rec_peak = "-" if figures.peak_reserved is None else format_mib(figures.peak_reserved)
-    lines = [
-        _row("", ["recorded run", "sim: recorded conf", "sim: asked conf"]),
+    t = translator(locale)
+
+    def mib(nbytes: int) -> str:
+        return _mib(nbytes, locale)
+
+    defaults = t("(defaults)")
+    rec_peak = "-" if figures.peak_reserved is None else mib(figures.peak_reserved)
+    frag = [formats.number(r.fragmentation_at_peak, locale, 3) for r in (recorded, asked)]
+    return [
+        _row("", [t("recorded run"), t("sim: recorded conf"), t("sim: asked conf")]),
         _row(
-            "settings", ["(as traced)", recorded.conf or "(defaults)", asked.conf or "(defaults)"]
+            t("settings"),
+            [t("(as traced)"), recorded.conf or defaults, asked.conf or defaults],
         ),
         _row(
-            "peak allocated",
-            ["-", format_mib(recorded.peak_allocated), format_mib(asked.peak_allocated)],
+            t("peak allocated"),
+            ["-", mib(recorded.peak_allocated), mib(asked.peak_allocated)],
         ),
         _row(
-            "peak reserved",
-            [rec_peak, format_mib(recorded.peak_reserved), format_mib(asked.peak_reserved)],
+            t("peak reserved"),
+            [rec_peak, mib(recorded.peak_reserved), mib(asked.peak_reserved)],
         ),
         _row(
-            "unallocated at peak",
-            ["-", format_mib(recorded.unallocated_at_peak), format_mib(asked.unallocated_at_peak)],
+            t("unallocated at peak"),
+            ["-", mib(recorded.unallocated_at_peak), mib(asked.unallocated_at_peak)],
         ),
-        _row(
-            "fragmentation at peak",
-            ["-", f"{recorded.fragmentation_at_peak:.3f}", f"{asked.fragmentation_at_peak:.3f}"],
-        ),
+        _row(t("fragmentation at peak"), ["-", *frag]),
         _row("OOMs", [str(figures.num_ooms), str(recorded.num_ooms), str(asked.num_ooms)]),
-        _row("alloc retries", ["-", str(recorded.num_alloc_retries), str(asked.num_alloc_retries)]),
+        _row(
+            t("alloc retries"),
+            ["-", str(recorded.num_alloc_retries), str(asked.num_alloc_retries)],
+        ),
     ]
-    return lines
 
 
 def run_replay(args: argparse.Namespace) -> int:
     """``quizbot sim replay``: print the comparison and write the PNG."""
+    locale: Locale = getattr(args, "locale", Locale.EN)
+    t = translator(locale)
     try:
         total = parse_size(args.total_memory)
         snapshot, device, recorded, asked = replay_file(
@@ -107,25 +145,51 @@ def run_replay(args: argparse.Namespace) -> int:
             max_bytes=parse_size(args.max_size),
         )
     except (SnapshotError, AllocatorConfigError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(t("error: {error}", error=exc), file=sys.stderr)
         return EXIT_USAGE
     figures = recorded_figures(snapshot, device)
     events = snapshot.traces[device]
     print(
-        f"Replay of {snapshot.path}: device {device}, {recorded.allocs} allocs, "
-        f"{recorded.frees} frees of {len(events)} events; simulated GPU {total / GiB:.2f} GiB"
+        t(
+            "Replay of {path}: device {device}, {allocs} allocs, {frees} frees of {events} "
+            "events; simulated GPU {total}",
+            path=snapshot.path,
+            device=device,
+            allocs=recorded.allocs,
+            frees=recorded.frees,
+            events=len(events),
+            total=formats.size(total, locale, unit=formats.GIB, digits=2),
+        )
     )
-    print(f"recorded settings: {recorded.conf or '(defaults)'} ({snapshot.settings_note})")
-    for line in format_report(recorded, asked, figures):
+    print(
+        t(
+            "recorded settings: {conf} ({note})",
+            conf=recorded.conf or t("(defaults)"),
+            note=t(snapshot.settings_note),
+        )
+    )
+    for line in format_report(recorded, asked, figures, locale):
         print(line)
     if recorded.unknown_frees:
         print(
-            f"note: {recorded.unknown_frees} frees of blocks allocated before the recording "
-            "started were skipped; peaks count only memory allocated while recording"
+            t(
+                "note: {count} frees of blocks allocated before the recording started were "
+                "skipped; peaks count only memory allocated while recording",
+                count=recorded.unknown_frees,
+            )
         )
     from gpu_runner.sim.plot import plot_replays
 
     path = args.plot or (args.out or Path(".")) / f"{args.snapshot.stem}-replay.png"
-    written = plot_replays([recorded, asked], path, title=f"Replay of {args.snapshot.name}")
-    print(f"plot: {written}")
+    names = [
+        t("recorded ({conf})", conf=recorded.conf or t("defaults")),
+        t("asked ({conf})", conf=asked.conf or t("defaults")),
+    ]
+    written = plot_replays(
+        [replace(r, label=name) for r, name in zip((recorded, asked), names, strict=True)],
+        path,
+        title=t("Replay of {name}", name=args.snapshot.name),
+        locale=locale,
+    )
+    print(t("plot: {path}", path=written))
     return EXIT_OK

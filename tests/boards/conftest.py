@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
+from bot import basics, practice, report
+from bot.bank import QuestionBank
 from bot.clock import FakeClock
-from bot.commands import CommandSet, core_commands
-from bot.domain import ChannelRef, ChannelSettings, Post, PostKind, UserRef
-from bot.practice import install_practice
+from bot.commands import CommandSet
+from bot.domain import ChannelRef, ChannelSettings, Platform, Post, PostKind, UserRef
+from bot.features import Quiz
 from bot.quiz import QuizService
-from bot.report import add_report_command
+from tests.fakes import RecordingChat
+from tests.quiz import quiz_of
+
+BOARDS = [basics.feature, practice.feature, report.feature]
 
 
 @pytest.fixture
-def commands(service: QuizService) -> CommandSet:
-    cs = core_commands()
-    store = service.store
-    install_practice(service, cs, store.practice)  # type: ignore[attr-defined]
-    add_report_command(cs, store.reports)  # type: ignore[attr-defined]
-    return cs
+async def basic(
+    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+) -> AsyncIterator[Quiz]:
+    """Here: the basic commands, practice and the admin report."""
+    chats = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
+    async with quiz_of(store, chats, bank, clock, features=BOARDS) as q:
+        yield q
+
+
+@pytest.fixture
+def commands(basic: Quiz) -> CommandSet:
+    return basic.commands
 
 
 async def set_timezone(service: QuizService, channel: ChannelRef, timezone: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -58,6 +57,7 @@ from storage.scores import ALL_TIME
 from storage.store import SqlStore
 from tests.boards.conftest import play
 from tests.fakes import RecordingChat
+from tests.quiz import quiz_of
 
 CHANNELS = [
     (ChannelRef(Platform.SLACK, "T1", "C1"), "Europe/Athens"),
@@ -120,14 +120,17 @@ async def play_script(
 ) -> QuizService:
     """Play a `rounds` script on an emptied database (posts closed "never" stay open)."""
     await _clear(store)
-    service = QuizService(
-        store,
-        {Platform.SLACK: RecordingChat()},
-        bank,
-        clock,
-        rng=random.Random(3),
-        count_update_interval=0.0,
-    )
+    async with quiz_of(store, {Platform.SLACK: RecordingChat()}, bank, clock, seed=3) as quiz:
+        return await _play_script(quiz.service, store, bank, clock, script)
+
+
+async def _play_script(
+    service: QuizService,
+    store: SqlStore,
+    bank: QuestionBank,
+    clock: FakeClock,
+    script: list[tuple[Any, ...]],
+) -> QuizService:
     practice = Practice(service, store.practice)
     for ref, tz in CHANNELS:
         await store.settings.save(ChannelSettings(ref, timezone=tz))

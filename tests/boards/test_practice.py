@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import io
 import random
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
-from bot.commands import CommandSet, Invocation, core_commands, run_command
+from bot.commands import CommandSet, Invocation, run_command
 from bot.domain import AnswerStatus, ChannelRef, Locale, PostKind, PostState
 from bot.practice import INTERVALS, Pick, PracticeCard, choose, review
 from bot.quiz import QuizService
+from tests.boards.conftest import BOARDS
 from tests.conftest import user
 from tests.fakes import RecordingChat
+from tests.quiz import quiz_of
 
 NOW = datetime(2027, 1, 4, 9, 0, tzinfo=UTC)
 ALICE, BOB = user("alice"), user("bob")
@@ -165,26 +169,26 @@ async def test_practice_topic_and_unknown_topic(
 
 
 async def test_console_answers_the_practice_question_after_practice(
-    store: object, bank: QuestionBank, clock: FakeClock
+    store: Any, bank: QuestionBank, clock: FakeClock
+) -> None:
+    async with AsyncExitStack() as stack:
+        await _console_practice(stack, store, bank, clock)
+
+
+async def _console_practice(
+    stack: AsyncExitStack, store: Any, bank: QuestionBank, clock: FakeClock
 ) -> None:
     from adapters.console.chat import ConsoleChat
     from adapters.console.play import ConsoleSession
     from bot.domain import Platform
-    from bot.practice import install_practice
 
     out = io.StringIO()
     chat = ConsoleChat(out)
-    service = QuizService(
-        store,  # type: ignore[arg-type]
-        {Platform.CONSOLE: chat},
-        bank,
-        clock,
-        rng=random.Random(4),
-        count_update_interval=0,
+    quiz = await stack.enter_async_context(
+        quiz_of(store, {Platform.CONSOLE: chat}, bank, clock, features=BOARDS, seed=4)
     )
-    commands = core_commands()
-    install_practice(service, commands, store.practice)  # type: ignore[attr-defined]
-    session = ConsoleSession(service, commands, chat, out)
+    service = quiz.service
+    session = ConsoleSession(quiz, chat, out)
     await session.handle("/ask")
     channel_post = await service.open_post(session.channel)
     assert channel_post is not None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import csv
 import io
@@ -11,18 +10,20 @@ from pathlib import Path
 
 import pytest
 
+from bot.admin import EVERYONE
 from bot.bank import QuestionBank
+from bot.cli import build_parser
 from bot.clock import FakeClock
 from bot.commands import CommandSet, Invocation, run_command
 from bot.domain import BoardScope, ChannelRef, Locale, Platform, PostKind
 from bot.errors import UserFacingError
 from bot.quiz import QuizService
 from bot.report import QuestionReport, report_csv, report_text
-from storage.report import add_report_commands
 from storage.store import SqlStore
 from tests.boards.conftest import play
 from tests.conftest import user
 from tests.fakes import RecordingChat
+from tests.quiz import quiz_of
 
 ALICE, BOB, CAROL = user("alice"), user("bob"), user("carol")
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +91,7 @@ async def test_report_counts_asked_answers_correct_and_the_most_chosen_wrong_cho
     workspace = await service.store.reports.questions(channel, BoardScope.WORKSPACE, Locale.EN)  # type: ignore[attr-defined]
     assert sum(r.asked for r in workspace) == 2 and sum(r.answers for r in workspace) == 5
 
-    admin = Invocation(channel, ALICE, Locale.EN, is_admin=True)
+    admin = Invocation(channel, ALICE, Locale.EN, EVERYONE)
     (reply,) = await run_command(commands, service, admin, "report")
     assert reply.private and reply.message.title == "Question report · this channel"
     assert f"*{q.id}* ({q.topic}): asked 1×, 3 answers, correct: 33%" in reply.message.body
@@ -100,6 +101,23 @@ async def test_report_counts_asked_answers_correct_and_the_most_chosen_wrong_cho
     )
     (denied,) = await run_command(commands, service, Invocation(channel, BOB, Locale.EN), "report")
     assert "Only workspace admins" in denied.message.body
+
+
+def test_report_csv_cells_from_members_never_start_a_formula() -> None:
+    rows = [
+        QuestionReport("team-1", "t", 1, 4, 1, 2, 3, '=HYPERLINK("https://evil.example")'),
+        QuestionReport("team-2", "t", 1, 4, 1, 0, 2, "-1"),
+        QuestionReport("team-3", "@topic", 1, 4, 1, 1, 1, "+cmd|' /C calc'!A0"),
+    ]
+    parsed = list(csv.reader(io.StringIO(report_csv(rows))))
+    cells = [cell for row in parsed for cell in row]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    assert sorted(row[7] for row in parsed[1:]) == [
+        "'+cmd|' /C calc'!A0",
+        "'-1",
+        '\'=HYPERLINK("https://evil.example")',
+    ]
+    assert parsed[1][3] == "4"  # numbers are written as numbers
 
 
 def test_report_csv_and_text_list_hardest_first() -> None:
@@ -140,14 +158,14 @@ def test_quizbot_report_command_line_prints_csv_or_text(
 
     async def seed() -> None:
         async with SqlStore(url, clock=FakeClock()) as store:
-            chat = RecordingChat()
-            service = QuizService(store, {Platform.SLACK: chat}, bank, store.clock)  # type: ignore[arg-type]
-            await play(service, ChannelRef(Platform.SLACK, "T1", "C1"), {ALICE: True, BOB: False})
+            chats = {Platform.SLACK: RecordingChat()}
+            async with quiz_of(store, chats, bank, store.clock, features=[]) as quiz:
+                channel = ChannelRef(Platform.SLACK, "T1", "C1")
+                await play(quiz.service, channel, {ALICE: True, BOB: False})
 
     asyncio.run(seed())
     monkeypatch.setenv("QUIZBOT_DATABASE_URL", url)
-    parser = argparse.ArgumentParser(prog="quizbot")
-    add_report_commands(parser.add_subparsers())
+    parser = build_parser()
 
     def report(*argv: str) -> str:
         args = parser.parse_args(["report", *argv])

@@ -53,3 +53,27 @@ def two_devices() -> dict[str, Any]:
 def write(path: Path, snapshot: object) -> Path:
     path.write_bytes(pickle.dumps(snapshot))
     return path
+
+
+def repeated_by_reference(
+    devices: int = 6000, events: int = 20_000, alloc_last: bool = False
+) -> bytes:
+    """The red team's file: one list of ``events`` events as the trace of every device
+    (memo references: 0.6 MB describing ``devices * events`` events). With ``alloc_last``
+    the shared list frees only and the last device alone allocates, so a check that looks
+    for an allocation walks every repetition before finding one."""
+    shared = [
+        {
+            "action": "free_completed" if alloc_last else ("alloc", "free_completed")[i % 2],
+            "addr": 512 * (i // 2),
+            "size": 512,
+            "stream": 0,
+            "time_us": i,
+            "frames": [],
+        }
+        for i in range(events)
+    ]
+    traces: list[list[dict[str, Any]]] = [shared] * devices
+    if alloc_last:
+        traces[-1] = [{"action": "alloc", "addr": 0, "size": 512, "stream": 0, "frames": []}]
+    return pickle.dumps({"segments": [], "device_traces": traces})

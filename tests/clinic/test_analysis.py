@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from matplotlib.figure import Figure
 
 from bot.domain import Locale
 from gpu_runner.clinic._candidates import max_split_values, same_as_without_gc, single_candidates
@@ -20,6 +21,12 @@ from gpu_runner.clinic._text import MAX_TEXT
 from gpu_runner.clinic.analysis import ClinicOutput, analyse
 from gpu_runner.sim import GiB, MiB, parse_conf, replay_events
 from tests.clinic import snapshots
+from tests.greek_checks import (
+    check_greek_is_greek,
+    greek_misses,
+    greek_numbers_in_plot,
+    texts,
+)
 from tests.sim.trace_factory import RecordingDevice
 
 CAP = 100 * MiB
@@ -168,7 +175,48 @@ def test_the_message_fits_one_chat_message(
 ) -> None:
     out = run(load(tmp_path, build(), gpu), locale)
     assert len(out.text) <= MAX_TEXT  # a Slack section; a Discord embed takes 4096
-    assert out.title in out.text and out.table in out.text
+    assert out.table in out.text
+
+
+@pytest.mark.parametrize("locale", list(Locale))
+def test_the_title_line_is_the_messages_title_alone_not_repeated_in_the_body(
+    tmp_path: Path, locale: Locale
+) -> None:
+    out = run(load(tmp_path, snapshots.growing_batch()), locale)
+    assert out.title and out.title not in out.text  # the chat shows the title above the body
+    assert out.text.splitlines()[0].startswith(("Replayed ", "Αναπαράχθηκαν "))
+
+
+@pytest.mark.parametrize(
+    ("build", "gpu"),
+    [
+        (snapshots.growing_batch, None),
+        (snapshots.two_devices, None),
+        (snapshots.bigger_than_the_gpu, 512 * MiB),
+        (snapshots.bigger_than_the_gpu, None),
+        (snapshots.well_packed, 4 * GiB),
+    ],
+)
+def test_the_greek_report_and_chart_carry_no_english(
+    tmp_path: Path, build: Any, gpu: int | None
+) -> None:
+    loaded = load(tmp_path, build(), gpu)
+    drawn: list[Figure] = []
+    save = Figure.savefig
+
+    def keep(fig: Figure, *args: Any, **kwargs: Any) -> None:
+        drawn.append(fig)
+        save(fig, *args, **kwargs)
+
+    outs: list[ClinicOutput] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Figure, "savefig", keep)
+        missed = greek_misses(lambda: outs.append(run(loaded, Locale.EL)))
+    assert missed == []  # every string the report and chart looked up is translated
+    (out,) = outs
+    words = [t.get_text() for t in texts(drawn[0])]
+    check_greek_is_greek(f"{out.title}\n{out.text}", words)
+    greek_numbers_in_plot("clinic", words)
 
 
 def test_greek_follows_the_glossary_and_greek_number_format(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from bot.clinic import Rejection, rejection
 from bot.domain import Locale
 from gpu_runner.clinic._input import Rejected, read_snapshot
 from tests.clinic import snapshots
+from tests.hostile import assert_bounded, measure
 
 
 class RunsACommand:
@@ -58,6 +59,15 @@ def bad_files(tmp_path: Path) -> dict[str, tuple[bytes, Rejection]]:
             ),
             Rejection.NOT_SNAPSHOT,
         ),
+        "thousands of devices": (snapshots.repeated_by_reference(), Rejection.TOO_MANY_DEVICES),
+        "repeated by reference": (
+            snapshots.repeated_by_reference(devices=60),
+            Rejection.REPEATED_ENTRIES,
+        ),
+        "alloc after repeats": (
+            snapshots.repeated_by_reference(devices=64, alloc_last=True),
+            Rejection.REPEATED_ENTRIES,
+        ),
     }
 
 
@@ -75,6 +85,9 @@ def bad_files(tmp_path: Path) -> dict[str, tuple[bytes, Rejection]]:
         "a list",
         "another dict",
         "bad event",
+        "thousands of devices",
+        "repeated by reference",
+        "alloc after repeats",
     ],
 )
 def test_each_bad_file_is_refused_with_its_reason(tmp_path: Path, case: str) -> None:
@@ -85,6 +98,46 @@ def test_each_bad_file_is_refused_with_its_reason(tmp_path: Path, case: str) -> 
         read_snapshot(path, "job.pickle", 1 << 20, None)
     assert caught.value.reason is reason
     assert not (tmp_path / "ran").exists()  # nothing in the file ran
+
+
+def test_a_snapshot_repeating_its_events_by_reference_is_refused_with_its_figures(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "upload.pickle"
+    path.write_bytes(snapshots.repeated_by_reference(devices=60))
+    with pytest.raises(Rejected) as caught:
+        read_snapshot(path, "train.pickle", 100 << 20, None)
+    detail = caught.value.detail
+    assert (detail["what"], detail["count"]) == ("events", 1_200_000)
+    assert detail["limit"] == path.stat().st_size // 16 + 1  # as `sim replay` bounds it
+    en = str(rejection(caught.value.reason, Locale.EN, detail))
+    el = str(rejection(caught.value.reason, Locale.EL, detail))
+    assert "train.pickle lists 1,200,000 trace entries, more than a file of 0.6 MiB" in en
+    assert "by reference" in en and "_dump_snapshot" in en
+    assert "1.200.000 καταχωρίσεις" in el
+    path.write_bytes(snapshots.repeated_by_reference())
+    with pytest.raises(Rejected) as caught:
+        read_snapshot(path, "train.pickle", 100 << 20, None)
+    en = str(rejection(caught.value.reason, Locale.EN, caught.value.detail))
+    assert "train.pickle has traces for 6,000 devices" in en and "at most 64" in en
+
+
+@pytest.mark.parametrize("devices", [6000, 60])
+def test_the_red_teams_file_is_refused_in_a_second_and_200_mb(tmp_path: Path, devices: int) -> None:
+    path = tmp_path / "hostile.pickle"
+    path.write_bytes(snapshots.repeated_by_reference(devices=devices, alloc_last=devices < 64))
+    measured = measure(
+        "from pathlib import Path\nfrom gpu_runner.clinic._input import Rejected, read_snapshot\n",
+        f"""
+        try:
+            read_snapshot(Path({str(path)!r}), "h.pickle", 100 << 20, None)
+        except Rejected as exc:
+            return str(exc.reason)
+        return "accepted"
+        """,
+    )
+    assert_bounded(measured)
+    assert measured.out in ("too_many_devices", "repeated_entries")
 
 
 def test_a_file_over_the_cap_is_refused_before_it_is_read(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +12,8 @@ from adapters.console.chat import ConsoleChat
 from adapters.console.play import ConsoleSession
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
-from bot.commands import core_commands
 from bot.domain import Locale, Platform
-from bot.quiz import QuizService
+from tests.quiz import quiz_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = "/ask fragmentation\n2\n/as bob\n4\n/close\n/leaderboard\n"
@@ -50,7 +48,7 @@ def test_scripted_round_from_a_pipe_shows_question_outcomes_reveal_and_board(
     asked = next(q for q in bank if q.text(Locale.EN).prompt in out)
     explanation = asked.text(Locale.EN).explanation
     # Each user's private outcome, with the explanation, marked as private.
-    assert "(only you sees this)" in out and "(only bob sees this)" in out
+    assert "(only you can see this)" in out and "(only bob can see this)" in out
     assert out.count(explanation) >= 3  # you, bob, and the reveal
     # The reveal in the thread, with the distribution.
     assert "↳ thread of" in out and "== Answer: " in out and "2 answers:" in out
@@ -58,6 +56,15 @@ def test_scripted_round_from_a_pipe_shows_question_outcomes_reveal_and_board(
     # A leaderboard with both users.
     board = out[out.index("== Leaderboard ==") :]
     assert "you" in board and "bob" in board and "2 players" in board
+
+
+def test_a_greek_channel_gets_the_consoles_own_words_in_greek(tmp_path: Path) -> None:
+    done = run_play(tmp_path, "/lang el\n" + SCRIPT, "--seed", "2")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "(ορατό μόνο σε: you)" in out and "(ορατό μόνο σε: bob)" in out
+    assert "↳ νήμα του [m1]" in out and "[m1] έκλεισε (" in out
+    assert "sees this" not in out and "thread of" not in out and "] closed" not in out
 
 
 def test_unknown_console_command_and_bad_input_get_clear_lines(tmp_path: Path) -> None:
@@ -90,24 +97,16 @@ async def test_console_session_switches_language_and_users(
 ) -> None:
     out = io.StringIO()
     chat = ConsoleChat(out)
-    service = QuizService(
-        store,
-        {Platform.CONSOLE: chat},
-        bank,
-        clock,  # type: ignore[arg-type]
-        rng=random.Random(2),
-        count_update_interval=0,
-    )
-    session = ConsoleSession(service, core_commands(), chat, out)
-    for line in ["/lang el", "/ask", "a", "/as maria", "b", "/quit", "/ask"]:
-        await session.handle(line)
-        if session.done:
-            break
+    async with quiz_of(store, {Platform.CONSOLE: chat}, bank, clock, seed=2) as quiz:
+        session = ConsoleSession(quiz, chat, out)
+        for line in ["/lang el", "/ask", "a", "/as maria", "b", "/quit", "/ask"]:
+            await session.handle(line)
+            if session.done:
+                break
     text = out.getvalue()
     assert "Ελληνικά" in text and "== Ερώτηση ·" in text
-    assert "(only maria sees this)" in text
+    assert "(ορατό μόνο σε: maria)" in text  # the channel is Greek by now
     assert text.count("== Ερώτηση ·") == 1  # /quit stopped the script
-    await service.drain_updates()
 
 
 def test_a_demo_prints_its_report_and_the_demo_button_runs_once(tmp_path: Path) -> None:
@@ -131,21 +130,13 @@ def test_a_demo_prints_its_report_and_the_demo_button_runs_once(tmp_path: Path) 
 async def test_a_form_is_asked_one_field_per_line_and_errors_ask_again(
     store: object, bank: QuestionBank, clock: FakeClock
 ) -> None:
+    from bot.features import ButtonKind, Feature, FormKind, Parts
     from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
     from bot.interactions import Click
-    from bot.messages import ActionKind, Button, Message
+    from bot.messages import Button, Message
 
     out = io.StringIO()
     chat = ConsoleChat(out)
-    service = QuizService(
-        store,  # type: ignore[arg-type]
-        {Platform.CONSOLE: chat},
-        bank,
-        clock,
-        rng=random.Random(1),
-        count_update_interval=0.0,
-    )
-    session = ConsoleSession(service, core_commands(), chat, out)
     got: list[Submission] = []
 
     async def opener(click: Click, locale: Locale) -> Form | Message:
@@ -158,11 +149,19 @@ async def test_a_form_is_asked_one_field_per_line_and_errors_ask_again(
         got.append(sub)
         return SubmitReply(Message(body="thanks"))
 
-    session.interactions.register_form(ActionKind.NUMBER, opener)
-    session.interactions.register_submit("twofields", submitted)
-    await session.click(Button("", ActionKind.NUMBER, 7, ""))
-    for line in ("hello", "x", "12"):
-        await session.handle(line)
+    def two_fields(parts: Parts) -> Feature:
+        return Feature(
+            "two-fields",
+            buttons=[ButtonKind("twofields", form=opener)],
+            forms=[FormKind("twofields", submitted)],
+        )
+
+    chats = {Platform.CONSOLE: chat}
+    async with quiz_of(store, chats, bank, clock, features=[two_fields], seed=1) as quiz:
+        session = ConsoleSession(quiz, chat, out)
+        await session.click(Button("", "twofields", 7, ""))
+        for line in ("hello", "x", "12"):
+            await session.handle(line)
     text = out.getvalue()
     assert "== Two fields ==" in text and "First:" in text and "! n: not a number" in text
     (sub,) = got
@@ -191,7 +190,7 @@ def test_the_memory_clinic_answers_a_snapshot_privately_in_the_console(tmp_path:
     done = run_play(tmp_path, script)
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "🩺 Analysing `snap.pickle`" in out and "(only you sees this)" in out
+    assert "🩺 Analysing `snap.pickle`" in out and "(only you can see this)" in out
     assert "PYTORCH_CUDA_ALLOC_CONF=" in out  # the line to copy
     assert "plot: quizbot-plots/" in out
     assert "is not a pickle file" in out

@@ -6,41 +6,38 @@ from __future__ import annotations
 
 import io
 import json
-import random
+from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 from adapters.console.chat import ConsoleChat
 from adapters.console.play import WORKSPACE, ConsoleSession
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
-from bot.commands import core_commands
 from bot.domain import Platform
-from bot.interactions import Interactions
-from bot.quiz import QuizService
 from bot.team import Workspace
-from tests.core.team import GOOD, install_team
+from tests.core.team import GOOD
 from tests.questions.test_team_files import HEADER, ROW
+from tests.quiz import quiz_of
 
 
 async def test_a_team_question_from_submit_to_forget_me_in_the_console(
-    store: object, bank: QuestionBank, clock: FakeClock, tmp_path: Path
+    store: Any, bank: QuestionBank, clock: FakeClock, tmp_path: Path
+) -> None:
+    async with AsyncExitStack() as stack:
+        await _submit_to_forget_me(stack, store, bank, clock, tmp_path)
+
+
+async def _submit_to_forget_me(
+    stack: AsyncExitStack, store: Any, bank: QuestionBank, clock: FakeClock, tmp_path: Path
 ) -> None:
     out = io.StringIO()
     chat = ConsoleChat(out, image_dir=tmp_path / "files")
-    service = QuizService(
-        store,  # type: ignore[arg-type]
-        {Platform.CONSOLE: chat},
-        bank,
-        clock,
-        rng=random.Random(2),
-        count_update_interval=0.0,
+    quiz = await stack.enter_async_context(
+        quiz_of(store, {Platform.CONSOLE: chat}, bank, clock, seed=2)
     )
-    commands = core_commands()
-    interactions = Interactions(service)
-    _, importer = install_team(commands, interactions, service)
-    session = ConsoleSession(
-        service, commands, chat, out, user="ann", interactions=interactions, importer=importer
-    )
+    service = quiz.service
+    session = ConsoleSession(quiz, chat, out, user="ann")
     assert WORKSPACE == "console"
     upload = tmp_path / "ours.csv"
     upload.write_text(f"{HEADER}\n{ROW}\n{ROW.replace(',en,', ',xx,')}\n")

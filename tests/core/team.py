@@ -3,27 +3,26 @@ through `run_command`, clicks through `Interactions`, forms through `submit`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.commands import AdminStatus, CommandSet, Invocation, Reply, core_commands, run_command
+from bot.admin import AdminCheck, AdminStatus
+from bot.bank import QuestionBank
+from bot.clock import Clock
+from bot.commands import Invocation, Reply, run_command
 from bot.domain import ChannelRef, Platform, UserRef
-from bot.flags import install_flags
+from bot.features import Quiz
 from bot.forms import Form, Submission, SubmitReply
 from bot.imports import QuestionImport
 from bot.interactions import Click, Interactions
-from bot.messages import ActionKind, Button, Message
-from bot.mydata import install_mydata
-from bot.packs import install_packs
-from bot.pools import QuestionPools
-from bot.practice import install_practice
+from bot.messages import Button, Message
 from bot.quiz import QuizService
-from bot.report import add_report_command
-from bot.review import Review, install_review
-from bot.submit import install_submit
+from bot.review import Review
 from questions.team import TeamQuestions
 from tests.fakes import RecordingChat
+from tests.quiz import quiz_of
 
 GOOD = {
     "prompt": "Which node runs the nightly training job?",
@@ -36,35 +35,54 @@ GOOD = {
 
 @dataclass
 class TeamQuiz:
-    service: QuizService
+    """Every feature (as `serve` wires them), driven as an adapter drives it; who is an
+    admin is `admins` (user ids)."""
+
+    quiz: Quiz
     chat: RecordingChat
-    commands: CommandSet
-    interactions: Interactions
-    review: Review
-    importer: QuestionImport
     admins: set[str] = field(default_factory=set)
+
+    @property
+    def service(self) -> QuizService:
+        return self.quiz.service
+
+    @property
+    def interactions(self) -> Interactions:
+        return self.quiz.interactions
+
+    @property
+    def review(self) -> Review:
+        return Review(self.service, self.service.store.team)  # type: ignore[attr-defined]
+
+    @property
+    def importer(self) -> QuestionImport:
+        store: Any = self.service.store
+        return QuestionImport(store.team, TeamQuestions(), self.service.clock)
+
+    def admin(self, who: UserRef) -> AdminCheck:
+        async def check() -> AdminStatus:
+            return AdminStatus.YES if who.user in self.admins else AdminStatus.NO
+
+        return check
 
     async def run(self, channel: ChannelRef, who: UserRef, text: str) -> list[Reply]:
         settings = await self.service.store.settings.get(channel)
-        inv = Invocation(channel, who, settings.locale, admin_check=lambda: self.admin_status(who))
-        return await run_command(self.commands, self.service, inv, text)
-
-    async def admin_status(self, who: UserRef) -> AdminStatus:
-        return AdminStatus.YES if who.user in self.admins else AdminStatus.NO
+        inv = Invocation(channel, who, settings.locale, self.admin(who))
+        return await run_command(self.quiz.commands, self.service, inv, text)
 
     async def click(self, button: Button, who: UserRef, channel: ChannelRef) -> Message | Form:
-        click = Click.parse(button.encode(), who, channel)
+        click = Click.parse(button.encode(), who, channel, admin=self.admin(who))
         assert click is not None, button
-        if self.interactions.opens_form(click.kind):
-            return await self.interactions.open_form(click)
-        return await self.interactions.click(click)
+        if self.quiz.interactions.opens_form(click.kind):
+            return await self.quiz.interactions.open_form(click)
+        return await self.quiz.interactions.click(click)
 
     async def fill(
         self, form: Form, values: Mapping[str, str], who: UserRef, channel: ChannelRef
     ) -> SubmitReply:
-        sub = Submission.parse(form.id, values, who, channel)
+        sub = Submission.parse(form.id, values, who, channel, admin=self.admin(who))
         assert sub is not None
-        return await self.interactions.submit(sub)
+        return await self.quiz.interactions.submit(sub)
 
     async def submit(
         self, who: UserRef, channel: ChannelRef, values: Mapping[str, str] = GOOD
@@ -74,39 +92,21 @@ class TeamQuiz:
         return await self.fill(reply.form, values, who, channel)
 
 
-def install_team(
-    cs: CommandSet, interactions: Interactions, service: QuizService
-) -> tuple[Review, QuestionImport]:
-    """Everything the composition root installs for team packs, on the SQL store."""
-    store: Any = service.store
-    service.pools = QuestionPools(service.bank, store.team)
-    formats = TeamQuestions()
-    review = install_review(cs, interactions, service, store.team)
-    install_submit(cs, interactions, service, store.team, formats, review)
-    install_flags(interactions, service, store.team)
-    install_packs(cs)
-    install_mydata(cs, interactions, service, store.members)
-    install_practice(service, cs, store.practice)
-    add_report_command(cs, store.reports)
-    return review, QuestionImport(store.team, formats, service.clock)
+@asynccontextmanager
+async def team_quiz(
+    store: Any, chat: RecordingChat, bank: QuestionBank, clock: Clock, admins: set[str]
+) -> AsyncIterator[TeamQuiz]:
+    chats = {platform: chat for platform in Platform}
+    async with quiz_of(store, chats, bank, clock) as quiz:
+        yield TeamQuiz(quiz, chat, admins)
 
 
-def team_quiz(service: QuizService, chat: RecordingChat, admins: set[str]) -> TeamQuiz:
-    cs = core_commands()
-    interactions = Interactions(service)
-    review, importer = install_team(cs, interactions, service)
-    quiz = TeamQuiz(service, chat, cs, interactions, review, importer, admins)
-    for platform in Platform:
-        interactions.set_admin_check(platform, quiz.admin_status)
-    return quiz
-
-
-def buttons(message: Message, kind: ActionKind) -> list[Button]:
-    return [b for b in message.buttons if b.action is kind]
+def buttons(message: Message, kind: str) -> list[Button]:
+    return [b for b in message.buttons if b.action == kind]
 
 
 def text_of(replies: list[Reply]) -> str:
     return "\n".join(r.message.plain_text() for r in replies)
 
 
-__all__ = ["GOOD", "TeamQuiz", "buttons", "install_team", "team_quiz", "text_of"]
+__all__ = ["GOOD", "TeamQuiz", "buttons", "team_quiz", "text_of"]

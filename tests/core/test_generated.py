@@ -4,56 +4,51 @@ interactions on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
+from bot import basics, generated
+from bot.admin import AdminStatus, known
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
-from bot.commands import AdminStatus, Invocation, core_commands, run_command
+from bot.commands import Invocation, run_command
 from bot.domain import ChannelRef, Locale, Platform, Post
 from bot.forms import Form, Submission
-from bot.generated import FIELD, install_generated
+from bot.generated import FIELD
 from bot.interactions import Click, Interactions
-from bot.messages import ActionKind
-from bot.numeric import numeric_target
+from bot.numeric import TYPE_NUMBER, numeric_target
 from bot.quiz import QuizService
 from questions.families import default_families
 from questions.families.source import FamilySource
 from tests.conftest import user
 from tests.fakes import RecordingChat
+from tests.quiz import quiz_of
 
 
 @pytest.fixture
 async def quiz(
-    store: object, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
 ) -> AsyncIterator[tuple[QuizService, Interactions]]:
-    service = QuizService(
-        store,  # type: ignore[arg-type]
+    async with quiz_of(
+        store,
         {Platform.SLACK: chat},
         bank,
         clock,
-        rng=random.Random(5),
-        count_update_interval=0.0,
+        features=[basics.feature, generated.feature],
         generated=FamilySource(default_families()),
-    )
-    interactions = Interactions(service)
-    commands = core_commands()
-    install_generated(commands, interactions, service)
-    service.commands = commands  # type: ignore[attr-defined]
-    yield service, interactions
-    await service.drain_updates()
+        seed=5,
+    ) as q:
+        q.service.commands = q.commands  # type: ignore[attr-defined]
+        yield q.service, q.interactions
 
 
 async def run(service: QuizService, channel: ChannelRef, text: str, admin: bool = True) -> str:
-    status = AdminStatus.YES if admin else AdminStatus.NO
-
-    async def check() -> AdminStatus:
-        return status
-
-    inv = Invocation(channel, user("ann"), Locale.EN, admin_check=check)
+    inv = Invocation(
+        channel, user("ann"), Locale.EN, known(AdminStatus.YES if admin else AdminStatus.NO)
+    )
     replies = await run_command(service.commands, service, inv, text)  # type: ignore[attr-defined]
     return "\n".join(r.message.body for r in replies)
 
@@ -139,7 +134,7 @@ async def test_a_typed_answer_is_right_within_the_tolerance_and_counts_once(
     assert target is not None
     shown = chat.of("post")[-1].message
     assert shown is not None
-    (number_button,) = [b for b in shown.buttons if b.action is ActionKind.NUMBER]
+    (number_button,) = [b for b in shown.buttons if b.action == TYPE_NUMBER]
 
     click = Click.parse(number_button.encode(), user("ann"), channel)
     assert click is not None

@@ -10,34 +10,35 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from bot.admin import NOBODY, AdminStatus
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
-from bot.commands import AdminStatus, Invocation, core_commands, run_command
+from bot.commands import Invocation, run_command
 from bot.domain import ChannelRef, Locale, Platform
+from bot.features import Quiz
 from bot.interactions import Click, Interactions
-from bot.messages import ActionKind, Button
+from bot.messages import ANSWER, Button
 from bot.quiz import QuizService
 from storage.faults import Backoff
 from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.faults.proxy import TcpProxy
+from tests.quiz import quiz_of
 
 
 def click(post_id: int, value: str, channel: ChannelRef, name: str = "ann") -> Click:
-    parsed = Click.parse(
-        Button("", ActionKind.ANSWER, post_id, value).encode(), user(name), channel
-    )
+    parsed = Click.parse(Button("", ANSWER, post_id, value).encode(), user(name), channel)
     assert parsed is not None
     return parsed
 
 
 async def test_clicks_that_name_no_valid_answer_get_a_clear_line_and_store_nothing(
-    service: QuizService, channel: ChannelRef
+    service: QuizService, basic: Quiz, channel: ChannelRef
 ) -> None:
     post = await service.ask(channel)
     assert post is not None
-    interactions = Interactions(service)
+    interactions = basic.interactions
     other = ChannelRef(Platform.SLACK, "T1", "C-ELSEWHERE")
     replies = [
         await interactions.click(click(post.id, "9", channel)),
@@ -62,20 +63,16 @@ async def test_clicks_that_name_no_valid_answer_get_a_clear_line_and_store_nothi
     ],
 )
 async def test_admin_refusals_speak_each_platforms_words(
-    service: QuizService, platform: Platform, words: str
+    service: QuizService, basic: Quiz, platform: Platform, words: str
 ) -> None:
     where = ChannelRef(platform, "W1", "C1")
-
-    async def no() -> AdminStatus:
-        return AdminStatus.NO
-
-    inv = Invocation(where, user("bob"), Locale.EN, admin_check=no)
-    (reply,) = await run_command(core_commands(), service, inv, "close")
+    inv = Invocation(where, user("bob"), Locale.EN, NOBODY)
+    (reply,) = await run_command(basic.commands, service, inv, "close")
     assert words in reply.message.body and "/quiz close" in reply.message.body
 
 
 async def test_an_admin_check_that_cannot_be_made_says_so_and_runs_nothing(
-    service: QuizService, channel: ChannelRef
+    service: QuizService, basic: Quiz, channel: ChannelRef
 ) -> None:
     post = await service.ask(channel)
     assert post is not None
@@ -85,25 +82,25 @@ async def test_an_admin_check_that_cannot_be_made_says_so_and_runs_nothing(
         asked.append("users.info")
         return AdminStatus.UNKNOWN
 
-    inv = Invocation(channel, user("boss"), Locale.EN, admin_check=unknown)
-    (reply,) = await run_command(core_commands(), service, inv, "close")
+    inv = Invocation(channel, user("boss"), Locale.EN, unknown)
+    (reply,) = await run_command(basic.commands, service, inv, "close")
     assert "could not check whether you are an admin" in reply.message.body
     assert "QUIZBOT_ADMINS" in reply.message.body and "not an admin" not in reply.message.body
     assert (await service.store.posts.get(post.id)).state.value == "open"  # type: ignore[union-attr]
     # Commands that need no admin never ask the platform.
-    inv = Invocation(channel, user("boss"), Locale.EN, admin_check=unknown)
-    await run_command(core_commands(), service, inv, "help")
+    inv = Invocation(channel, user("boss"), Locale.EN, unknown)
+    await run_command(basic.commands, service, inv, "help")
     assert asked == ["users.info"]
 
 
 async def test_a_second_ask_while_the_first_waits_to_be_posted_makes_no_second_question(
-    service: QuizService, chat: RecordingChat, channel: ChannelRef
+    service: QuizService, basic: Quiz, chat: RecordingChat, channel: ChannelRef
 ) -> None:
     chat.fail_posts = 5
     inv = Invocation(channel, user("ann"), Locale.EN)
-    (first,) = await run_command(core_commands(), service, inv, "ask")
+    (first,) = await run_command(basic.commands, service, inv, "ask")
     assert "will be posted here as soon as it does" in first.message.body
-    (second,) = await run_command(core_commands(), service, inv, "ask")
+    (second,) = await run_command(basic.commands, service, inv, "ask")
     assert "already waiting to be posted" in second.message.body
     assert len(await service.store.posts.unsent_in_channel(channel)) == 1
 
@@ -111,30 +108,28 @@ async def test_a_second_ask_while_the_first_waits_to_be_posted_makes_no_second_q
 @pytest.fixture
 async def proxied_service(
     pg_url: str, clock: FakeClock, bank: QuestionBank
-) -> AsyncIterator[tuple[QuizService, TcpProxy]]:
+) -> AsyncIterator[tuple[QuizService, Interactions, TcpProxy]]:
     """A service whose PostgreSQL connection goes through a proxy the test can cut."""
     parts = urlsplit(pg_url)
     async with TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as proxy:
         url = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}"))
         async with SqlStore(url, clock=clock) as store:
             store.answers._backoff = Backoff(budget=0.5)
-            service = QuizService(
-                store, {Platform.SLACK: RecordingChat()}, bank, clock, rng=random.Random(2)
-            )
-            yield service, proxy
-            await proxy.accept()
+            chats = {Platform.SLACK: RecordingChat()}
+            async with quiz_of(store, chats, bank, clock, features=[], seed=2) as quiz:
+                yield quiz.service, quiz.interactions, proxy
+                await proxy.accept()
 
 
 @pytest.mark.postgres
 async def test_with_the_database_gone_a_click_is_told_to_retry_in_the_channels_language(
-    proxied_service: tuple[QuizService, TcpProxy],
+    proxied_service: tuple[QuizService, Interactions, TcpProxy],
 ) -> None:
-    service, proxy = proxied_service
+    service, interactions, proxy = proxied_service
     channel = ChannelRef(Platform.SLACK, "T-proxy", f"C{random.getrandbits(40)}")
     await service.set_locale(channel, Locale.EL)
     post = await service.ask(channel)
     assert post is not None
-    interactions = Interactions(service)
     await proxy.refuse()
     reply = await interactions.click(click(post.id, "1", channel))
     assert "δεν καταγράφηκε" in reply.body  # Greek, though the settings are in the database
@@ -146,13 +141,13 @@ async def test_with_the_database_gone_a_click_is_told_to_retry_in_the_channels_l
 
 
 async def test_a_huge_command_is_refused_before_it_is_parsed(
-    service: QuizService, channel: ChannelRef
+    service: QuizService, basic: Quiz, channel: ChannelRef
 ) -> None:
     inv = Invocation(channel, user("ann"), Locale.EN)
     text = "ask " + '"' * 1_000_000
     loop = __import__("asyncio").get_running_loop()
     started = loop.time()
-    (reply,) = await run_command(core_commands(), service, inv, text)
+    (reply,) = await run_command(basic.commands, service, inv, text)
     assert "at most 2000" in reply.message.body
     assert loop.time() - started < 0.5
 
@@ -166,13 +161,9 @@ async def test_a_huge_command_is_refused_before_it_is_parsed(
     ],
 )
 async def test_quiz_clinic_says_how_to_send_a_snapshot_on_each_platform(
-    service: QuizService, platform: Platform, words: str
+    quiz: Quiz, platform: Platform, words: str
 ) -> None:
-    from bot.clinic_flow import register_clinic_command
-
-    commands = core_commands()
-    register_clinic_command(commands)
     inv = Invocation(ChannelRef(platform, "W", "C"), user("ann"), Locale.EN)
-    (reply,) = await run_command(commands, service, inv, "clinic")
+    (reply,) = await run_command(quiz.commands, quiz.service, inv, "clinic")
     assert words in reply.message.body and "_record_memory_history" in reply.message.body
     assert reply.private

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import random
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -20,10 +20,11 @@ from bot.domain import (
     QuestionText,
 )
 from bot.errors import UserFacingError
-from bot.messages import ActionKind, Button
+from bot.messages import ANSWER, Button
 from bot.quiz import QuizService
 from tests.conftest import user
 from tests.fakes import RecordingChat
+from tests.quiz import quiz_of
 
 ALICE, BOB, CAROL = user("alice"), user("bob"), user("carol")
 
@@ -40,7 +41,7 @@ async def test_ask_posts_the_question_with_one_button_per_choice(
     buttons = sent.message.buttons  # type: ignore[union-attr]
     assert [b.label for b in buttons] == ["A", "B", "C", "D"][: question.choice_count]
     decoded = [Button.decode(b.encode()) for b in buttons]
-    assert decoded == [(ActionKind.ANSWER, post.id, str(i)) for i in range(len(buttons))]
+    assert decoded == [(ANSWER, post.id, str(i)) for i in range(len(buttons))]
     assert "0 answered" in sent.message.footer  # type: ignore[union-attr]
 
 
@@ -152,21 +153,14 @@ async def test_channel_locale_switches_question_and_outcome_to_greek(
 
 
 async def test_editing_a_question_never_rewrites_an_earlier_post(
-    store: object,
+    store: Any,
     chat: RecordingChat,
     bank: QuestionBank,
     clock: FakeClock,
     channel: ChannelRef,
 ) -> None:
-    first = QuizService(
-        store,
-        {Platform.SLACK: chat},
-        bank,
-        clock,  # type: ignore[arg-type]
-        rng=random.Random(1),
-        count_update_interval=0,
-    )
-    post = await first.ask(channel)
+    async with quiz_of(store, {Platform.SLACK: chat}, bank, clock, features=[], seed=1) as q:
+        post = await q.service.ask(channel)
     assert post is not None
     old = bank.get(post.question_id)
     assert old is not None
@@ -176,14 +170,9 @@ async def test_editing_a_question_never_rewrites_an_earlier_post(
     )
     edited = replace(old, texts=texts, content_hash="edited0000000000")
     others = [q for q in bank if q.id != old.id]
-    second = QuizService(
-        store,
-        {Platform.SLACK: chat},
-        QuestionBank([edited, *others]),  # type: ignore[arg-type]
-        clock,
-        count_update_interval=0,
-    )
-    reply = await second.record_answer(post.id, ALICE, old.answer)
+    edited_bank = QuestionBank([edited, *others])
+    async with quiz_of(store, {Platform.SLACK: chat}, edited_bank, clock, features=[]) as q:
+        reply = await q.service.record_answer(post.id, ALICE, old.answer)
     assert old.text(Locale.EN).explanation in reply.message.body
     assert "An edited explanation." not in reply.message.body
 
@@ -226,8 +215,7 @@ async def test_new_channels_start_with_the_configured_locale_and_time_zone(
         fresh = ChannelRef(Platform.SLACK, "T9", "C9")
         settings = await store.settings.get(fresh)
         assert (settings.locale, settings.timezone) == (Locale.EL, "Europe/Athens")
-        service = QuizService(store, {Platform.SLACK: chat}, bank, clock, count_update_interval=0)
-        post = await service.ask(fresh)
-        assert post is not None and post.locale is Locale.EL
-        assert "(Europe/Athens)" in chat.of("post")[0].message.footer  # type: ignore[union-attr]
-        await service.drain_updates()
+        async with quiz_of(store, {Platform.SLACK: chat}, bank, clock, features=[]) as q:
+            post = await q.service.ask(fresh)
+            assert post is not None and post.locale is Locale.EL
+            assert "(Europe/Athens)" in chat.of("post")[0].message.footer  # type: ignore[union-attr]

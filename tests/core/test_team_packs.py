@@ -5,14 +5,20 @@ forms, non-admins and second decisions are told what is wrong and change nothing
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
+from bot.bank import QuestionBank
+from bot.clock import FakeClock
 from bot.domain import ChannelRef, Locale, Platform, PostKind
+from bot.flags import FLAG
 from bot.forms import Form
-from bot.messages import ActionKind, Message
-from bot.quiz import QuizService
+from bot.messages import Message
+from bot.mydata import FORGET
+from bot.review import APPROVE, REJECT, RETIRE
 from bot.team import SubmissionState, Workspace
 from tests.conftest import user
 from tests.core.team import GOOD, TeamQuiz, buttons, team_quiz, text_of
@@ -25,8 +31,11 @@ ANN, BOB, ROOT = user("ann"), user("bob"), user("root")
 
 
 @pytest.fixture
-def quiz(service: QuizService, chat: RecordingChat) -> TeamQuiz:
-    return team_quiz(service, chat, admins={ROOT.user})
+async def quiz(
+    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+) -> AsyncIterator[TeamQuiz]:
+    async with team_quiz(store, chat, bank, clock, admins={ROOT.user}) as quiz:
+        yield quiz
 
 
 async def test_submit_review_ask_flag_and_retire_a_team_question(quiz: TeamQuiz) -> None:
@@ -37,7 +46,7 @@ async def test_submit_review_ask_flag_and_retire_a_team_question(quiz: TeamQuiz)
     assert done.ok and done.message is not None and "waits for review" in done.message.body
     (card,) = [s for s in chat.of("post") if s.channel == REVIEW]
     assert card.message is not None and GOOD["prompt"] in card.message.body
-    approve = buttons(card.message, ActionKind.APPROVE)[0]
+    approve = buttons(card.message, APPROVE)[0]
 
     refused = await quiz.click(approve, BOB, REVIEW)
     assert isinstance(refused, Message) and "Only workspace admins" in refused.body
@@ -47,7 +56,7 @@ async def test_submit_review_ask_flag_and_retire_a_team_question(quiz: TeamQuiz)
     assert isinstance(approved, Message) and "joins the team pack" in approved.body
     again = await quiz.click(approve, ROOT, REVIEW)
     assert isinstance(again, Message) and "already approved by root" in again.body
-    reject = buttons(card.message, ActionKind.REJECT)[0]
+    reject = buttons(card.message, REJECT)[0]
     late = await quiz.click(reject, ROOT, REVIEW)
     assert isinstance(late, Message) and "already approved" in late.body
     # The author is told privately where they submitted; the card loses its buttons.
@@ -68,7 +77,7 @@ async def test_submit_review_ask_flag_and_retire_a_team_question(quiz: TeamQuiz)
 
     (thread,) = chat.of("thread")
     assert thread.message is not None
-    (report,) = buttons(thread.message, ActionKind.FLAG)
+    (report,) = buttons(thread.message, FLAG)
     form = await quiz.click(report, BOB, CHANNEL)
     assert isinstance(form, Form) and form.title == "Report a problem"
     bad = await quiz.fill(form, {"reason": "meh", "note": ""}, BOB, CHANNEL)
@@ -85,7 +94,7 @@ async def test_submit_review_ask_flag_and_retire_a_team_question(quiz: TeamQuiz)
     assert "it moved to gpu-c" in flagged.body
     report = text_of(await quiz.run(CHANNEL, ROOT, "report"))
     assert f"*{post.question_id}*" in report and "reported 1 time" in report
-    (retire,) = buttons(flagged, ActionKind.RETIRE)
+    (retire,) = buttons(flagged, RETIRE)
     assert "Only workspace admins" in str(await quiz.click(retire, BOB, CHANNEL))
     retired = await quiz.click(retire, ROOT, CHANNEL)
     assert isinstance(retired, Message) and "never asked again" in retired.body
@@ -101,7 +110,7 @@ async def test_a_rejection_asks_a_reason_and_the_author_reads_it(quiz: TeamQuiz)
         "Waiting for review" in pending.message.title
         and "No question has been" in flags.message.body
     )
-    reject = buttons(pending.message, ActionKind.REJECT)[0]
+    reject = buttons(pending.message, REJECT)[0]
     assert "Only workspace admins" in str(await quiz.click(reject, BOB, CHANNEL))
     form = await quiz.click(reject, ROOT, CHANNEL)
     assert isinstance(form, Form)
@@ -156,7 +165,7 @@ async def test_a_greek_only_team_question_is_shown_in_greek_in_an_english_channe
     (sub,) = await quiz.service.store.team.listing(WS)  # type: ignore[attr-defined]
     assert sub.question.locales == (Locale.EL,)
     await quiz.click(
-        buttons((await quiz.run(CHANNEL, ROOT, "review"))[0].message, ActionKind.APPROVE)[0],
+        buttons((await quiz.run(CHANNEL, ROOT, "review"))[0].message, APPROVE)[0],
         ROOT,
         CHANNEL,
     )
@@ -173,7 +182,7 @@ async def test_packs_choose_what_a_channel_gets_and_practice_follows(quiz: TeamQ
     assert "without questions" in text_of(await quiz.run(CHANNEL, ROOT, "packs builtin off"))
     await quiz.submit(ANN, CHANNEL)
     (pending, _) = await quiz.run(CHANNEL, ROOT, "review")
-    await quiz.click(buttons(pending.message, ActionKind.APPROVE)[0], ROOT, CHANNEL)
+    await quiz.click(buttons(pending.message, APPROVE)[0], ROOT, CHANNEL)
     changed = text_of(await quiz.run(CHANNEL, ROOT, "packs builtin off"))
     assert "Built-in questions: off" in changed and "Team pack: on (1 approved)" in changed
     settings = await service.store.settings.get(CHANNEL)
@@ -236,7 +245,7 @@ async def test_mydata_sends_a_private_file_and_forget_me_needs_the_owners_click(
     assert data["scores"][0]["answered"] == 1
 
     (confirm,) = await quiz.run(CHANNEL, ANN, "forget-me")
-    (erase,) = buttons(confirm.message, ActionKind.FORGET)
+    (erase,) = buttons(confirm.message, FORGET)
     other = await quiz.click(erase, BOB, CHANNEL)
     assert isinstance(other, Message) and "belongs to someone else" in other.body
     assert (await service.leaderboard(CHANNEL, ANN)).caller is not None
@@ -270,13 +279,13 @@ async def test_every_form_fits_slack_and_discord_limits_in_each_language(
     assert reply.form is not None
     await quiz.fill(reply.form, GOOD, ANN, CHANNEL)
     (pending, _) = await quiz.run(CHANNEL, ROOT, "review")
-    reject = await quiz.click(buttons(pending.message, ActionKind.REJECT)[0], ROOT, CHANNEL)
+    reject = await quiz.click(buttons(pending.message, REJECT)[0], ROOT, CHANNEL)
     post = await quiz.service.ask(CHANNEL, kind=PostKind.SCHEDULED)
     assert post is not None
     await quiz.service.close(post.id)
     (thread,) = quiz.chat.of("thread")
     assert thread.message is not None
-    flag = await quiz.click(buttons(thread.message, ActionKind.FLAG)[0], BOB, CHANNEL)
+    flag = await quiz.click(buttons(thread.message, FLAG)[0], BOB, CHANNEL)
     for form in (reply.form, reject, flag):
         assert isinstance(form, Form)
         assert len(form.title) <= 24, form.title  # Slack's modal title
@@ -306,7 +315,7 @@ async def test_scheduled_picks_follow_the_channels_packs_and_see_a_new_revision(
     )
     await quiz.submit(ANN, CHANNEL)
     (pending, _) = await quiz.run(CHANNEL, ROOT, "review")
-    await quiz.click(buttons(pending.message, ActionKind.APPROVE)[0], ROOT, CHANNEL)
+    await quiz.click(buttons(pending.message, APPROVE)[0], ROOT, CHANNEL)
     await quiz.run(CHANNEL, ROOT, "packs builtin off")
     inputs = await store.schedules.claim_inputs([schedule.id])  # type: ignore[attr-defined]
     settings, history = inputs[schedule.id]
@@ -330,7 +339,7 @@ async def test_buttons_and_forms_for_another_workspace_or_out_of_range_change_no
     elsewhere = ChannelRef(Platform.SLACK, "T2", "C2")
     intruder = replace(ROOT, workspace="T2")
     for value in (str(sub.id), "9" * 40, "٣"):
-        said = await quiz.click(Button("", ActionKind.APPROVE, 0, value), intruder, elsewhere)
+        said = await quiz.click(Button("", APPROVE, 0, value), intruder, elsewhere)
         assert isinstance(said, Message) and "not available" in said.body
     post = await quiz.service.ask(CHANNEL, kind=PostKind.SCHEDULED)
     assert post is not None

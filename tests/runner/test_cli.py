@@ -8,16 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from gpu_runner.cli import add_demo_commands, add_runner_commands
-from gpu_runner.demos import SIMULATED_DEVICE, default_registry
+from bot.cli import build_parser
+from bot.domain import Locale
+from gpu_runner.demos import default_registry
+from gpu_runner.demos._labels import simulated_device
 
 
 def parse(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="quizbot")
-    sub = parser.add_subparsers(dest="command")
-    add_demo_commands(sub)
-    add_runner_commands(sub)
-    return parser.parse_args(argv)
+    return build_parser().parse_args(argv)
 
 
 def test_demo_list_shows_every_id_with_its_parameters(capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,7 +48,7 @@ def test_demo_run_writes_report_metrics_and_plot(
     assert metrics["state"] == "succeeded"
     assert metrics["metrics"]["fragmentation_index"] == 0.75
     assert (tmp_path / "plot.png").read_bytes().startswith(b"\x89PNG")
-    assert SIMULATED_DEVICE in capsys.readouterr().out
+    assert simulated_device(Locale.EL) in capsys.readouterr().out  # the report's language
 
 
 def test_demo_run_refuses_a_bad_parameter_without_starting_anything(

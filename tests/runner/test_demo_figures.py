@@ -18,6 +18,7 @@ from gpu_runner.demos._labels import simulated_label
 from gpu_runner.executor import Executor
 
 MiB = 1 << 20
+GiB = 1 << 30
 REGISTRY = default_registry()
 
 
@@ -146,9 +147,20 @@ def test_oom_inactive_split_says_whether_a_request_reused_a_hole_or_took_a_segme
 
 def test_oom_inactive_split_simulated_message_is_explained_by_the_note() -> None:
     out = run("oom-inactive-split")
-    assert "139.62 GiB is free" in out.metrics["oom_message"]  # the simulated device's
+    # 16 GiB, 800 MiB of it reserved: what the note says the simulated device is.
+    assert "total capacity of 16.00 GiB of which 15.22 GiB is free" in out.metrics["oom_message"]
     assert "n/a (the simulated device has no CUDA context)" in out.report
     assert out.report.splitlines()[-1] == simulated_label(Locale.EN).note
+    assert "The simulated device has 16 GiB (what a demo may use on a GPU)" in out.report
+
+
+def test_every_simulated_demo_runs_on_the_memory_a_demo_gets_on_a_gpu() -> None:
+    # One size for every simulated device (the allocator-trace demo's is the trace's own):
+    # the executor's per-demo GPU cap, so a simulated OOM is where a GPU run's would be.
+    from gpu_runner.demos._labels import SIM_TOTAL_MEMORY
+    from gpu_runner.executor import ExecutorConfig
+
+    assert SIM_TOTAL_MEMORY == ExecutorConfig().gpu_memory_cap == 16 * GiB
 
 
 def test_expandable_segments_avoid_the_native_oom() -> None:
@@ -201,7 +213,7 @@ def test_empty_cache_report_says_what_empty_cache_releases_and_reads_deltas_as_d
     assert "nobody uses" not in report  # contradicted by the free 16 MiB block it keeps
     assert "releases only segments whose blocks are all free" in report
     assert "device free −" not in report and "device free -" not in report
-    assert "Δ free (`mem_get_info`) since the start −1024 MiB" in report
+    assert "∆ free (`mem_get_info`) since the start −1024 MiB" in report
     assert "keeps reserved 20 MiB, its free 16 MiB included" in report
 
 

@@ -13,10 +13,12 @@ from gpu_runner.demos._labels import (
     SIMULATED_DEVICE,
     cpu_label,
     gpu_check_clause,
+    no_torch_device,
+    simulated_device,
     simulated_label,
 )
 from gpu_runner.sim import GPU_CHECK, RULES_TORCH, GpuCheck, gpu_check_record
-from tests.runner.demo_checks import NO_TORCH, REGISTRY, check_label, context
+from tests.runner.demo_checks import NO_TORCH, check_label, context, rendered
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,5 +69,13 @@ def test_a_cpu_run_beside_an_unused_gpu_does_not_say_there_is_no_gpu() -> None:
 def test_report_title_device_line_and_png_footer_agree_on_what_ran(
     demo: str, locale: Locale
 ) -> None:
-    ctx = context(demo, locale)
-    check_label(ctx, REGISTRY[demo].run(ctx))
+    check_label(context(demo, locale), rendered(demo, locale))
+
+
+def test_the_device_line_is_in_the_readers_language() -> None:
+    assert simulated_device(Locale.EL) == "προσομοιωμένος allocator (κανόνες του torch 2.13)"
+    assert simulated_label(Locale.EL, "2.13.0+cpu").device == (
+        "προσομοιωμένος allocator (κανόνες του torch 2.13) · έλεγχος στη CPU: torch 2.13.0+cpu"
+    )
+    assert no_torch_device(Locale.EL).startswith("μόνο υπολογισμός, χωρίς GPU")
+    assert simulated_device(Locale.EN) == SIMULATED_DEVICE  # what the executor says

@@ -1,5 +1,5 @@
 """The reports read as their locale writes: one number format per text, Greek separators,
-the glossary's words for reserved and allocated, retries."""
+the glossary's words for reserved and allocated, retries, no English left in Greek."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from collections.abc import Callable
 import pytest
 
 from bot.domain import Locale
-from tests.runner.demo_checks import LANGUAGE_CHECKS, NO_TORCH, run_demo
+from tests.runner.demo_checks import LANGUAGE_CHECKS, NO_TORCH, rendered
 
 
-def report(demo: str, locale: Locale, **params: object) -> str:
-    return run_demo(demo, locale, **params).report
+def report(demo: str, locale: Locale) -> str:
+    return rendered(demo, locale).report
 
 
 @pytest.mark.parametrize(
-    "check", LANGUAGE_CHECKS, ids=["number-format", "greek-separators", "glossary"]
+    "check", LANGUAGE_CHECKS, ids=["number-format", "greek-separators", "glossary", "greek"]
 )
 @pytest.mark.parametrize("demo", NO_TORCH)
 def test_reports_read_as_their_locale_writes(demo: str, check: Callable[[str, str], None]) -> None:

@@ -11,7 +11,7 @@ import pytest
 from bot.clock import FakeClock
 from bot.commands import CommandSet, Invocation, run_command
 from bot.demo_runner import OffRunner
-from bot.demos import DemoDispatcher, install_demos, register_demo_commands
+from bot.demos import DEMO, DemoDispatcher, demo_commands, demo_feature
 from bot.domain import (
     ChannelRef,
     ChannelSettings,
@@ -23,8 +23,8 @@ from bot.domain import (
     MessageRef,
     Platform,
 )
-from bot.interactions import Click, Interactions
-from bot.messages import ActionKind
+from bot.features import Quiz
+from bot.interactions import Click
 from bot.quiz import QuizService
 from gpu_runner.demos import SIMULATED_DEVICE
 from gpu_runner.executor import Executor, ExecutorConfig
@@ -54,11 +54,14 @@ def runs_of(service: QuizService) -> SqlDemoRunRepository:
 
 
 @pytest.fixture
-def dispatcher(service: QuizService, fault_executor: Executor) -> DemoDispatcher:
+def dispatcher(basic: Quiz, fault_executor: Executor) -> DemoDispatcher:
+    """A dispatcher (not started) whose feature is in the quiz's registry: it listens to
+    reveals and takes the demo button."""
+    service = basic.service
     d = DemoDispatcher(
         service, runs_of(service), LocalRunner(fault_executor), fault_executor.registry
     )
-    d.attach()
+    basic.registry.add(demo_feature(d))
     return d
 
 
@@ -104,7 +107,7 @@ async def test_reveal_posts_status_then_result_and_plot_in_the_question_thread(
 
 
 async def test_button_policy_offers_a_button_and_runs_nothing(
-    service: QuizService, chat: RecordingChat, dispatcher: DemoDispatcher
+    basic: Quiz, service: QuizService, chat: RecordingChat, dispatcher: DemoDispatcher
 ) -> None:
     await set_policy(service, DemoPolicy.BUTTON)
     post = await service.ask(CHANNEL, topic="fragmentation")
@@ -112,10 +115,9 @@ async def test_button_policy_offers_a_button_and_runs_nothing(
     await service.close(post.id)
     await dispatcher.drain()
     buttons = [b for s in chat.of("thread") if s.message for b in s.message.buttons]
-    assert [(b.action, b.post_id) for b in buttons] == [(ActionKind.DEMO, post.id)]
+    assert [(b.action, b.post_id) for b in buttons] == [(DEMO, post.id)]
     assert await runs_of(service).for_post(post.id) == []
-    interactions = Interactions(service)
-    install_demos(CommandSet(), interactions, dispatcher)
+    interactions = basic.interactions
 
     def click(name: str) -> Click:
         found = Click.parse(buttons[0].encode(), user(name), CHANNEL)
@@ -139,12 +141,11 @@ async def test_button_policy_offers_a_button_and_runs_nothing(
 
 
 async def test_a_demo_click_on_a_question_without_that_demo_runs_nothing(
-    service: QuizService, dispatcher: DemoDispatcher
+    basic: Quiz, service: QuizService, dispatcher: DemoDispatcher
 ) -> None:
     post = await service.ask(CHANNEL, topic="fragmentation")
     assert post is not None
-    interactions = Interactions(service)
-    install_demos(CommandSet(), interactions, dispatcher)
+    interactions = basic.interactions
     forged = Click.parse(f"quiz:demo:{post.id}:view-keeps-storage", user("ann"), CHANNEL)
     assert forged is not None
     reply = await interactions.click(forged)
@@ -172,6 +173,7 @@ async def test_off_policy_runs_nothing(
     [(DemoPolicy.AUTO, DemoPolicy.OFF, 0), (DemoPolicy.OFF, DemoPolicy.AUTO, 1)],
 )
 async def test_a_scheduled_question_follows_its_schedules_demo_policy(
+    basic: Quiz,
     service: QuizService,
     chat: RecordingChat,
     fault_executor: Executor,
@@ -209,7 +211,7 @@ async def test_a_scheduled_question_follows_its_schedules_demo_policy(
         fault_executor.registry,
         schedule_policy=policy_of,
     )
-    d.attach()
+    basic.registry.add(demo_feature(d))
     post = await service.ask(
         CHANNEL,
         topic="fragmentation",
@@ -224,9 +226,7 @@ async def test_a_scheduled_question_follows_its_schedules_demo_policy(
 
 
 def commands(dispatcher: DemoDispatcher) -> CommandSet:
-    cs = CommandSet()
-    register_demo_commands(cs, dispatcher)
-    return cs
+    return CommandSet(demo_commands(dispatcher))
 
 
 INV = Invocation(CHANNEL, user("ana"), Locale.EN)
@@ -320,7 +320,7 @@ async def test_bot_restart_mid_demo_still_posts_the_result_once(
         return current is not None and current.state is DemoState.RUNNING
 
     await eventually(running)
-    await first.aclose()  # the bot process dies mid-demo...
+    await first.shutdown()  # the bot process dies mid-demo...
     await runner_a.shutdown()  # ...and its fork server with it
     open_gate(token)
     second = DemoDispatcher(service, runs, LocalRunner(fault_executor), fault_executor.registry)

@@ -4,7 +4,6 @@ off: tests call `tick`, the code path APScheduler wakes in production)."""
 from __future__ import annotations
 
 import asyncio
-import random
 import shlex
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -14,15 +13,18 @@ from typing import Any
 
 import pytest
 
+from bot import basics, scheduling
 from bot.bank import QuestionBank
 from bot.clock import Clock, FakeClock
 from bot.domain import ChannelRef, Locale, MessageRef, Platform, PostKind
+from bot.features import Feature, Parts, Quiz, Registry
 from bot.i18n import translator
-from bot.messages import ActionKind, Button
+from bot.messages import ANSWER, Button
 from bot.quiz import QuizService
-from bot.scheduling import Scheduler, ScheduleRequest, parse_schedule_request
+from bot.scheduling import Scheduler, ScheduleRequest, parse_schedule_request, schedule_feature
 from storage.store import SqlStore
 from tests.fakes import RecordingChat, Sent
+from tests.quiz import quiz_of
 
 
 class NamedChat(RecordingChat):
@@ -41,14 +43,26 @@ def post_id_of(sent: Sent) -> int:
     """The post id carried by a posted question's first button."""
     assert sent.message is not None and sent.message.buttons
     action, post_id, _ = Button.decode(sent.message.buttons[0].encode())
-    assert action is ActionKind.ANSWER
+    assert action == ANSWER
     return post_id
 
 
 @pytest.fixture
-async def scheduler(service: QuizService, store: SqlStore) -> AsyncIterator[Scheduler]:
-    async with Scheduler(service, store.schedules, use_apscheduler=False) as s:
-        yield s
+async def basic(
+    store: SqlStore, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+) -> AsyncIterator[Quiz]:
+    """Here: the basic commands and scheduled questions (APScheduler off: tests tick)."""
+    chats = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
+    features = [basics.feature, scheduling.feature]
+    async with quiz_of(store, chats, bank, clock, features=features) as q:
+        yield q
+
+
+@pytest.fixture
+def scheduler(basic: Quiz) -> Scheduler:
+    found = basic.registry.service(Scheduler)
+    assert found is not None
+    return found
 
 
 async def run_until(
@@ -81,6 +95,7 @@ class Instance:
     service: QuizService
     scheduler: Scheduler
     chat: RecordingChat
+    registry: Registry
 
 
 @asynccontextmanager
@@ -94,23 +109,18 @@ async def instance(
     seed: int = 7,
     **scheduler_options: Any,
 ) -> AsyncIterator[Instance]:
+    scheduler_options.setdefault("use_apscheduler", False)
+
+    def scheduled(parts: Parts) -> Feature:
+        made = Scheduler(parts.service, parts.store.schedules, **scheduler_options)
+        return schedule_feature(made)
+
     async with SqlStore(db_url, clock=clock) as store:
-        service = QuizService(
-            store,
-            {p: chat for p in platforms},
-            bank,
-            clock,
-            rng=random.Random(seed),
-            count_update_interval=0.0,
-        )
-        scheduler_options.setdefault("use_apscheduler", False)
-        scheduler = Scheduler(service, store.schedules, **scheduler_options)
-        await scheduler.start()
-        try:
-            yield Instance(store, service, scheduler, chat)
-        finally:
-            await scheduler.shutdown()
-            await service.drain_updates()
+        chats = {p: chat for p in platforms}
+        async with quiz_of(store, chats, bank, clock, features=[scheduled], seed=seed) as quiz:
+            scheduler = quiz.registry.service(Scheduler)
+            assert scheduler is not None
+            yield Instance(store, quiz.service, scheduler, chat, quiz.registry)
 
 
 def request(text: str, now: datetime, default_zone: str = "UTC") -> ScheduleRequest:

@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.admin import EVERYONE, NOBODY
 from bot.clock import FakeClock
-from bot.commands import CommandSet, Invocation, Reply, core_commands, run_command
+from bot.commands import CommandSet, Invocation, Reply, run_command
 from bot.domain import ChannelRef, DemoPolicy, Locale
+from bot.features import Quiz
 from bot.quiz import QuizService
-from bot.scheduling import Scheduler, register_schedule_commands
 from bot.scheduling.recurrence import MAX_CRON_LENGTH
 from storage.store import SqlStore
 from tests.conftest import user
@@ -20,10 +21,8 @@ ADMIN, PLAYER = user("admin"), user("player")
 
 
 @pytest.fixture
-def commands(scheduler: Scheduler) -> CommandSet:
-    cs = core_commands()
-    register_schedule_commands(cs, scheduler)
-    return cs
+def commands(basic: Quiz) -> CommandSet:
+    return basic.commands
 
 
 async def run(
@@ -35,7 +34,7 @@ async def run(
     admin: bool = True,
     locale: Locale = Locale.EN,
 ) -> list[Reply]:
-    inv = Invocation(channel, ADMIN if admin else PLAYER, locale, is_admin=admin)
+    inv = Invocation(channel, ADMIN if admin else PLAYER, locale, EVERYONE if admin else NOBODY)
     return await run_command(commands, service, inv, text)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import random
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
@@ -14,11 +13,10 @@ from adapters.console.clock import clock_command
 from adapters.console.play import ConsoleSession
 from bot.bank import QuestionBank
 from bot.clock import FakeClock, OffsetClock
-from bot.commands import core_commands
 from bot.domain import Platform
-from bot.quiz import QuizService
-from bot.scheduling import Scheduler, register_schedule_commands
+from bot.scheduling import Scheduler
 from storage.store import SqlStore
+from tests.quiz import quiz_of
 
 
 @pytest.fixture
@@ -29,13 +27,10 @@ async def console(
     chat = ConsoleChat(out)
     # Monday 4 January 2027, 09:00 UTC on the real-time side of the offset.
     clock = OffsetClock(FakeClock(datetime(2027, 1, 4, 9, tzinfo=UTC)))
-    service = QuizService(
-        store, {Platform.CONSOLE: chat}, bank, clock, rng=random.Random(3), count_update_interval=0
-    )
-    async with Scheduler(service, store.schedules, use_apscheduler=False) as scheduler:
-        commands = core_commands()
-        register_schedule_commands(commands, scheduler)
-        session = ConsoleSession(service, commands, chat, out)
+    async with quiz_of(store, {Platform.CONSOLE: chat}, bank, clock, seed=3) as quiz:
+        scheduler = quiz.registry.service(Scheduler)
+        assert scheduler is not None
+        session = ConsoleSession(quiz, chat, out)
         session.extra["clock"] = clock_command(clock, scheduler)
         yield session, out, clock
 

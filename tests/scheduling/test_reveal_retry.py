@@ -17,6 +17,7 @@ from sqlalchemy import DateTime, bindparam, text
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Locale, MessageRef, PostKind, PostState, Reveal
+from bot.features import Feature, Quiz
 from bot.quiz import DEFAULT_REVEAL_LEASE, QuizService
 from bot.scheduling import Scheduler
 from storage.engine import create_engine, upgrade
@@ -50,6 +51,7 @@ async def ask_and_answer(service: QuizService, channel: ChannelRef) -> int:
 
 
 async def test_failed_reveal_keeps_the_close_and_is_posted_once_after_the_lease(
+    basic: Quiz,
     service: QuizService,
     scheduler: Scheduler,
     store: SqlStore,
@@ -58,7 +60,7 @@ async def test_failed_reveal_keeps_the_close_and_is_posted_once_after_the_lease(
     channel: ChannelRef,
 ) -> None:
     listener = Listener()
-    service.on_reveal.append(listener)
+    basic.registry.add(Feature("listener", on_reveal=[listener]))
     post_id = await ask_and_answer(service, channel)
     chat.fail_threads = 1
 
@@ -129,8 +131,8 @@ async def test_two_replicas_post_each_failed_reveal_exactly_once(
         instance(db_url, clock, bank, b_chat, seed=2) as b,
     ):
         listeners = Listener()
-        a.service.on_reveal.append(listeners)
-        b.service.on_reveal.append(listeners)
+        for replica in (a, b):
+            replica.registry.add(Feature("listener", on_reveal=[listeners]))
         ids = [await ask_and_answer(a.service, channel) for _ in range(8)]
         a_chat.fail_threads = len(ids)  # every reveal of instance a fails
         closes = await asyncio.gather(*(a.service.close(i) for i in ids))
@@ -186,6 +188,7 @@ async def test_reveal_lost_when_the_process_stopped_after_the_close_is_posted_af
 
 
 async def test_normal_close_posts_once_and_leaves_nothing_to_retry(
+    basic: Quiz,
     service: QuizService,
     scheduler: Scheduler,
     store: SqlStore,
@@ -194,7 +197,7 @@ async def test_normal_close_posts_once_and_leaves_nothing_to_retry(
     channel: ChannelRef,
 ) -> None:
     listener = Listener()
-    service.on_reveal.append(listener)
+    basic.registry.add(Feature("listener", on_reveal=[listener]))
     post_id = await ask_and_answer(service, channel)
     assert await service.close(post_id) is not None
     assert len(chat.of("thread")) == 1 and listener.posts == [post_id]

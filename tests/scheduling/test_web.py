@@ -106,4 +106,4 @@ async def test_a_port_in_use_names_the_setting(http: aiohttp.ClientSession) -> N
     async with WebServer(MetricsRegistry(), host="127.0.0.1", port=0) as first:
         second = WebServer(MetricsRegistry(), host="127.0.0.1", port=first.port)
         with pytest.raises(OSError, match="QUIZBOT_HTTP_PORT"):
-            await second.start()
+            await second.initialize()

@@ -44,7 +44,6 @@ def test_public_api_surface_is_pinned() -> None:
         "Timeline",
         "allocation_size",
         "check_invariants",
-        "format_mib",
         "format_size",
         "gpu_check_record",
         "load_snapshot",

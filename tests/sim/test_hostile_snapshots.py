@@ -58,6 +58,19 @@ def shared_devices() -> bytes:
     return pickle.dumps({"segments": [], "device_traces": [events] * 1000})
 
 
+def shared_traces() -> bytes:
+    """The red team's file, within the device limit: one list of 20,000 events as the
+    trace of 60 devices (1.2 M events described by 0.6 MB)."""
+    events = [_event(16 * i) for i in range(20_000)]
+    return pickle.dumps({"segments": [], "device_traces": [events] * 60})
+
+
+def shared_segments() -> bytes:
+    """One segment listed a million times beside a real one-event trace."""
+    segment = {"device": 0, "address": 0, "total_size": 2 << 20, "blocks": []}
+    return pickle.dumps({"segments": [segment] * 1_000_000, "device_traces": [[_event()]]})
+
+
 def huge_bytes() -> bytes:
     """BINBYTES8 announcing 2**40 bytes: the C unpickler allocates before it reads."""
     return b"\x80\x04\x8e" + struct.pack("<Q", 1 << 40) + b"xx."
@@ -69,7 +82,9 @@ ATTACKS = {
     "memo_bomb": (memo_bomb, "refused: it stores memo entry 134,217,728 after only 0"),
     "dict_flood": (dict_flood, f"would build more than 24 MiB of objects ({MAX_EXPANSION} times"),
     "shared_events": (shared_events, "lists 1,000,000 events, more than a file of its size"),
-    "shared_devices": (shared_devices, "lists 1,000,000 events, more than a file of its size"),
+    "shared_devices": (shared_devices, "has traces for 1,000 devices, more than a machine has"),
+    "shared_traces": (shared_traces, "lists 1,200,000 events, more than a file of its size"),
+    "shared_segments": (shared_segments, "lists 1,000,000 segments, more than a file of its"),
     "huge_bytes": (huge_bytes, "is corrupted or not a pickle (BrokenPickleError: it ends before"),
 }
 

@@ -123,6 +123,53 @@ def test_cli_prints_the_comparison_and_writes_a_png(
     assert f"plot: {png}" in out
 
 
+def test_cli_speaks_greek_with_greek_numbers_and_plot(
+    tmp_path: Path,
+    q4_snapshot: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from matplotlib.figure import Figure
+
+    from tests.greek_checks import (
+        check_greek_is_greek,
+        greek_misses,
+        greek_numbers_in_plot,
+        texts,
+    )
+
+    drawn: list[Figure] = []
+    save = Figure.savefig
+
+    def keep(fig: Figure, *args: Any, **kwargs: Any) -> None:
+        drawn.append(fig)
+        save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    path = write_snapshot(tmp_path / "q4.pickle", q4_snapshot)
+    argv = ["sim", "replay", str(path), "--conf", "expandable_segments:True", "--locale", "el"]
+    codes: list[int] = []
+    missed = greek_misses(lambda: codes.append(_run_cli(*argv, "--out", str(tmp_path))))
+    out = capsys.readouterr().out
+    assert codes == [0] and missed == []
+    peak = next(line for line in out.splitlines() if line.startswith("μέγιστη δεσμευμένη"))
+    assert peak.split()[2:] == ["1046,00", "MiB", "1046,00", "MiB", "620,00", "MiB"]
+    assert "προσομοιωμένη GPU 80,00 GiB" in out
+    words = [t.get_text() for t in texts(drawn[0])]
+    assert "δεσμευμένη (reserved), ζητούμενες (expandable_segments:True)" in words
+    check_greek_is_greek(out.replace(str(tmp_path), ""), words)
+    greek_numbers_in_plot("sim replay", words)
+
+
+def test_cli_refuses_an_unknown_locale(
+    tmp_path: Path, q4_snapshot: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_snapshot(tmp_path / "q4.pickle", q4_snapshot)
+    with pytest.raises(SystemExit):
+        _run_cli("sim", "replay", str(path), "--locale", "de")
+    assert "unknown locale 'de': use one of en, el" in capsys.readouterr().err
+
+
 def test_cli_out_directory_names_the_png_after_the_snapshot(
     tmp_path: Path, q4_snapshot: dict[str, Any]
 ) -> None:

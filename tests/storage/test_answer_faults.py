@@ -10,9 +10,9 @@ PostgreSQL's own deadlock SQLSTATE.
 from __future__ import annotations
 
 import asyncio
-import random
 from collections import Counter
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from datetime import timedelta
 
 import pytest
@@ -20,6 +20,7 @@ from sqlalchemy import text
 
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
+from bot.config import Settings
 from bot.domain import AnswerStatus, ChannelRef, Platform, Post
 from bot.errors import StorageUnavailable
 from bot.quiz import QuizService
@@ -31,6 +32,7 @@ from storage.refs import RefResolver
 from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
+from tests.quiz import quiz_of
 
 
 class Observer:
@@ -235,7 +237,7 @@ async def test_a_database_that_does_not_answer_fails_the_clicks_within_the_budge
     assert "did not answer" in str(results[0])
     assert loop.time() - started < 5
     assert observer.retries["connection"] >= 1 and observer.failures["record answers"] >= 1
-    await repo.aclose()
+    await repo.shutdown()
     await engine.dispose()
 
 
@@ -251,7 +253,7 @@ async def test_shutdown_resolves_every_queued_click(
         for i in range(300)
     ]
     await asyncio.sleep(0)  # queued
-    await repo.aclose(timeout=10)
+    await repo.shutdown(timeout=10)
     done, not_done = await asyncio.wait(pending, timeout=5)
     assert not_done == set()
     recorded = [f for f in done if not f.exception()]
@@ -285,17 +287,30 @@ async def test_the_ask_cooldown_holds_across_replicas(
     clock: FakeClock,
     channel: ChannelRef,
 ) -> None:
+    async with AsyncExitStack() as stack:
+        await _cooldown_across_replicas(stack, service, replica, bank, clock, channel)
+
+
+async def _cooldown_across_replicas(
+    stack: AsyncExitStack,
+    service: QuizService,
+    replica: SqlStore,
+    bank: QuestionBank,
+    clock: FakeClock,
+    channel: ChannelRef,
+) -> None:
     cooldown = timedelta(seconds=30)
     service.ask_cooldown = cooldown
-    other = QuizService(
+    replica_quiz = quiz_of(
         replica,
         {Platform.SLACK: RecordingChat()},
         bank,
         clock,
-        rng=random.Random(1),
-        count_update_interval=0.0,
-        ask_cooldown=cooldown,
+        features=[],
+        settings=Settings(ask_cooldown=30),
+        seed=1,
     )
+    other = (await stack.enter_async_context(replica_quiz)).service
     results = await asyncio.gather(
         *(s.ask(channel) for s in (service, other, service, other)), return_exceptions=True
     )

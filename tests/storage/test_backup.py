@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import subprocess
 import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
@@ -15,10 +15,10 @@ from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import AnswerStatus, ChannelRef, Platform, UserRef
 from bot.errors import StorageError
-from bot.quiz import QuizService
 from storage.backup import backup, restore
 from storage.store import SqlStore
 from tests.fakes import RecordingChat
+from tests.quiz import quiz_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,15 +29,12 @@ async def test_backup_taken_while_answers_are_written_keeps_every_acknowledged_a
     db = tmp_path / "live.db"
     db.write_bytes(sqlite_template.read_bytes())
     url = f"sqlite+aiosqlite:///{db}"
-    async with SqlStore(url, clock=clock) as store:
-        service = QuizService(
-            store,
-            {Platform.SLACK: RecordingChat()},
-            bank,
-            clock,
-            rng=random.Random(1),
-            count_update_interval=0,
+    async with AsyncExitStack() as stack, SqlStore(url, clock=clock) as store:
+        chats = {Platform.SLACK: RecordingChat()}
+        quiz = await stack.enter_async_context(
+            quiz_of(store, chats, bank, clock, features=[], seed=1)
         )
+        service = quiz.service
         post = await service.ask(ChannelRef(Platform.SLACK, "T", "C"))
         assert post is not None
         acknowledged: list[str] = []

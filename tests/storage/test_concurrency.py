@@ -4,9 +4,9 @@ commit) and across two (two engines on one database)."""
 from __future__ import annotations
 
 import asyncio
-import random
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
 
 import pytest
 
@@ -17,6 +17,7 @@ from bot.quiz import QuizService
 from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
+from tests.quiz import quiz_of
 
 
 @pytest.fixture
@@ -26,12 +27,18 @@ async def second_store(db_url: str, clock: FakeClock) -> AsyncIterator[SqlStore]
         yield s
 
 
-def make_service(
-    store: SqlStore, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
-) -> QuizService:
-    return QuizService(
-        store, {Platform.SLACK: chat}, bank, clock, rng=random.Random(3), count_update_interval=0.0
-    )
+@pytest.fixture
+async def replica(
+    second_store: SqlStore, bank: QuestionBank, clock: FakeClock
+) -> AsyncIterator[Callable[[RecordingChat], Awaitable[QuizService]]]:
+    """A second bot process on the same database: its quiz on `second_store`."""
+    async with AsyncExitStack() as stack:
+
+        async def make(chat: RecordingChat) -> QuizService:
+            made = quiz_of(second_store, {Platform.SLACK: chat}, bank, clock, features=[], seed=3)
+            return (await stack.enter_async_context(made)).service
+
+        yield make
 
 
 async def test_fifty_concurrent_clicks_by_one_user_count_once(
@@ -52,12 +59,12 @@ async def test_fifty_concurrent_clicks_by_one_user_count_once(
 
 async def test_concurrent_clicks_through_two_processes_count_once(
     service: QuizService,
-    second_store: SqlStore,
+    replica: Callable[[RecordingChat], Awaitable[QuizService]],
     bank: QuestionBank,
     clock: FakeClock,
     channel: ChannelRef,
 ) -> None:
-    other = make_service(second_store, RecordingChat(), bank, clock)
+    other = await replica(RecordingChat())
     post = await service.ask(channel)
     assert post is not None
     alice = user("alice")
@@ -72,13 +79,13 @@ async def test_concurrent_clicks_through_two_processes_count_once(
 async def test_two_concurrent_closers_reveal_exactly_once(
     service: QuizService,
     chat: RecordingChat,
-    second_store: SqlStore,
+    replica: Callable[[RecordingChat], Awaitable[QuizService]],
     bank: QuestionBank,
     clock: FakeClock,
     channel: ChannelRef,
 ) -> None:
     other_chat = RecordingChat()
-    other = make_service(second_store, other_chat, bank, clock)
+    other = await replica(other_chat)
     for _ in range(5):
         post = await service.ask(channel)
         assert post is not None
@@ -97,12 +104,12 @@ async def test_two_concurrent_closers_reveal_exactly_once(
 
 async def test_answers_racing_a_close_are_either_revealed_or_told_closed(
     service: QuizService,
-    second_store: SqlStore,
+    replica: Callable[[RecordingChat], Awaitable[QuizService]],
     bank: QuestionBank,
     clock: FakeClock,
     channel: ChannelRef,
 ) -> None:
-    closer = make_service(second_store, RecordingChat(), bank, clock)
+    closer = await replica(RecordingChat())
     post = await service.ask(channel)
     assert post is not None
 

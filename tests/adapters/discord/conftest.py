@@ -1,37 +1,38 @@
-"""Fixtures: a fake Discord, and the real adapter wired to a quiz service on the test
-database (SQLite and PostgreSQL), in gateway mode (a real discord.py connection) or HTTP
-mode (the bot's real aiohttp endpoint, signed requests)."""
+"""Fixtures: a fake Discord, and the real adapter on the quiz `quizbot serve` builds
+(`tests.quiz.quiz_of`, with the features a test needs) on the test database (SQLite and
+PostgreSQL), in gateway mode (a real discord.py connection) or HTTP mode (the bot's real
+aiohttp endpoint, signed requests)."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from adapters.discord.adapter import DiscordAdapter
+from bot import basics
+from bot import demos as demo_features
+from bot import generated as generated_questions
 from bot.bank import QuestionBank
+from bot.clinic import ClinicJob, ClinicResult, ProgressCallback
 from bot.clock import FakeClock
-from bot.commands import CommandSet, core_commands
-from bot.demos import DemoDispatcher, install_demos
+from bot.demos import DemoDispatcher
 from bot.domain import DemoJob, DemoResult, DemoState, Platform
-from bot.generated import install_generated
-from bot.imports import install_import_help
-from bot.interactions import Interactions
+from bot.features import FeatureFactory, Quiz
 from bot.ports import Chat
-from bot.quiz import QuizService
-from questions.families.source import FamilySource
-from storage.demo_runs import SqlDemoRunRepository
 from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.helpers import endpoint_served
-from tests.core.team import install_team
+from tests.adapters.features import TEAM_FEATURES
+from tests.quiz import quiz_of
 
 # Every test here talks to a real client over sockets: bound each one.
 pytestmark = pytest.mark.timeout(30)
 
 Runner = Callable[..., AbstractAsyncContextManager[DiscordAdapter]]
+QuizWith = Callable[..., AbstractAsyncContextManager[Quiz]]
 MODES = ("gateway", "http")
 both_modes = pytest.mark.parametrize("mode", MODES)
 
@@ -50,35 +51,40 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 
 @pytest.fixture
 def chats() -> dict[str, Chat]:
-    """Filled with the adapter's chat once it exists (the service keeps this mapping)."""
+    """Filled with the adapter's chat once it exists (the quiz keeps this mapping)."""
     return {}
 
 
 @pytest.fixture
-def discord_service(
-    store: object, chats: dict[str, Chat], bank: QuestionBank, clock: FakeClock
-) -> QuizService:
-    return QuizService(
-        store,  # type: ignore[arg-type]
-        chats,
-        bank,
-        clock,
-        rng=random.Random(7),
-        count_update_interval=0.0,
-    )
+def quiz_with(store: Any, chats: dict[str, Chat], bank: QuestionBank, clock: FakeClock) -> QuizWith:
+    """``async with quiz_with(*features, **parts) as quiz``: the quiz with `features` (the
+    basic commands when none are named) on this test's database, posting through the
+    adapter's chat; `parts` as `tests.quiz.quiz_of` takes them (runner, demos, settings…)."""
+
+    def make(*features: FeatureFactory, **parts: Any) -> AbstractAsyncContextManager[Quiz]:
+        return quiz_of(store, chats, bank, clock, features=features or (basics.feature,), **parts)
+
+    return make
+
+
+@pytest.fixture
+async def discord_quiz(quiz_with: QuizWith) -> AsyncIterator[Quiz]:
+    """The quiz with the basic commands (ask, close, leaderboard, stats, lang, help)."""
+    async with quiz_with() as quiz:
+        yield quiz
 
 
 @pytest.fixture
 def run_adapter(
-    fake: FakeDiscord, discord_service: QuizService, chats: dict[str, Chat], mode: str
+    fake: FakeDiscord, quiz_with: QuizWith, chats: dict[str, Chat], mode: str
 ) -> Runner:
-    """``async with run_adapter(**options) as adapter``: a started adapter (READY in gateway
-    mode; its endpoint served in HTTP mode) whose chat is the service's Discord chat
-    (``commands=`` replaces the core's command set). A second one on the same database is
-    a restart."""
+    """``async with run_adapter(quiz=…, **options) as adapter``: a started adapter (READY in
+    gateway mode; its endpoint served in HTTP mode) on `quiz`, whose chat is the quiz's
+    Discord chat. Without a quiz, a quiz of the basic commands is started with it and
+    stopped after it: a second one on the same database is a restart."""
 
     @asynccontextmanager
-    async def run(**options: Any) -> AsyncIterator[DiscordAdapter]:
+    async def run(quiz: Quiz | None = None, **options: Any) -> AsyncIterator[DiscordAdapter]:
         settings: dict[str, Any] = {
             "token": "fake-token",
             "api_base": fake.api_base,
@@ -88,18 +94,19 @@ def run_adapter(
         }
         if mode == "http":
             settings["public_key"] = fake.http.public_key
-        commands = options.pop("commands", None) or core_commands()
         settings.update(options)
-        adapter = DiscordAdapter(discord_service, commands, **settings)
-        chats[Platform.DISCORD] = adapter.chat
-        async with adapter:
+        async with AsyncExitStack() as stack:
+            if quiz is None:
+                quiz = await stack.enter_async_context(quiz_with())
+            adapter = DiscordAdapter(quiz, **settings)
+            chats[Platform.DISCORD] = adapter.chat
+            await stack.enter_async_context(adapter)
             if adapter.http_mode:
-                async with endpoint_served(adapter) as port:
-                    fake.http.endpoint = f"http://127.0.0.1:{port}/discord/interactions"
-                    yield adapter
+                port = await stack.enter_async_context(endpoint_served(adapter))
+                fake.http.endpoint = f"http://127.0.0.1:{port}/discord/interactions"
             else:
                 await adapter.wait_until_ready(timeout=10)
-                yield adapter
+            yield adapter
 
     return run
 
@@ -121,12 +128,14 @@ class BankCatalog:
 
 
 class InstantRunner:
-    """A runner at the edge: every demo succeeds at once with a short report."""
+    """A runner at the edge: every demo succeeds at once with a short report, and so does
+    every memory clinic job."""
 
     enabled = True
 
     def __init__(self) -> None:
         self.jobs: list[DemoJob] = []
+        self.clinic_jobs: list[ClinicJob] = []
 
     async def submit(self, job: DemoJob) -> None:
         self.jobs.append(job)
@@ -137,69 +146,47 @@ class InstantRunner:
             run_id, job.demo, DemoState.SUCCEEDED, "simulated", report=f"report of {job.demo}"
         )
 
+    async def run_clinic(
+        self, job: ClinicJob, progress: ProgressCallback | None = None
+    ) -> ClinicResult:
+        self.clinic_jobs.append(job)
+        text = f"clinic report of {job.name}"
+        return ClinicResult("Memory clinic", text, "", None, None)
 
+
+@dataclass(frozen=True)
 class DemoKit:
-    def __init__(self, service: QuizService) -> None:
-        self.runner = InstantRunner()
-        runs = SqlDemoRunRepository(service.store.sessions)  # type: ignore[attr-defined]
-        self.dispatcher = DemoDispatcher(service, runs, self.runner, BankCatalog(service.bank))
-        self.dispatcher.attach()
-        self.commands: CommandSet = core_commands()
-        self.interactions = Interactions(service)
-        install_demos(self.commands, self.interactions, self.dispatcher)
+    """The quiz with demos, on a runner at the edge: what it ran, and the dispatcher the
+    demos feature built."""
 
-    def options(self) -> dict[str, Any]:
-        return {"commands": self.commands, "interactions": self.interactions}
+    quiz: Quiz
+    runner: InstantRunner
+    dispatcher: DemoDispatcher
 
 
 @pytest.fixture
-async def demos(discord_service: QuizService) -> AsyncIterator[DemoKit]:
-    kit = DemoKit(discord_service)
-    yield kit
-    await kit.dispatcher.aclose()
+async def demos(quiz_with: QuizWith, bank: QuestionBank) -> AsyncIterator[DemoKit]:
+    runner = InstantRunner()
+    async with quiz_with(
+        basics.feature, demo_features.feature, runner=runner, demos=BankCatalog(bank)
+    ) as quiz:
+        dispatcher = quiz.registry.service(DemoDispatcher)
+        assert dispatcher is not None
+        yield DemoKit(quiz, runner, dispatcher)
 
 
-# -- generated questions ------------------------------------------------------------------
-
-
-class GeneratedKit:
-    """Generated questions and their typed answers, wired as `build_core` wires them."""
-
-    def __init__(self, service: QuizService) -> None:
-        service.generated = FamilySource()
-        self.commands: CommandSet = core_commands()
-        self.interactions = Interactions(service)
-        install_generated(self.commands, self.interactions, service)
-
-    def options(self) -> dict[str, Any]:
-        return {"commands": self.commands, "interactions": self.interactions}
+# -- generated questions, team packs ------------------------------------------------------
 
 
 @pytest.fixture
-def generated(discord_service: QuizService) -> GeneratedKit:
-    return GeneratedKit(discord_service)
-
-
-# -- team packs ---------------------------------------------------------------------------
-
-
-class TeamKit:
-    """Team packs wired as `build_core` wires them (review, submit, flags, packs, mydata,
-    `/quiz import`), on the adapter's interactions; `enable_files` takes question files."""
-
-    def __init__(self, service: QuizService) -> None:
-        self.commands: CommandSet = core_commands()
-        self.interactions = Interactions(service)
-        _, self.importer = install_team(self.commands, self.interactions, service)
-        install_import_help(self.commands)
-
-    def options(self) -> dict[str, Any]:
-        return {"commands": self.commands, "interactions": self.interactions}
-
-    def enable_files(self, adapter: DiscordAdapter) -> None:
-        adapter.enable_imports(self.importer)
+async def generated(quiz_with: QuizWith) -> AsyncIterator[Quiz]:
+    """Generated questions and their typed answers, as `serve` wires them."""
+    async with quiz_with(basics.feature, generated_questions.feature, generated=True) as quiz:
+        yield quiz
 
 
 @pytest.fixture
-def team(discord_service: QuizService) -> TeamKit:
-    return TeamKit(discord_service)
+async def team(quiz_with: QuizWith) -> AsyncIterator[Quiz]:
+    """Team packs, as `serve` wires them (`TEAM_FEATURES`)."""
+    async with quiz_with(*TEAM_FEATURES) as quiz:
+        yield quiz

@@ -10,28 +10,22 @@ import asyncio
 import pickle
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from adapters.discord.adapter import DiscordAdapter
-from adapters.discord.files import (
-    AttachedFile,
-    AttachmentRoute,
-    FileWork,
-    private_temp_file,
-    resolved_attachment,
-)
-from adapters.discord.replies import DeferredReply
-from bot.clinic_flow import Clinic
+from adapters.discord.files import private_temp_file, resolved_attachment
+from bot import basics, clinic_flow
 from bot.clock import FakeClock
-from bot.demo_runner import OffRunner
-from bot.quiz import QuizService
+from bot.config import Settings
+from bot.features import Feature, Parts, Quiz
+from bot.intake import FileRoute, FileWork, PrivateReply, SentFile
 from gpu_runner.executor import Executor, ExecutorConfig
 from gpu_runner.local import LocalRunner
-from tests.adapters.discord.conftest import Runner, both_modes
+from tests.adapters.discord.conftest import QuizWith, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
 from tests.adapters.discord.helpers import answered_at_once, edits, final_edit, text_of
 from tests.clinic import snapshots
@@ -47,9 +41,21 @@ def executor() -> Iterator[Executor]:
         yield ex
 
 
-def enable(adapter: DiscordAdapter, executor: Executor, cap: int = 10 * MiB) -> None:
-    runner = LocalRunner(executor=executor, clinic_max_bytes=cap)
-    adapter.enable_clinic(Clinic(runner, adapter.service), cap)
+ClinicQuiz = Callable[..., AbstractAsyncContextManager[Quiz]]
+
+
+@pytest.fixture
+def clinic(quiz_with: QuizWith, executor: Executor) -> ClinicQuiz:
+    """``async with clinic(cap) as quiz``: the quiz with the memory clinic, on a local
+    runner (the module's fork server) taking snapshots up to `cap` bytes
+    (QUIZBOT_CLINIC_MAX_MB)."""
+
+    def make(cap: int = 10 * MiB) -> AbstractAsyncContextManager[Quiz]:
+        runner = LocalRunner(executor=executor, clinic_max_bytes=cap)
+        settings = Settings(ask_cooldown=0, clinic_max_mb=cap // MiB)
+        return quiz_with(basics.feature, clinic_flow.feature, runner=runner, settings=settings)
+
+    return make
 
 
 def unique(suffix: str = ".pickle") -> str:
@@ -58,12 +64,11 @@ def unique(suffix: str = ".pickle") -> str:
 
 @both_modes
 async def test_a_snapshot_attached_to_quiz_clinic_gets_a_private_report_with_its_plot(
-    fake: FakeDiscord, run_adapter: Runner, executor: Executor
+    fake: FakeDiscord, run_adapter: Runner, clinic: ClinicQuiz
 ) -> None:
     name = unique()
     snapshot = fake.attach(name, pickle.dumps(snapshots.growing_batch()))
-    async with run_adapter() as adapter:
-        enable(adapter, executor)
+    async with clinic() as quiz, run_adapter(quiz=quiz) as adapter:
         inter = await fake.command("clinic", {"snapshot": snapshot}, user_id="7901")
         done = await final_edit(fake, inter, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
         await adapter.idle()
@@ -85,7 +90,7 @@ async def test_a_snapshot_attached_to_quiz_clinic_gets_a_private_report_with_its
 
 
 async def test_bad_snapshots_each_get_one_clear_private_line(
-    fake: FakeDiscord, run_adapter: Runner, executor: Executor, tmp_path: Path
+    fake: FakeDiscord, run_adapter: Runner, clinic: ClinicQuiz, tmp_path: Path
 ) -> None:
     files = bad_files(tmp_path)
     cases = {
@@ -94,12 +99,12 @@ async def test_bad_snapshots_each_get_one_clear_private_line(
         "callable": "was refused before anything in it ran",
         "no device_traces": "was recorded without memory history",
     }
-    async with run_adapter() as adapter:
-        enable(adapter, executor)
+    async with clinic() as quiz, run_adapter(quiz=quiz) as adapter:
         sent = []
-        for case, expected in cases.items():
+        for n, (case, expected) in enumerate(cases.items()):
             attached = fake.attach(unique(), files[case][0])
-            inter = await fake.command("clinic", {"snapshot": attached}, user_id="7902")
+            # one member each: a member's second snapshot waits for their first
+            inter = await fake.command("clinic", {"snapshot": attached}, user_id=f"792{n}")
             sent.append((inter, attached, expected))
         for inter, attached, expected in sent:
             done = await final_edit(fake, inter, expected)
@@ -109,14 +114,39 @@ async def test_bad_snapshots_each_get_one_clear_private_line(
 
 
 @both_modes
+async def test_a_members_second_snapshot_waits_for_the_first(
+    fake: FakeDiscord, run_adapter: Runner, clinic: ClinicQuiz
+) -> None:
+    data = pickle.dumps(snapshots.growing_batch())
+    first, second = fake.attach(unique(), data), fake.attach(unique(), data)
+    async with clinic() as quiz, run_adapter(quiz=quiz) as adapter:
+        one = await fake.command("clinic", {"snapshot": first}, user_id="7940")
+        two = await fake.command("clinic", {"snapshot": second}, user_id="7940")
+
+        def texts(inter: Json) -> list[str]:
+            # Refused before its download (the initial response), or after it (an edit).
+            answers = [c.json.get("data") or {} for c in fake.callbacks(inter)]
+            return [text_of(a) for a in answers] + [text_of(c.json) for c in edits(fake, inter)]
+
+        def said(expected: str) -> list[Json]:
+            return [i for i in (one, two) if any(expected in t for t in texts(i))]
+
+        await fake.until(lambda: said("is still being checked") and said("expandable_segments"))
+        await adapter.idle()
+    (waited,), (analysed,) = said("is still being checked"), said("expandable_segments")
+    assert waited is not analysed
+    name = (first if analysed is one else second)["filename"]
+    assert name in texts(waited)[-1]  # it names the one in the clinic
+
+
+@both_modes
 async def test_what_can_be_refused_before_the_download_is_refused_at_once(
-    fake: FakeDiscord, run_adapter: Runner, executor: Executor
+    fake: FakeDiscord, run_adapter: Runner, clinic: ClinicQuiz
 ) -> None:
     good = pickle.dumps(snapshots.well_packed(2))
     huge = fake.attach("huge.pickle", good, size=50 * MiB)  # as Discord announces it
     odd_gpu = fake.attach("ok.pickle", good)
-    async with run_adapter() as adapter:
-        enable(adapter, executor, cap=1 * MiB)
+    async with clinic(cap=1 * MiB) as quiz, run_adapter(quiz=quiz) as adapter:
         inter = await fake.command("clinic", {"snapshot": huge}, user_id="7903")
         assert "huge.pickle is 50 MiB, over the clinic's limit of 1.0 MiB" in (
             await answered_at_once(fake, inter)
@@ -129,11 +159,10 @@ async def test_what_can_be_refused_before_the_download_is_refused_at_once(
 
 
 async def test_a_file_larger_than_announced_stops_downloading_at_the_cap(
-    fake: FakeDiscord, run_adapter: Runner, executor: Executor
+    fake: FakeDiscord, run_adapter: Runner, clinic: ClinicQuiz
 ) -> None:
     liar = fake.attach(unique(), bytes(2 * MiB), size=10)
-    async with run_adapter() as adapter:
-        enable(adapter, executor, cap=1 * MiB)
+    async with clinic(cap=1 * MiB) as quiz, run_adapter(quiz=quiz) as adapter:
         inter = await fake.command("clinic", {"snapshot": liar}, user_id="7904")
         done = await final_edit(fake, inter, "could not download")
         assert "larger than its announced size" in text_of(done.json)
@@ -142,11 +171,11 @@ async def test_a_file_larger_than_announced_stops_downloading_at_the_cap(
 
 
 async def test_with_the_runner_off_the_clinic_says_so_without_downloading(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, quiz_with: QuizWith
 ) -> None:
     attached = fake.attach("train.pickle", pickle.dumps(snapshots.well_packed(2)))
-    async with run_adapter() as adapter:
-        adapter.enable_clinic(Clinic(OffRunner(), discord_service), 10 * MiB)
+    # No runner given: QUIZBOT_RUNNER=off's.
+    async with quiz_with(basics.feature, clinic_flow.feature) as quiz, run_adapter(quiz=quiz):
         inter = await fake.command("clinic", {"snapshot": attached}, user_id="7905")
         assert "QUIZBOT_RUNNER=off" in await answered_at_once(fake, inter)
     assert fake.downloads == []
@@ -154,7 +183,7 @@ async def test_with_the_runner_off_the_clinic_says_so_without_downloading(
 
 @pytest.mark.parametrize("forged", ["missing", "http://cdn.example/x.pickle"])
 async def test_only_a_file_resolved_in_the_command_itself_is_fetched(
-    fake: FakeDiscord, run_adapter: Runner, executor: Executor, forged: str
+    fake: FakeDiscord, run_adapter: Runner, clinic: ClinicQuiz, forged: str
 ) -> None:
     attached = fake.attach("train.pickle", b"data")
     if forged == "missing":
@@ -162,8 +191,7 @@ async def test_only_a_file_resolved_in_the_command_itself_is_fetched(
         payload = _command_with(fake, attached, resolved={})
     else:
         payload = _command_with(fake, {**attached, "url": forged})
-    async with run_adapter() as adapter:
-        enable(adapter, executor)
+    async with clinic() as quiz, run_adapter(quiz=quiz):
         await fake.dispatch("INTERACTION_CREATE", payload)
         assert "did not arrive with the command" in await answered_at_once(fake, payload)
     assert fake.downloads == []
@@ -184,24 +212,30 @@ def _command_with(
 
 
 async def test_a_restart_runs_a_clinic_request_whose_process_died(
-    fake: FakeDiscord, run_adapter: Runner, executor: Executor, clock: FakeClock
+    fake: FakeDiscord,
+    run_adapter: Runner,
+    quiz_with: QuizWith,
+    clinic: ClinicQuiz,
+    clock: FakeClock,
 ) -> None:
     attached = fake.attach(unique(), pickle.dumps(snapshots.growing_batch()))
 
-    def hangs(file: AttachedFile) -> FileWork:
-        async def work(path: Path, reply: DeferredReply) -> None:
+    async def hangs(sent: SentFile) -> FileWork:
+        async def work(path: Path, reply: PrivateReply) -> None:
             await asyncio.Event().wait()  # the process is killed while this runs
 
         return work
 
-    async with run_adapter() as first:
-        first.path.files.add(AttachmentRoute("clinic", "snapshot", 10 * MiB, hangs))
+    def hanging(parts: Parts) -> Feature:
+        route = FileRoute("clinic", "snapshot", 10 * MiB, lambda name: True, hangs)
+        return Feature("hanging clinic", files=[route])
+
+    async with quiz_with(basics.feature, hanging) as quiz, run_adapter(quiz=quiz) as first:
         inter = await fake.command("clinic", {"snapshot": attached}, user_id="7907")
         await fake.until(lambda: len(fake.downloads) == 1)
         await first.tasks.cancel()  # as `kill -9` would
     clock.advance(timedelta(seconds=61))  # the dead handler's lease has passed
-    async with run_adapter() as second:
-        enable(second, executor)
+    async with clinic() as quiz, run_adapter(quiz=quiz) as second:
         assert await second.path.deliveries.replay_due() == 1
         await final_edit(fake, inter, "PYTORCH_CUDA_ALLOC_CONF=")
         await second.idle()

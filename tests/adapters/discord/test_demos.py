@@ -3,11 +3,9 @@ policies, as a Discord user meets them over the gateway and the HTTP endpoint.""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
+from bot.config import Settings
 from bot.domain import DemoPolicy
-from bot.quiz import QuizService
-from tests.adapters.discord.conftest import DemoKit, Runner, both_modes
+from tests.adapters.discord.conftest import DemoKit, QuizWith, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
 from tests.adapters.discord.helpers import ADMIN, ask, channel_of, custom_ids, said, text_of
 
@@ -29,7 +27,7 @@ async def reveal(fake: FakeDiscord, demos: DemoKit) -> Json:
 async def test_the_demo_button_runs_the_questions_demo_once_in_its_thread(
     fake: FakeDiscord, run_adapter: Runner, demos: DemoKit
 ) -> None:
-    async with run_adapter(**demos.options()):
+    async with run_adapter(quiz=demos.quiz):
         setting = await fake.command("demos", {"policy": "button"}, permissions=ADMIN)
         assert "now **button**" in text_of((await said(fake, setting))[0])
         message = await reveal(fake, demos)
@@ -55,16 +53,16 @@ async def test_the_demo_button_runs_the_questions_demo_once_in_its_thread(
 
 @both_modes
 async def test_quiz_demos_changes_what_the_next_reveal_does(
-    fake: FakeDiscord, run_adapter: Runner, demos: DemoKit, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, demos: DemoKit
 ) -> None:
-    async with run_adapter(**demos.options()):
+    async with run_adapter(quiz=demos.quiz):
         shown = await fake.command("demos")  # anyone may look
         assert "Demo policy here: **auto**" in text_of((await said(fake, shown))[0])
         refused = await fake.command("demos", {"policy": "off"})  # changing it: admins
         assert "Manage Server" in text_of((await said(fake, refused))[0])
 
         await said(fake, await fake.command("demos", {"policy": "off"}, permissions=ADMIN))
-        settings = await discord_service.store.settings.get(channel_of(fake))
+        settings = await demos.quiz.service.store.settings.get(channel_of(fake))
         assert settings.demo_policy is DemoPolicy.OFF
         off = await reveal(fake, demos)
         assert demos.runner.jobs == []
@@ -81,10 +79,10 @@ async def test_quiz_demos_changes_what_the_next_reveal_does(
 
 @both_modes
 async def test_ask_twice_within_the_cooldown_posts_one_question(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, quiz_with: QuizWith
 ) -> None:
-    discord_service.ask_cooldown = timedelta(seconds=30)
-    async with run_adapter():
+    cooldown = Settings(ask_cooldown=30)
+    async with quiz_with(settings=cooldown) as quiz, run_adapter(quiz=quiz):
         await ask(fake, user_id="7403")
         second = await fake.command("ask", user_id="7404")
         (reply,) = await said(fake, second)

@@ -9,12 +9,14 @@ import copy
 
 import discord
 
-from bot.commands import Invocation, Reply, core_commands
+from bot import basics
+from bot.commands import Command, Invocation, Reply
 from bot.domain import Locale, PostState
 from bot.errors import StorageUnavailable
+from bot.features import Feature, Parts
 from bot.messages import Message
 from bot.quiz import QuizService
-from tests.adapters.discord.conftest import Runner, both_modes
+from tests.adapters.discord.conftest import QuizWith, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import (
     ADMIN,
@@ -59,12 +61,12 @@ async def test_quiz_ask_posts_an_embed_with_one_button_per_choice(
 
 @both_modes
 async def test_answer_is_recorded_then_answered_inline_in_the_users_language(
-    fake: FakeDiscord, run_adapter: Runner, store: object, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, store: object
 ) -> None:
-    async with run_adapter():
+    async with run_adapter() as adapter:
         message, post_id = await ask(fake)
         post = await store.posts.get(post_id)  # type: ignore[attr-defined]
-        question = discord_service.bank.get(post.question_id)
+        question = adapter.service.bank.get(post.question_id)
         assert question is not None
         right = f"quiz:answer:{post_id}:{question.answer}"
         click = await fake.click(message["id"], right, user_id="7001", locale="el")
@@ -80,10 +82,10 @@ async def test_answer_is_recorded_then_answered_inline_in_the_users_language(
 
 
 async def test_unsupported_user_language_falls_back_to_the_channels(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
-    await discord_service.set_locale(channel_of(fake), Locale.EL)
-    async with run_adapter():
+    async with run_adapter() as adapter:
+        await adapter.service.set_locale(channel_of(fake), Locale.EL)
         message, _ = await ask(fake)
         click = await fake.click(message["id"], custom_ids(message)[0], user_id="7002", locale="de")
         (reply,) = await said(fake, click)
@@ -149,18 +151,22 @@ async def test_click_on_a_question_posted_before_a_restart_is_still_answered(
 
 @both_modes
 async def test_slow_command_defers_at_once_then_replaces_the_thinking_line(
-    fake: FakeDiscord, run_adapter: Runner
+    fake: FakeDiscord, run_adapter: Runner, quiz_with: QuizWith
 ) -> None:
-    commands = core_commands()
     release = asyncio.Event()
 
     async def slow(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         await release.wait()  # the core is slow: the deadline passes first
         return [Reply(Message(body="slow answer")), Reply(Message(body="and more"))]
 
-    commands.add("stats", slow, "stats")
-    async with run_adapter(ack_deadline=0.0, commands=commands) as adapter:
-        inter = await fake.command("stats", user_id="7006")
+    def slow_feature(parts: Parts) -> Feature:
+        return Feature("slow", commands=[Command("slow", slow, "slow", "")])
+
+    async with (
+        quiz_with(basics.feature, slow_feature) as quiz,
+        run_adapter(quiz=quiz, ack_deadline=0.0) as adapter,
+    ):
+        inter = await fake.command("slow", user_id="7006")
         await fake.until(lambda: bool(fake.callbacks(inter)))
         (callback,) = fake.callbacks(inter)
         assert callback.json == {"type": 5, "data": {"flags": EPHEMERAL}}
@@ -174,13 +180,13 @@ async def test_slow_command_defers_at_once_then_replaces_the_thinking_line(
 
 
 async def test_click_on_a_closed_question_gets_a_clear_line(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
-    async with run_adapter():
+    async with run_adapter() as adapter:
         message, post_id = await ask(fake)
         stale = copy.deepcopy(message)  # as a client that has not seen the close yet
         first = custom_ids(message)[0]
-        assert await discord_service.close(post_id) is not None
+        assert await adapter.service.close(post_id) is not None
         assert custom_ids(message) == []  # the close removed the buttons
         for shown in (stale, None):  # the button still on screen, or already gone
             click = await fake.click(message["id"], first, user_id="7007", message=shown)
@@ -203,13 +209,13 @@ async def test_click_on_an_unknown_post_gets_a_clear_line(
 
 
 async def test_answered_count_is_edited_into_the_question(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
-    async with run_adapter():
+    async with run_adapter() as adapter:
         message, _ = await ask(fake)
         click = await fake.click(message["id"], custom_ids(message)[0], user_id="7009")
         await said(fake, click)
-        await discord_service.drain_updates()
+        await adapter.service.drain_updates()
         (edit,) = fake.of("PATCH", rf"/channels/{fake.channel_id}/messages/{message['id']}")
         assert edit.json["embeds"][0]["footer"]["text"].startswith("1 answered")
         assert custom_ids(edit.json) == custom_ids(message)  # buttons stay while open
@@ -253,13 +259,13 @@ async def test_leaderboard_is_shown_to_the_channel(fake: FakeDiscord, run_adapte
 
 
 async def test_lang_by_an_admin_switches_the_channel_to_greek(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
-    async with run_adapter():
+    async with run_adapter() as adapter:
         inter = await fake.command("lang", {"language": "el"}, permissions=ADMIN)
         (reply,) = await said(fake, inter)
         assert "Ελληνικά" in text_of(reply)
-        settings = await discord_service.store.settings.get(channel_of(fake))
+        settings = await adapter.service.store.settings.get(channel_of(fake))
         assert settings.locale is Locale.EL
 
 
@@ -326,15 +332,15 @@ async def test_a_command_dispatched_twice_runs_once(fake: FakeDiscord, run_adapt
 
 @both_modes
 async def test_a_click_while_the_database_is_down_is_told_to_click_again(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
-    async with run_adapter():
+    async with run_adapter() as adapter:
         message, _ = await ask(fake)
 
         async def down(*args: object, **kwargs: object) -> None:
             raise StorageUnavailable("the database did not answer")
 
-        discord_service.record_answer = down  # type: ignore[method-assign]
+        adapter.service.record_answer = down  # type: ignore[method-assign]
         click = await fake.click(message["id"], custom_ids(message)[0], user_id="7016")
         (reply,) = await said(fake, click)
         assert reply["flags"] == EPHEMERAL

@@ -11,13 +11,15 @@ import asyncio
 import pytest
 
 from adapters.discord.forms import modal_response, modal_values, problems_message
-from bot.commands import Invocation, Reply, core_commands
+from bot import basics
+from bot.commands import Command, Invocation, Reply
 from bot.domain import ChannelRef, Locale, Platform, UserRef
+from bot.features import Feature, Parts, Quiz
 from bot.forms import FieldKind, Form, FormField, Submission, SubmitReply
 from bot.messages import Message
 from bot.numeric import numeric_target
 from bot.quiz import QuizService
-from tests.adapters.discord.conftest import GeneratedKit, Runner, both_modes
+from tests.adapters.discord.conftest import QuizWith, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
 from tests.adapters.discord.helpers import ADMIN, ask, custom_ids, modal_for, said, text_of
 
@@ -98,11 +100,10 @@ def number_button(message: Json) -> str:
 async def test_a_generated_question_is_answered_with_a_typed_number_in_a_modal(
     fake: FakeDiscord,
     run_adapter: Runner,
-    generated: GeneratedKit,
-    discord_service: QuizService,
+    generated: Quiz,
 ) -> None:
-    store = discord_service.store
-    async with run_adapter(**generated.options()):
+    store = generated.service.store
+    async with run_adapter(quiz=generated):
         message, post_id = await ask(fake, "request-rounding")
         post = await store.posts.get(post_id)
         assert post is not None
@@ -147,9 +148,9 @@ async def test_a_generated_question_is_answered_with_a_typed_number_in_a_modal(
 
 
 async def test_a_typed_answer_button_on_a_question_without_a_number_says_so(
-    fake: FakeDiscord, run_adapter: Runner, generated: GeneratedKit
+    fake: FakeDiscord, run_adapter: Runner, generated: Quiz
 ) -> None:
-    async with run_adapter(**generated.options()):
+    async with run_adapter(quiz=generated):
         message, post_id = await ask(fake, "fragmentation")  # a bank question
         click = await fake.click(message["id"], f"quiz:number:{post_id}:", user_id="7803")
         (reply,) = await said(fake, click)
@@ -159,15 +160,15 @@ async def test_a_typed_answer_button_on_a_question_without_a_number_says_so(
 
 @both_modes
 async def test_a_submission_of_a_form_that_is_not_ours_changes_nothing(
-    fake: FakeDiscord, run_adapter: Runner, generated: GeneratedKit, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, generated: Quiz
 ) -> None:
-    async with run_adapter(**generated.options()):
+    async with run_adapter(quiz=generated):
         _, post_id = await ask(fake, "request-rounding")
         for custom_id in ("someone_elses_modal", f"quiz:form:number:{10**30}:"):
             sub = await fake.submit_modal(custom_id, {"value": "1"}, user_id="7804")
             (reply,) = await said(fake, sub)
             assert "not available any more" in text_of(reply)
-        assert await discord_service.store.answers.for_post(post_id) == []
+        assert await generated.service.store.answers.for_post(post_id) == []
 
 
 NOTE = Form("note", 0, "", "Leave a note", (FormField("text", "Your note", FieldKind.PARAGRAPH),))
@@ -175,9 +176,8 @@ NOTE = Form("note", 0, "", "Leave a note", (FormField("text", "Your note", Field
 
 @pytest.mark.parametrize("slow", [False, True])
 async def test_a_command_whose_answer_is_a_form_opens_it(
-    fake: FakeDiscord, run_adapter: Runner, slow: bool
+    fake: FakeDiscord, run_adapter: Runner, quiz_with: QuizWith, slow: bool
 ) -> None:
-    commands = core_commands()
     release = asyncio.Event()
     if not slow:
         release.set()
@@ -186,8 +186,10 @@ async def test_a_command_whose_answer_is_a_form_opens_it(
         await release.wait()
         return [Reply(Message(body="Use /quiz note again to leave a note."), form=NOTE)]
 
-    commands.add("note", note, "note")
-    async with run_adapter(commands=commands, ack_deadline=0.2):
+    def notes(parts: Parts) -> Feature:
+        return Feature("notes", commands=[Command("note", note, "note", "leave a note")])
+
+    async with quiz_with(basics.feature, notes) as quiz, run_adapter(quiz=quiz, ack_deadline=0.2):
         inter = await fake.command("note", user_id="7805")
         if not slow:
             modal = await modal_for(fake, inter)

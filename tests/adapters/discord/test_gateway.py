@@ -13,9 +13,8 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from adapters.discord.gateway import HOOKED_EVENT, SUPPORTED_DISCORD_PY, check_hook
-from bot.commands import core_commands
 from bot.errors import ConfigError
-from bot.quiz import QuizService
+from bot.features import Quiz
 from tests.adapters.discord.conftest import Runner
 from tests.adapters.discord.fake_discord import FakeDiscord
 
@@ -55,13 +54,12 @@ def test_a_missing_hook_point_is_a_config_error_naming_the_version_and_the_fix()
 
 
 async def test_the_adapter_checks_the_hook_before_it_calls_discord(
-    fake: FakeDiscord, discord_service: QuizService, run_adapter: Runner
+    fake: FakeDiscord, discord_quiz: Quiz, run_adapter: Runner
 ) -> None:
     from adapters.discord.adapter import DiscordAdapter
 
     adapter = DiscordAdapter(
-        discord_service,
-        core_commands(),
+        discord_quiz,
         token="t",
         api_base=fake.api_base,
         gateway_url=fake.gateway_url,

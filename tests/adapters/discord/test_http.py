@@ -10,9 +10,8 @@ import pytest
 from nacl.signing import SigningKey
 
 from adapters.discord.adapter import DiscordAdapter
-from bot.commands import core_commands
 from bot.errors import ConfigError
-from bot.quiz import QuizService
+from bot.features import Quiz
 from tests.adapters.discord.conftest import Runner
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import ask, custom_ids, text_of
@@ -103,10 +102,10 @@ async def test_a_signed_body_that_is_not_json_is_a_400(
         assert status == 400
 
 
-def test_a_public_key_that_is_not_one_is_a_config_error(discord_service: QuizService) -> None:
+async def test_a_public_key_that_is_not_one_is_a_config_error(discord_quiz: Quiz) -> None:
     for key in ("", "abc", "zz" * 32, "00" * 31):
         with pytest.raises(ConfigError, match="DISCORD_PUBLIC_KEY must be"):
-            DiscordAdapter(discord_service, core_commands(), token="t", public_key=key)
+            DiscordAdapter(discord_quiz, token="t", public_key=key)
 
 
 async def test_a_redelivered_command_runs_once(

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from bot.domain import ChannelRef, Platform
-from bot.quiz import QuizService
 from tests.adapters.discord.conftest import Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import ask, custom_ids, said, text_of
@@ -44,7 +43,7 @@ async def send_raw(fake: FakeDiscord, mode: str, raw: Any) -> int | None:
 
 @both_modes
 async def test_malformed_interactions_are_dropped_counted_and_the_bot_goes_on(
-    fake: FakeDiscord, run_adapter: Runner, store: object, discord_service: QuizService, mode: str
+    fake: FakeDiscord, run_adapter: Runner, store: object, mode: str
 ) -> None:
     async with run_adapter() as adapter:
         message, post_id = await ask(fake)
@@ -60,7 +59,7 @@ async def test_malformed_interactions_are_dropped_counted_and_the_bot_goes_on(
         assert await adapter.healthy()
         answers = await store.answers.for_post(post_id)  # type: ignore[attr-defined]
         assert [a.user.user for a in answers] == ["7202"]
-        dropped = discord_service.metrics.dropped_payloads
+        dropped = adapter.service.metrics.dropped_payloads
         for _, _, kind in BROKEN:
             assert dropped.value(platform="discord", kind=kind) >= 1, kind
         # Only the valid click and the ask were answered.
@@ -91,11 +90,11 @@ async def test_clicks_naming_nothing_valid_get_a_clear_private_line(
 
 @both_modes
 async def test_a_click_on_a_post_of_another_channel_is_refused(
-    fake: FakeDiscord, run_adapter: Runner, store: object, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, store: object
 ) -> None:
     elsewhere = ChannelRef(Platform.DISCORD, fake.guild_id, "899999999999999999")
-    async with run_adapter():
-        post = await discord_service.ask(elsewhere)
+    async with run_adapter() as adapter:
+        post = await adapter.service.ask(elsewhere)
         assert post is not None
         # The button of that post, clicked in this channel (a forged or copied id).
         message, _ = await ask(fake)

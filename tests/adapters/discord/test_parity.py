@@ -1,6 +1,7 @@
-"""Command parity: `/quiz` on Discord is generated from the core's `CommandSet` — every
-subcommand the bot registers (as `quizbot serve` wires them) is in the synced command,
-with its options, and each one works end to end on the fake Discord."""
+"""Command parity: `/quiz` on Discord is generated from the registry's commands — every
+subcommand of every feature `quizbot serve` wires (`bot.app.FEATURES`, built by
+`bot.app.assemble`) is in the synced command, with its options, and each one works end to
+end on the fake Discord."""
 
 from __future__ import annotations
 
@@ -9,35 +10,31 @@ from typing import Any
 
 import pytest
 
-from bot.clinic_flow import Clinic, register_clinic_command
-from bot.commands import CommandSet
-from bot.demo_runner import OffRunner
-from bot.generated import install_generated
-from bot.imports import QuestionImport, install_import_help
-from bot.interactions import Interactions
-from bot.quiz import QuizService
-from bot.scheduling import Scheduler, register_schedule_commands
-from questions.team import TeamQuestions
-from tests.adapters.discord.conftest import DemoKit, Runner, both_modes
+from bot.app import FEATURES
+from bot.bank import QuestionBank
+from bot.clock import FakeClock
+from bot.demos import DemoDispatcher
+from bot.ports import Chat
+from tests.adapters.discord.conftest import BankCatalog, DemoKit, InstantRunner, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
-from tests.adapters.discord.helpers import ADMIN, ask, modal_for, said, text_of
-from tests.core.team import install_team
+from tests.adapters.discord.helpers import ADMIN, ask, final_edit, modal_for, said, text_of
 from tests.questions.test_team_files import HEADER, ROW
+from tests.quiz import quiz_of
 
 
 @pytest.fixture
-async def full(discord_service: QuizService, demos: DemoKit) -> AsyncIterator[DemoKit]:
-    """Every command `build_core` registers: the core's, generated questions, team packs
-    (review, retire, submit, flags, packs, mydata, forget-me, import), practice, report,
-    the clinic, demos, schedule."""
-    store: Any = discord_service.store
-    install_generated(demos.commands, Interactions(discord_service), discord_service)
-    install_team(demos.commands, demos.interactions, discord_service)  # + practice, report
-    install_import_help(demos.commands)
-    register_clinic_command(demos.commands)
-    async with Scheduler(discord_service, store.schedules, use_apscheduler=False) as scheduler:
-        register_schedule_commands(demos.commands, scheduler)
-        yield demos
+async def full(
+    store: Any, chats: dict[str, Chat], bank: QuestionBank, clock: FakeClock
+) -> AsyncIterator[DemoKit]:
+    """The quiz exactly as `serve` wires it — every feature of `bot.app.FEATURES` (the
+    basic commands, generated questions, team packs: review, retire, submit, flags, packs,
+    mydata, forget-me, import; the clinic, demos, practice, report, schedule) — on a runner
+    at the edge (demos and clinic jobs succeed at once)."""
+    runner = InstantRunner()
+    async with quiz_of(store, chats, bank, clock, runner=runner, demos=BankCatalog(bank)) as quiz:
+        dispatcher = quiz.registry.service(DemoDispatcher)
+        assert dispatcher is not None
+        yield DemoKit(quiz, runner, dispatcher)
 
 
 def subcommands(fake: FakeDiscord) -> dict[str, Json]:
@@ -54,10 +51,11 @@ def options(sub: Json) -> dict[str, Json]:
 async def test_every_subcommand_is_synced_with_its_options(
     fake: FakeDiscord, run_adapter: Runner, full: DemoKit
 ) -> None:
-    commands: CommandSet = full.commands
-    async with run_adapter(**full.options()):
+    async with run_adapter(quiz=full.quiz):
         subs = subcommands(fake)
-    assert set(subs) == set(commands.handlers)
+    # In the order `/quiz help` lists them: every feature's, none other.
+    assert list(subs) == full.quiz.commands.names()
+    assert len(FEATURES) == len(full.quiz.registry.features)
     assert {"report", "practice", "leaderboard", "demos", "schedule"} <= set(subs)
     assert all(s["type"] == 1 for s in subs.values())
     topic = options(subs["ask"])["topic"]
@@ -129,7 +127,7 @@ async def test_team_pack_values_are_offered_as_they_are_typed(
     typed: str,
     offered: str,
 ) -> None:
-    async with run_adapter(**full.options()):
+    async with run_adapter(quiz=full.quiz):
         inter = await fake.command(sub, {option: typed}, itype=4, focused=option)
         await fake.until(lambda: bool(fake.callbacks(inter)))
         (callback,) = fake.callbacks(inter)
@@ -161,8 +159,8 @@ CASES: dict[str, tuple[dict[str, Any] | Callable[[FakeDiscord], dict[str, Any]],
     "close": ({}, "Done."),
     "lang": ({"language": "el"}, "Ελληνικά"),
     "generated": ({"share": 30}, "From now on 30% of this channel's questions are generated"),
-    # The file reaches the clinic (the runner is off here: it says so, downloading nothing).
-    "clinic": (snapshot_options, "QUIZBOT_RUNNER=off"),
+    # The file reaches the clinic (downloaded, analysed on the runner: first the status).
+    "clinic": (snapshot_options, "Analysing `train.pickle`"),
     "submit": ({}, MODAL + "Submit a question"),
     "review": ({"where": "here"}, "New submissions will appear in this channel"),
     "retire": ({"id": "team-000000000000"}, "Unknown question id 'team-000000000000'"),
@@ -178,13 +176,10 @@ CASES: dict[str, tuple[dict[str, Any] | Callable[[FakeDiscord], dict[str, Any]],
 async def test_every_subcommand_works_end_to_end(
     fake: FakeDiscord, run_adapter: Runner, full: DemoKit
 ) -> None:
-    assert set(CASES) == set(full.commands.handlers), "add the new subcommand to CASES"
-    async with run_adapter(**full.options()) as adapter:
-        service = adapter.service
-        adapter.enable_clinic(Clinic(OffRunner(), service), 1 << 20)
-        store: Any = service.store
-        adapter.enable_imports(QuestionImport(store.team, TeamQuestions(), service.clock))
+    assert set(CASES) == set(full.quiz.commands.names()), "add the new subcommand to CASES"
+    async with run_adapter(quiz=full.quiz):
         await ask(fake, "fragmentation", permissions=ADMIN)
+        clinic = None
         for name, (opts, expected) in CASES.items():
             values = opts(fake) if callable(opts) else opts
             inter = await fake.command(name, values, permissions=ADMIN, user_id="7501")
@@ -196,13 +191,19 @@ async def test_every_subcommand_works_end_to_end(
             text = text_of(first) + str(first.get("components"))
             assert "Something went wrong" not in text and "Unknown command" not in text, name
             assert expected in text, (name, text)
+            clinic = inter if name == "clinic" else clinic
+        assert clinic is not None
+        await final_edit(fake, clinic, "clinic report of train.pickle")  # the runner's answer
         # Without a file, /quiz clinic says how to send one, and /quiz import how to import.
         (how,) = await said(fake, await fake.command("clinic", {"gpu_memory": 80.0}))
         assert "snapshot attached" in text_of(how)
         (how,) = await said(fake, await fake.command("import", permissions=ADMIN))
         assert "Attach the file to /quiz import" in text_of(how)
         await full.dispatcher.drain()
-    (imported,) = fake.downloads  # the question file; the clinic downloaded nothing
+    snapshot, imported = fake.downloads  # the clinic's snapshot, then the question file
+    assert fake.files[snapshot] == b"\x80\x04N." and [j.name for j in full.runner.clinic_jobs] == [
+        "train.pickle"
+    ]
     assert fake.files[imported].startswith(HEADER.encode())
     # `/quiz demo fragmentation` ran the demo (and the reveal, under policy button, did not).
     assert [j.demo for j in full.runner.jobs] == ["fragmentation"]
@@ -211,7 +212,7 @@ async def test_every_subcommand_works_end_to_end(
 async def test_practice_is_private_with_its_own_answer_buttons(
     fake: FakeDiscord, run_adapter: Runner, full: DemoKit, store: object
 ) -> None:
-    async with run_adapter(**full.options()):
+    async with run_adapter(quiz=full.quiz):
         inter = await fake.command("practice", {"topic": "fragmentation"}, user_id="7502")
         (question,) = await said(fake, inter)
         assert question["flags"] == EPHEMERAL

@@ -5,8 +5,8 @@ replaces "thinking…"; importing the same file again adds nothing."""
 
 from __future__ import annotations
 
-from bot.quiz import QuizService
-from tests.adapters.discord.conftest import Runner, TeamKit, both_modes
+from bot.features import Quiz
+from tests.adapters.discord.conftest import Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import (
     ADMIN,
@@ -24,11 +24,10 @@ TWO_ROWS = f"{HEADER}\n{ROW}\n{ROW.replace(',B,', ',Z,')}\n".encode()
 
 @both_modes
 async def test_an_admins_question_file_is_imported_and_reported_privately(
-    fake: FakeDiscord, run_adapter: Runner, team: TeamKit, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, team: Quiz
 ) -> None:
     ours = fake.attach("ours.csv", TWO_ROWS)
-    async with run_adapter(**team.options()) as adapter:
-        team.enable_files(adapter)
+    async with run_adapter(quiz=team) as adapter:
         inter = await fake.command("import", {"file": ours}, user_id=ROOT, permissions=ADMIN)
         done = await final_edit(fake, inter, "Question import")
         report = text_of(done.json)
@@ -45,19 +44,18 @@ async def test_an_admins_question_file_is_imported_and_reported_privately(
         await adapter.idle()
     assert fake.downloads == [ours["id"], ours["id"]]
     assert fake.of("POST", r"/channels/\d+/messages") == []  # nothing said in the channel
-    pack = await discord_service.pools.team_pool(channel_of(fake))
+    pack = await team.service.pools.team_pool(channel_of(fake))
     assert len(pack) == 1
 
 
 @both_modes
 async def test_a_file_that_cannot_be_imported_is_refused_before_it_is_downloaded(
-    fake: FakeDiscord, run_adapter: Runner, team: TeamKit, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, team: Quiz
 ) -> None:
     ours = fake.attach("ours.csv", TWO_ROWS)
     notes = fake.attach("notes.pdf", b"%PDF-1.7")
     big = fake.attach("big.csv", TWO_ROWS, size=50 * 1000 * 1000)  # as Discord announces it
-    async with run_adapter(**team.options()) as adapter:
-        team.enable_files(adapter)
+    async with run_adapter(quiz=team) as adapter:
         member = await fake.command("import", {"file": ours}, user_id=BOB)
         assert "Only members with the Manage Server permission" in (
             await answered_at_once(fake, member)
@@ -78,4 +76,4 @@ async def test_a_file_that_cannot_be_imported_is_refused_before_it_is_downloaded
         assert "Only members with the Manage Server permission" in text_of(refused)
         await adapter.idle()
     assert fake.downloads == []
-    assert len(await discord_service.pools.team_pool(channel_of(fake))) == 0
+    assert len(await team.service.pools.team_pool(channel_of(fake))) == 0

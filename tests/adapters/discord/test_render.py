@@ -22,6 +22,7 @@ from adapters.discord.render import (
     truncate,
 )
 from bot.bank import QuestionBank
+from bot.demos import DEMO
 from bot.domain import (
     AnswerOutcome,
     AnswerStatus,
@@ -37,7 +38,7 @@ from bot.domain import (
     Reveal,
     UserRef,
 )
-from bot.messages import ActionKind, Button, Field, Message
+from bot.messages import ANSWER, Button, Field, Message
 from bot.render import (
     leaderboard_message,
     local_time,
@@ -162,7 +163,7 @@ def test_close_time_reads_back_what_local_time_wrote() -> None:
 
 
 def test_message_json_carries_the_embed_and_the_button_rows() -> None:
-    msg = Message(body="q?", buttons=(Button("A", ActionKind.ANSWER, 7, "0"),))
+    msg = Message(body="q?", buttons=(Button("A", ANSWER, 7, "0"),))
     body = message_json(msg)
     assert body["embeds"][0]["description"] == "q?"
     assert body["components"] == [
@@ -199,8 +200,8 @@ def test_truncate_never_leaves_code_or_bold_open() -> None:
 
 
 def test_long_labels_many_buttons_and_long_ids_are_brought_within_limits() -> None:
-    buttons = tuple(Button("L" * 120, ActionKind.ANSWER, 1, str(i)) for i in range(30))
-    too_long = Button("demo", ActionKind.DEMO, 1, "d" * 120)
+    buttons = tuple(Button("L" * 120, ANSWER, 1, str(i)) for i in range(30))
+    too_long = Button("demo", DEMO, 1, "d" * 120)
     r = render(Message(title="t", body="b", buttons=(too_long, *buttons)))
     assert_within_discord_limits(r)
     assert len(r.buttons) == 25 and [len(row) for row in r.rows] == [5] * 5

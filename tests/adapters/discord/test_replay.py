@@ -7,24 +7,25 @@ import asyncio
 from datetime import timedelta
 
 from bot.clock import FakeClock
-from bot.commands import Invocation, Reply, core_commands
+from bot.commands import Command, Invocation, Reply
+from bot.features import Feature, Parts
 from bot.quiz import QuizService
-from tests.adapters.discord.conftest import Runner, both_modes
+from tests.adapters.discord.conftest import QuizWith, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 
 
 @both_modes
 async def test_a_restart_replays_a_command_whose_handler_died(
-    fake: FakeDiscord, run_adapter: Runner, clock: FakeClock, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, quiz_with: QuizWith, clock: FakeClock
 ) -> None:
-    stuck = core_commands()
-
     async def dies(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         await asyncio.Event().wait()  # the process is killed while this runs
         return []
 
-    stuck.add("ask", dies, "ask [topic]")
-    async with run_adapter(commands=stuck, ack_deadline=0.0) as first:
+    def stuck(parts: Parts) -> Feature:
+        return Feature("stuck", commands=[Command("ask", dies, "ask [topic]", "")])
+
+    async with quiz_with(stuck) as quiz, run_adapter(quiz=quiz, ack_deadline=0.0) as first:
         inter = await fake.command("ask", user_id="7601")
         await fake.until(lambda: bool(fake.callbacks(inter)))
         (deferred,) = fake.callbacks(inter)

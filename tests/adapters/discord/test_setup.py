@@ -12,10 +12,9 @@ from discord.http import Route
 from adapters.discord.__main__ import main as discord_cli
 from adapters.discord.adapter import DiscordAdapter, parse_shard_ids
 from adapters.discord.invite import client_id_from_token, invite_url
-from bot.commands import core_commands
 from bot.config import Settings
 from bot.errors import ConfigError
-from bot.quiz import QuizService
+from bot.features import Quiz
 from tests.adapters.discord.conftest import Runner
 from tests.adapters.discord.fake_discord import FakeDiscord
 
@@ -54,15 +53,15 @@ def test_shard_ids_accept_lists_and_ranges() -> None:
         parse_shard_ids("a-b")
 
 
-def test_shard_ids_must_fit_the_shard_count(discord_service: QuizService) -> None:
+async def test_shard_ids_must_fit_the_shard_count(discord_quiz: Quiz) -> None:
     with pytest.raises(ConfigError, match=r"0\.\.1"):
-        DiscordAdapter(discord_service, core_commands(), token="t", shard_count=2, shard_ids=[2])
+        DiscordAdapter(discord_quiz, token="t", shard_count=2, shard_ids=[2])
     with pytest.raises(ConfigError, match="SHARD_COUNT"):
-        DiscordAdapter(discord_service, core_commands(), token="t", shard_ids=[0])
+        DiscordAdapter(discord_quiz, token="t", shard_ids=[0])
 
 
-def test_from_settings_reads_the_discord_variables(
-    discord_service: QuizService, monkeypatch: pytest.MonkeyPatch
+async def test_from_settings_reads_the_discord_variables(
+    discord_quiz: Quiz, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("DISCORD_TOKEN", raising=False)
     settings = Settings(
@@ -71,12 +70,12 @@ def test_from_settings_reads_the_discord_variables(
         DISCORD_GATEWAY_URL="ws://proxy:8081/",
         QUIZBOT_ADMINS="111,222",
     )
-    adapter = DiscordAdapter.from_settings(settings, discord_service, core_commands())
+    adapter = DiscordAdapter.from_settings(settings, discord_quiz)
     assert adapter.path.admin_ids == {"111", "222"}
     assert adapter.dev_guild is None and not adapter.http_mode
     assert adapter.rest.api_base == "http://proxy:8080/api/v10"
     with pytest.raises(ConfigError, match="DISCORD_TOKEN"):
-        DiscordAdapter.from_settings(Settings(), discord_service, core_commands())
+        DiscordAdapter.from_settings(Settings(), discord_quiz)
 
 
 async def test_a_rejected_token_is_a_config_error_naming_the_fix(

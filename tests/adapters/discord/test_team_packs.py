@@ -16,10 +16,10 @@ import pytest
 from adapters.discord.payloads import stored
 from bot.clock import FakeClock
 from bot.domain import Delivery, Platform, UserRef
+from bot.features import Quiz
 from bot.mydata import export_file
-from bot.quiz import QuizService
 from bot.team import SubmissionState, Workspace
-from tests.adapters.discord.conftest import Runner, TeamKit, both_modes
+from tests.adapters.discord.conftest import Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
 from tests.adapters.discord.helpers import (
     ADMIN,
@@ -59,10 +59,10 @@ async def submitted(fake: FakeDiscord, values: dict[str, str], user_id: str, **k
 
 @both_modes
 async def test_a_member_submits_an_admin_approves_it_is_asked_scored_flagged_then_forgotten(
-    fake: FakeDiscord, run_adapter: Runner, team: TeamKit, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, team: Quiz
 ) -> None:
-    store: Any = discord_service.store
-    async with run_adapter(**team.options()):
+    store: Any = team.service.store
+    async with run_adapter(quiz=team):
         # The form: five fields, Discord's limit; problems come back with the text to retry.
         modal = await modal_for(fake, await fake.command("submit", user_id=ANN))
         assert modal["title"] == "Submit a question"
@@ -163,7 +163,7 @@ async def test_a_member_submits_an_admin_approves_it_is_asked_scored_flagged_the
         assert "1 answer and 0 practice cards" in await first_said(fake, done)
     (kept,) = await store.answers.for_post(post_id)
     assert kept.user.user == ANN
-    board = await discord_service.leaderboard(channel_of(fake), None)
+    board = await team.service.leaderboard(channel_of(fake), None)
     assert [r.user.user for r in board.rows] == [ANN]
     assert await actual(store) == await recompute(store)
 
@@ -171,12 +171,11 @@ async def test_a_member_submits_an_admin_approves_it_is_asked_scored_flagged_the
 async def test_an_admins_approval_replayed_after_a_crash_is_still_an_admins(
     fake: FakeDiscord,
     run_adapter: Runner,
-    team: TeamKit,
-    discord_service: QuizService,
+    team: Quiz,
     clock: FakeClock,
 ) -> None:
-    store: Any = discord_service.store
-    async with run_adapter(**team.options()) as adapter:
+    store: Any = team.service.store
+    async with run_adapter(quiz=team) as adapter:
         assert "waits for review" in await submitted(fake, GOOD, ANN)
         (sub,) = await store.team.listing(workspace(fake))
         # ROOT's click was stored, then the process that took it died: this process has
@@ -191,10 +190,10 @@ async def test_an_admins_approval_replayed_after_a_crash_is_still_an_admins(
 
 
 async def test_the_review_channel_shows_each_submission_as_a_card_rejected_with_a_reason(
-    fake: FakeDiscord, run_adapter: Runner, team: TeamKit, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, team: Quiz
 ) -> None:
-    store: Any = discord_service.store
-    async with run_adapter(**team.options()):
+    store: Any = team.service.store
+    async with run_adapter(quiz=team):
         here = await fake.command("review", {"where": "here"}, user_id=ROOT, permissions=ADMIN)
         (set_up,) = await said(fake, here)
         assert "appear in this channel" in text_of(set_up) and not set_up.get("flags")  # public
@@ -240,10 +239,10 @@ async def test_the_review_channel_shows_each_submission_as_a_card_rejected_with_
 
 
 async def test_mydata_tells_a_member_who_takes_no_dms_how_to_allow_them_in_their_language(
-    fake: FakeDiscord, run_adapter: Runner, team: TeamKit
+    fake: FakeDiscord, run_adapter: Runner, team: Quiz
 ) -> None:
     fake.closed_dms.add(BOB)
-    async with run_adapter(**team.options()):
+    async with run_adapter(quiz=team):
         english = await first_said(fake, await fake.command("mydata", user_id=BOB))
         assert "Discord refused a direct message" in english and "Privacy Settings" in english
         assert "I sent you a file" not in english
@@ -256,12 +255,11 @@ async def test_mydata_tells_a_member_who_takes_no_dms_how_to_allow_them_in_their
 async def test_a_data_file_over_discords_limit_goes_compressed_or_names_the_operator_command(
     fake: FakeDiscord,
     run_adapter: Runner,
-    team: TeamKit,
-    discord_service: QuizService,
+    team: Quiz,
     compressible: bool,
 ) -> None:
-    store: Any = discord_service.store
-    async with run_adapter(**team.options()) as adapter:
+    store: Any = team.service.store
+    async with run_adapter(quiz=team) as adapter:
         await submitted(fake, GOOD, BOB)  # something to export
         bob = UserRef(Platform.DISCORD, fake.guild_id, BOB)
         size = len(export_file(bob, await store.members.export(bob)).data)

@@ -3,11 +3,13 @@ private messages, rate limits and lost races — real client, fake Discord."""
 
 from __future__ import annotations
 
-from bot.commands import CommandSet, Invocation, Reply, core_commands
+from bot import basics
+from bot.commands import Command, Invocation, Reply
 from bot.domain import MessageRef, PostState, UserRef
-from bot.messages import ActionKind, Button, Image, Message
+from bot.features import Feature, Parts
+from bot.messages import ANSWER, Button, Image, Message
 from bot.quiz import QuizService
-from tests.adapters.discord.conftest import Runner
+from tests.adapters.discord.conftest import QuizWith, Runner
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import ADMIN, ask, channel_of, custom_ids, said, text_of
 
@@ -19,12 +21,12 @@ def ref(fake: FakeDiscord, message_id: str) -> MessageRef:
 
 
 async def test_reveal_goes_in_a_thread_started_from_the_question(
-    fake: FakeDiscord, run_adapter: Runner, store: object, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, store: object
 ) -> None:
-    async with run_adapter():
+    async with run_adapter() as adapter:
         message, post_id = await ask(fake)
         post = await store.posts.get(post_id)  # type: ignore[attr-defined]
-        question = discord_service.bank.get(post.question_id)
+        question = adapter.service.bank.get(post.question_id)
         assert question is not None
         right = f"quiz:answer:{post_id}:{question.answer}"
         await said(fake, await fake.click(message["id"], right, user_id="8001"))
@@ -49,18 +51,18 @@ async def test_reveal_goes_in_a_thread_started_from_the_question(
 
 
 async def test_without_thread_permission_the_reveal_is_a_reply(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
     fake.fail("POST", r"/channels/\d+/messages/\d+/threads", 403, 50013)  # Missing Permissions
-    async with run_adapter():
+    async with run_adapter() as adapter:
         message, post_id = await ask(fake)
-        assert await discord_service.close(post_id) is not None
+        assert await adapter.service.close(post_id) is not None
         posts = fake.of("POST", rf"/channels/{fake.channel_id}/messages")
         reply = posts[-1].json
         assert str(reply["message_reference"]["message_id"]) == message["id"]
         assert reply["embeds"][0]["title"].startswith("Answer: ")
         # Later output for the same question follows the reveal, without asking again.
-        await discord_service.chats["discord"].upload_image(
+        await adapter.service.chats["discord"].upload_image(
             ref(fake, message["id"]), Image("p.png", PNG)
         )
         assert len(fake.of("POST", r"/channels/\d+/messages/\d+/threads")) == 1
@@ -69,11 +71,11 @@ async def test_without_thread_permission_the_reveal_is_a_reply(
 
 
 async def test_image_is_uploaded_as_an_attachment_in_the_thread(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
     async with run_adapter() as adapter:
         message, post_id = await ask(fake)
-        await discord_service.close(post_id)
+        await adapter.service.close(post_id)
         image = Image("fragmentation.png", PNG, title="segments over time")
         await adapter.chat.upload_image(ref(fake, message["id"]), image, "Ran on: simulator")
         (upload,) = [c for c in fake.of("POST", rf"/channels/{message['id']}/messages") if c.files]
@@ -83,11 +85,11 @@ async def test_image_is_uploaded_as_an_attachment_in_the_thread(
 
 
 async def test_after_a_restart_the_existing_thread_is_found_again(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
-    async with run_adapter():
+    async with run_adapter() as adapter:
         message, post_id = await ask(fake)
-        await discord_service.close(post_id)
+        await adapter.service.close(post_id)
     async with run_adapter() as restarted:
         await restarted.chat.upload_image(ref(fake, message["id"]), Image("late.png", PNG))
         threads = fake.of("POST", rf"/channels/{fake.channel_id}/messages/{message['id']}/threads")
@@ -97,11 +99,11 @@ async def test_after_a_restart_the_existing_thread_is_found_again(
 
 
 async def test_archived_thread_falls_back_to_a_reply_without_crashing(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
     async with run_adapter() as adapter:
         message, post_id = await ask(fake)
-        await discord_service.close(post_id)
+        await adapter.service.close(post_id)
         fake.fail("POST", rf"/channels/{message['id']}/messages", 400, 50083)  # archived
         sent = await adapter.chat.reply_in_thread(
             ref(fake, message["id"]), Message(title="Demo", body="late result")
@@ -112,12 +114,12 @@ async def test_archived_thread_falls_back_to_a_reply_without_crashing(
 
 
 async def test_question_deleted_before_the_close_still_gets_its_reveal(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
-    async with run_adapter():
+    async with run_adapter() as adapter:
         message, post_id = await ask(fake)
         del fake.messages[message["id"]]  # a moderator deleted it
-        reveal = await discord_service.close(post_id)
+        reveal = await adapter.service.close(post_id)
         assert reveal is not None
         edit = fake.of("PATCH", rf"/channels/{fake.channel_id}/messages/{message['id']}")
         assert [c.status for c in edit] == [404]  # logged, not raised
@@ -150,20 +152,20 @@ async def test_private_message_outside_an_interaction_is_a_dm(
 
 
 async def test_private_message_during_a_command_is_ephemeral_in_the_interaction(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner, quiz_with: QuizWith
 ) -> None:
-    commands: CommandSet = core_commands()
-
     async def practice(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         # What a practice feature does: a private question with answer buttons.
-        button = Button("A", ActionKind.ANSWER, 5, "0")
+        button = Button("A", ANSWER, 5, "0")
         await service.chat(inv.channel).send_private(
             inv.channel, inv.user, Message(title="Practice", body="q?", buttons=(button,))
         )
         return [Reply(Message(body="not scored"))]
 
-    commands.add("practice", practice, "practice")
-    async with run_adapter(commands=commands):
+    def practising(parts: Parts) -> Feature:
+        return Feature("practising", commands=[Command("practice", practice, "practice", "")])
+
+    async with quiz_with(basics.feature, practising) as quiz, run_adapter(quiz=quiz):
         inter = await fake.command("practice", user_id="8003")
         first, second = await said(fake, inter, 2)
         assert first["flags"] == EPHEMERAL and custom_ids(first) == ["quiz:answer:5:0"]
@@ -189,11 +191,11 @@ async def test_an_interaction_that_cannot_be_answered_is_logged_not_raised(
 
 
 async def test_a_message_in_a_thread_is_edited_there_even_after_a_restart(
-    fake: FakeDiscord, run_adapter: Runner, discord_service: QuizService
+    fake: FakeDiscord, run_adapter: Runner
 ) -> None:
     async with run_adapter() as adapter:
         message, post_id = await ask(fake)
-        await discord_service.close(post_id)
+        await adapter.service.close(post_id)
         status = await adapter.chat.reply_in_thread(
             ref(fake, message["id"]), Message(body="⏳ queued…")
         )

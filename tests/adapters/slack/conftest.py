@@ -1,10 +1,12 @@
-"""The real Bolt app and slack_sdk client against a fake Slack on 127.0.0.1."""
+"""The real Bolt app and slack_sdk client against a fake Slack on 127.0.0.1, and the
+adapter on the quiz `quizbot serve` builds (`tests.quiz.quiz_of`, with the features a test
+needs)."""
 
 from __future__ import annotations
 
 import json
-import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -16,13 +18,16 @@ from aiohttp import web
 from adapters.slack.app import SlackAdapter
 from adapters.slack.chat import SlackChat
 from adapters.slack.config import SlackConfig
+from bot import basics
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
-from bot.commands import core_commands
+from bot.config import Settings
 from bot.domain import ChannelRef, Platform, Post
+from bot.features import FeatureFactory, Quiz
 from bot.quiz import QuizService
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
+from tests.quiz import quiz_of
 
 
 @pytest.fixture
@@ -46,21 +51,36 @@ async def slack_chat(fake_slack: FakeSlack, sleeps: list[float]) -> AsyncIterato
         yield chat
 
 
+COOLDOWN = timedelta(seconds=30)
+SETTINGS = Settings(ask_cooldown=int(COOLDOWN.total_seconds()))  # as `serve`'s default
+
+QuizWith = Callable[..., AbstractAsyncContextManager[Quiz]]
+
+
 @pytest.fixture
-async def slack_service(
-    store: object, slack_chat: SlackChat, bank: QuestionBank, clock: FakeClock
-) -> AsyncIterator[QuizService]:
-    svc = QuizService(
-        store,  # type: ignore[arg-type]
-        {Platform.SLACK: slack_chat},
-        bank,
-        clock,
-        rng=random.Random(7),
-        count_update_interval=0.0,
-        ask_cooldown=timedelta(seconds=30),
-    )
-    yield svc
-    await svc.drain_updates()
+def quiz_with(store: Any, slack_chat: SlackChat, bank: QuestionBank, clock: FakeClock) -> QuizWith:
+    """``async with quiz_with(*features, **parts) as quiz``: the quiz with `features` (the
+    basic commands when none are named) on this test's database, posting through the
+    Slack client; `parts` as `tests.quiz.quiz_of` takes them (runner, settings…)."""
+
+    def make(*features: FeatureFactory, **parts: Any) -> AbstractAsyncContextManager[Quiz]:
+        return quiz_of(
+            store,
+            {Platform.SLACK: slack_chat},
+            bank,
+            clock,
+            features=features or (basics.feature,),
+            **{"settings": SETTINGS, **parts},
+        )
+
+    return make
+
+
+@pytest.fixture
+async def slack_quiz(quiz_with: QuizWith) -> AsyncIterator[Quiz]:
+    """The quiz with the basic commands (ask, close, leaderboard, stats, lang, help)."""
+    async with quiz_with() as quiz:
+        yield quiz
 
 
 @pytest.fixture
@@ -84,7 +104,7 @@ class SlackHttp:
 
     fake: FakeSlack
     adapter: SlackAdapter
-    service: QuizService
+    quiz: Quiz
     url: str
     session: aiohttp.ClientSession
     responses: dict[str, int] = field(default_factory=dict)
@@ -151,6 +171,10 @@ class SlackHttp:
         body = rq.interaction_body(payload)
         return await self.send(body, rq.signed_headers(body))
 
+    @property
+    def service(self) -> QuizService:
+        return self.quiz.service
+
     def private_to(self, user: str) -> list[str]:
         """The texts shown privately to `user` (response_url or chat.postEphemeral)."""
         out = [
@@ -171,34 +195,45 @@ class SlackHttp:
         return post
 
 
+SlackWith = Callable[..., AbstractAsyncContextManager[SlackHttp]]
+
+
 @pytest.fixture
-async def http_slack(
-    fake_slack: FakeSlack, slack_chat: SlackChat, slack_service: QuizService
-) -> AsyncIterator[SlackHttp]:
-    config = make_config(fake_slack, admin_ids=frozenset({"U0ROOT"}))
-    async with SlackAdapter(slack_service, core_commands(), slack_chat, config) as adapter:
-        app = web.Application()
-        adapter.mount(app)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        async with aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0),
-            timeout=aiohttp.ClientTimeout(total=10),
-        ) as session:
-            try:
-                yield SlackHttp(
-                    fake_slack,
-                    adapter,
-                    slack_service,
-                    f"http://127.0.0.1:{port}/slack/events",
-                    session,
-                )
-                await adapter.idle()
-            finally:
-                await runner.cleanup()
+def slack_with(fake_slack: FakeSlack, slack_chat: SlackChat, quiz_with: QuizWith) -> SlackWith:
+    """``async with slack_with(*features, **parts) as http``: the adapter in HTTP mode on
+    the quiz ``quiz_with(*features, **parts)`` starts with it (U0ROOT in QUIZBOT_ADMINS)."""
+
+    @asynccontextmanager
+    async def run(*features: FeatureFactory, **parts: Any) -> AsyncIterator[SlackHttp]:
+        config = make_config(fake_slack, admin_ids=frozenset({"U0ROOT"}))
+        async with (
+            quiz_with(*features, **parts) as quiz,
+            SlackAdapter(quiz, slack_chat, config) as adapter,
+        ):
+            app = web.Application()
+            adapter.mount(app)
+            runner = web.AppRunner(app, handle_signals=False, access_log=None)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            async with aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0),
+                timeout=aiohttp.ClientTimeout(total=10),
+            ) as session:
+                try:
+                    yield SlackHttp(
+                        fake_slack, adapter, quiz, f"http://127.0.0.1:{port}/slack/events", session
+                    )
+                    await adapter.idle()
+                finally:
+                    await runner.cleanup()
+
+    return run
 
 
-COOLDOWN = timedelta(seconds=30)
+@pytest.fixture
+async def http_slack(slack_with: SlackWith) -> AsyncIterator[SlackHttp]:
+    """The adapter in HTTP mode on the quiz of the basic commands."""
+    async with slack_with() as http:
+        yield http

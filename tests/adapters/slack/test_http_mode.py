@@ -8,6 +8,8 @@ import json
 import time
 from datetime import timedelta
 
+import pytest
+
 from bot.clock import FakeClock
 from bot.domain import AnswerStatus, ChannelRef, Locale, PostState
 from bot.quiz import QuizService
@@ -250,6 +252,21 @@ async def test_clicks_on_closed_and_unknown_posts_get_a_clear_line(
     assert "This question is closed" in http_slack.private_to("U0BOB")[0]
     assert "not available any more" in http_slack.private_to("U0CAROL")[0]
     assert "This question is closed" in http_slack.private_to("U0DAN")[0]
+    assert await http_slack.service.store.answers.for_post(post.id) == []
+
+
+@pytest.mark.parametrize("kind", ["nope", "demo"])  # no feature of this quiz registered them
+async def test_a_click_of_a_kind_no_feature_registered_is_told_so_and_stores_nothing(
+    http_slack: SlackHttp, kind: str
+) -> None:
+    post = await http_slack.ask()
+    status, _ = await http_slack.press(f"quiz:{kind}:{post.id}:fragmentation", user="U0ERIN")
+    assert status == 200  # acknowledged: Slack does not send it again
+    await http_slack.adapter.idle()
+    dropped = http_slack.service.metrics.dropped_payloads
+    assert dropped.value(platform="slack", kind="foreign click") == 1
+    (said,) = http_slack.private_to("U0ERIN")  # as Discord says it: the button is stale
+    assert "not available any more" in said
     assert await http_slack.service.store.answers.for_post(post.id) == []
 
 

@@ -5,19 +5,36 @@ post failed is posted once, later, never twice."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
 
+from bot import basics, scheduling
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform
 from bot.scheduling import Scheduler
 from tests.adapters.slack import slack_requests as rq
-from tests.adapters.slack.conftest import SlackHttp
+from tests.adapters.slack.conftest import SlackHttp, SlackWith
 from tests.adapters.slack.fake_slack import FakeSlack
 
 HTML_500 = "<html><head><title>500</title></head><body>Internal Server Error</body></html>"
 CHANNEL = ChannelRef(Platform.SLACK, rq.TEAM, rq.CHANNEL)
+
+
+@pytest.fixture
+async def http_slack(slack_with: SlackWith) -> AsyncIterator[SlackHttp]:
+    """With scheduled questions: the scheduler's reconciler resends what a failed post
+    left claimed and retries failed reveals (as `serve` runs it; wake-ups off: the tests
+    reconcile)."""
+    async with slack_with(basics.feature, scheduling.feature) as http:
+        yield http
+
+
+def scheduler_of(http: SlackHttp) -> Scheduler:
+    scheduler = http.quiz.registry.service(Scheduler)
+    assert scheduler is not None
+    return scheduler
 
 
 @pytest.mark.parametrize(
@@ -51,10 +68,10 @@ async def test_an_ask_whose_post_fails_is_posted_once_when_slack_recovers(
 
     fake_slack.restore("chat.postMessage")
     service = http_slack.service
-    async with Scheduler(service, service.store.schedules, use_apscheduler=False) as scheduler:
-        for _ in range(3):
-            clock.advance(timedelta(minutes=3))
-            await scheduler.reconcile()
+    scheduler = scheduler_of(http_slack)
+    for _ in range(3):
+        clock.advance(timedelta(minutes=3))
+        await scheduler.reconcile()
     posted = [c for c in fake_slack.calls_to("chat.postMessage") if c.action_ids]
     assert len(posted) == 1  # one question, posted once Slack answered
     assert await service.open_post(CHANNEL) is not None
@@ -117,10 +134,8 @@ async def test_failing_count_edits_and_reveal_edits_lose_nothing(
     reveal = await http_slack.service.close(post.id)  # its edit fails: retried later
     assert reveal is not None
     fake_slack.restore("chat.update")
-    service = http_slack.service
-    async with Scheduler(service, service.store.schedules, use_apscheduler=False) as scheduler:
-        clock.advance(timedelta(minutes=5))
-        report = await scheduler.reconcile()
+    clock.advance(timedelta(minutes=5))
+    report = await scheduler_of(http_slack).reconcile()
     assert report.reveals_retried == 1
     threads = [c for c in fake_slack.calls_to("chat.postMessage") if "thread_ts" in c.args]
     assert len(threads) == 1

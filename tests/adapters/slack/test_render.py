@@ -19,6 +19,7 @@ from adapters.slack.render import (
     to_mrkdwn,
     truncate,
 )
+from bot.demos import DEMO
 from bot.domain import (
     AnswerOutcome,
     AnswerStatus,
@@ -33,7 +34,7 @@ from bot.domain import (
     Reveal,
     UserRef,
 )
-from bot.messages import ActionKind, Button, Field, Message
+from bot.messages import ANSWER, Button, Field, Message
 from bot.render import outcome_message, question_message, reveal_message
 from questions.loader import load_bank
 from tests.adapters.slack.block_kit import LIMITS, block_kit_problems, utf16_len
@@ -113,7 +114,7 @@ def test_every_bank_message_is_within_block_kit_limits_and_shown_in_full(
             buttons = [e for b in slack.blocks if b["type"] == "actions" for e in b["elements"]]
             decoded = [Button.decode(e["action_id"]) for e in buttons]
             assert decoded == [
-                (ActionKind.ANSWER, 2_147_483_647, str(i)) for i in range(question.choice_count)
+                (ANSWER, 2_147_483_647, str(i)) for i in range(question.choice_count)
             ]
             assert [e["value"] for e in buttons] == [e["action_id"] for e in buttons]
         if name.startswith("outcome"):
@@ -172,7 +173,7 @@ def long_text(draw: st.DrawFn, max_words: int = 4000) -> str:
 def test_generated_long_text_is_cut_cleanly_and_never_rejected(
     body: str, title: str, footer: str, label: str
 ) -> None:
-    buttons = tuple(Button(label, ActionKind.ANSWER, 1, str(i)) for i in range(4))
+    buttons = tuple(Button(label, ANSWER, 1, str(i)) for i in range(4))
     fields = (Field(title, body[:5000]),) * 3
     slack = render(Message(title=title, body=body, buttons=buttons, fields=fields, footer=footer))
     assert block_kit_problems(slack.block_list, slack.text) == []
@@ -230,7 +231,7 @@ def test_truncate_never_splits_an_escaped_entity() -> None:
 
 
 def test_many_buttons_and_fields_are_split_into_blocks_within_limits() -> None:
-    buttons = tuple(Button(f"choice {i} " * 20, ActionKind.ANSWER, 9, str(i)) for i in range(60))
+    buttons = tuple(Button(f"choice {i} " * 20, ANSWER, 9, str(i)) for i in range(60))
     fields = tuple(Field(f"f{i}", "v" * 300) for i in range(17))
     slack = render(Message(title="t", body="b", buttons=buttons, fields=fields))
     assert block_kit_problems(slack.block_list, slack.text) == []
@@ -243,8 +244,8 @@ def test_many_buttons_and_fields_are_split_into_blocks_within_limits() -> None:
 
 def test_a_button_whose_id_would_not_fit_is_left_out_not_cut() -> None:
     long_value = "d" * 300
-    ok = Button("Run", ActionKind.DEMO, 1, "fragmentation")
-    slack = render(Message(body="x", buttons=(Button("Run", ActionKind.DEMO, 1, long_value), ok)))
+    ok = Button("Run", DEMO, 1, "fragmentation")
+    slack = render(Message(body="x", buttons=(Button("Run", DEMO, 1, long_value), ok)))
     (actions,) = [b for b in slack.blocks if b["type"] == "actions"]
     assert [e["action_id"] for e in actions["elements"]] == [ok.encode()]
 

@@ -6,16 +6,17 @@ forget-me`, and question files sent to the bot in a direct message."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from adapters.slack.files import QuestionFiles
 from bot.domain import ChannelRef, Platform
+from tests.adapters.features import TEAM_FEATURES
 from tests.adapters.slack import slack_requests as rq
-from tests.adapters.slack.conftest import SlackHttp
+from tests.adapters.slack.conftest import SlackHttp, SlackWith
 from tests.adapters.slack.fake_slack import Call, FakeSlack
-from tests.core.team import GOOD, install_team
+from tests.core.team import GOOD
 from tests.questions.test_team_files import HEADER, ROW
 
 ANN, BOB, ROOT = "U0ANN", "U0BOB", "U0ROOT"  # U0ROOT is in QUIZBOT_ADMINS
@@ -23,14 +24,10 @@ CHANNEL = ChannelRef(Platform.SLACK, rq.TEAM, rq.CHANNEL)
 
 
 @pytest.fixture
-def slack(http_slack: SlackHttp) -> SlackHttp:
-    adapter = http_slack.adapter
-    _, importer = install_team(adapter.commands, adapter.interactions, http_slack.service)
-    files = QuestionFiles(
-        http_slack.service, importer, adapter.admin_status, adapter.chat.post_message
-    )
-    adapter.add_file_handler(files.accepts, files.handle)
-    return http_slack
+async def slack(slack_with: SlackWith) -> AsyncIterator[SlackHttp]:
+    """Team packs, as `serve` wires them (question files in a DM included)."""
+    async with slack_with(*TEAM_FEATURES) as http:
+        yield http
 
 
 async def submit_modal(

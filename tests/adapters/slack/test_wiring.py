@@ -34,9 +34,7 @@ async def test_settings_to_a_posted_question(
     async with AsyncExitStack() as stack:
         chat = await stack.enter_async_context(SlackChat(config.bot_token, base_url=config.api_url))
         core = await stack.enter_async_context(build_core(settings, {Platform.SLACK: chat}))
-        slack = await stack.enter_async_context(
-            SlackAdapter(core.service, core.commands, chat, config)
-        )
+        slack = await stack.enter_async_context(SlackAdapter(core.quiz, chat, config))
         app = web.Application()  # in `serve`: the adapters.web server's `app`
         slack.mount(app)
         runner = web.AppRunner(app, handle_signals=False)
