@@ -291,7 +291,7 @@ FAMILY = Family(
     difficulty=(2, 3),
     description=(
         "vLLM chunked prefill under max_num_batched_tokens: the first chunk beside running "
-        "decodes, the steps to prefill, the KV blocks and bytes a long prompt holds"
+        "decodes, the KV bytes a long prompt holds after it and once prefilled"
     ),
     space=SPACE,
     build=build,

@@ -19,15 +19,12 @@ from bot.i18n import Localized, Text
 from gpu_runner.sim import OutOfMemoryError
 from questions.families.misconceptions import (
     allocated_not_reserved,
-    freed_memory_returns,
-    peak_not_current,
 )
 from questions.families.model import Candidate, Draft, Family, Style
 from questions.families.narrate import (
     ALLOCATOR_DOCS,
     FREED,
     NUM_OOMS,
-    NUM_RETRIES,
     RESERVED,
     STATS_DOCS,
     TENSORS,
@@ -36,33 +33,18 @@ from questions.families.narrate import (
     setup,
     size,
 )
+from questions.families.oom_growing import GROWING, growing, growing_inputs
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
 from questions.families.trace import (
     MAX_OPS,
-    TOTAL_MEMORY,
     TRACE_DEMO,
-    Op,
     TraceRun,
-    free,
     malloc,
     new_allocator,
     run_trace,
-    trace_inputs,
 )
 
-# (first, step, n): x0 = cap * first / 128, each next tensor cap * step / 128 larger, n
-# tensors. The shapes whose trace releases the cache at least twice (the count does not
-# depend on the cap: every size scales with it); tests/questions/families checks them.
-GROWING: Final = (
-    (8, 2, 12), (8, 2, 14), (8, 3, 12), (8, 3, 14), (12, 1, 14), (12, 2, 12), (12, 2, 14),
-    (12, 3, 10), (12, 3, 12), (12, 3, 14), (16, 1, 12), (16, 1, 14), (16, 2, 10),
-    (16, 2, 12), (16, 2, 14), (16, 3, 8), (16, 3, 10), (16, 3, 12), (16, 3, 14),
-    (20, 1, 10), (20, 1, 12), (20, 1, 14), (20, 2, 10), (20, 2, 12), (20, 2, 14),
-    (20, 3, 8), (20, 3, 10), (20, 3, 12), (20, 3, 14), (24, 1, 8), (24, 1, 10),
-    (24, 1, 12), (24, 1, 14), (24, 2, 8), (24, 2, 10), (24, 2, 12), (24, 2, 14),
-    (24, 3, 8), (24, 3, 10), (24, 3, 12), (24, 3, 14),
-)  # fmt: skip
 SPACE = Space(
     (
         grid(
@@ -90,15 +72,6 @@ LOOP_PROMPT = Text(
     "{settings}; on an empty GPU, {n} uint8 tensors of {s} are allocated and all kept, each "
     "OOM caught and the loop going on. What does {api} report then?"
 )
-GROWING_PROMPT = Text(
-    "{settings}; on an empty GPU, x0 = {s0} (uint8), then x1 to x{last}, each {step} larger "
-    "than the one before and each followed by del of the previous one. What does {api} "
-    "report then?"
-)
-
-
-def _inputs(ops: list[Op], ask: str, cap: int) -> dict[str, Any]:
-    return trace_inputs(ops, ask, memory_fraction=cap / TOTAL_MEMORY)
 
 
 def _per_segment(run: TraceRun) -> int:
@@ -221,7 +194,7 @@ def _loop_candidates(run: TraceRun, n: int, tensor: int, cap: int, ask: str) -> 
 
 def _loop_fit(tensor: int, cap: int) -> int:
     """How many tensors of `tensor` bytes fit under the cap (a probe on the simulator)."""
-    alloc = new_allocator(_inputs([malloc("t", tensor)], NUM_OOMS, cap))
+    alloc = new_allocator(growing_inputs([malloc("t", tensor)], NUM_OOMS, cap))
     for fit in range(MAX_OPS):
         try:
             alloc.malloc(tensor)
@@ -287,7 +260,7 @@ def _build_loop(params: dict[str, Any]) -> Draft:
     cap, ask = int(params["cap"]) * MIB, str(params["ask"])
     tensor = int(params["s"]) * MIB + LOOP_JITTER
     n = _loop_fit(tensor, cap) + int(params["extra"])
-    inputs = _inputs([malloc(f"t{i}", tensor) for i in range(n)], ask, cap)
+    inputs = growing_inputs([malloc(f"t{i}", tensor) for i in range(n)], ask, cap)
     run = run_trace(inputs)
     prompt = LOOP_PROMPT.fill(settings=setup("", cap=cap), n=n, s=size(tensor), api=api(ask))
     return _draft(
@@ -296,180 +269,6 @@ def _build_loop(params: dict[str, Any]) -> Draft:
         _loop_steps(run, n, tensor, cap, ask),
         run.value(ask),
         _loop_candidates(run, n, tensor, cap, ask),
-    )
-
-
-def _growing_sizes(params: dict[str, Any], cap: int) -> list[int]:
-    """n sizes in steps of cap/128 (whole MiB, distinct for distinct parameters), the
-    largest at most cap/2 so that two live tensors always fit: no OOM, only retries."""
-    unit = cap // 128
-    first, step, n = (int(x) for x in params["shape"])
-    return [(first + i * step) * unit for i in range(n)]
-
-
-def _growing_ops(sizes: list[int]) -> list[Op]:
-    ops = [malloc("x0", sizes[0])]
-    for i, nbytes in enumerate(sizes[1:], start=1):
-        ops += [malloc(f"x{i}", nbytes), free(f"x{i - 1}")]
-    return ops
-
-
-def _growing_steps(run: TraceRun, cap: int, ask: str) -> list[Localized]:
-    retries = run.stats[NUM_RETRIES]
-    released = sum(r.released for r in run.results)
-    return [
-        Text(
-            "Each freed tensor's segment stays cached but is too small for the next. When "
-            "live, cached and new segments would pass the {c} cap, the allocator empties "
-            "the cache and retries.",
-            c=size(cap),
-        ),
-        Text.n(
-            "That happens {count} time here, releasing {r}.",
-            "That happens {count} times here, releasing {r}.",
-            retries,
-            r=size(released),
-        ),
-        conclusion(ask, _count_or_size(ask, run.value(ask))),
-    ]
-
-
-def _growing_candidates(
-    ask: str, inputs: dict[str, Any], run: TraceRun, cap: int
-) -> list[Candidate]:
-    retries = run.stats[NUM_RETRIES]
-    steps = sum(1 for op in inputs["ops"] if op[0] == "malloc") - 1
-    if ask == FREED:
-        return _freed_candidates(inputs, run, cap)
-    if ask == RESERVED:
-        released = sum(r.released for r in run.results)
-        last_two = [int(op[2]) for op in inputs["ops"] if op[0] == "malloc"][-2:]
-        return [
-            Candidate(
-                "retry-keeps-the-cache",
-                run.stats[RESERVED] + released,
-                Text("keeps every freed segment; the retries released {r}.", r=size(released)),
-            ),
-            freed_memory_returns(inputs),
-            allocated_not_reserved(run.stats["allocated_bytes.all.current"]),
-            Candidate(
-                "reserved-fills-the-cap",
-                cap,
-                Text("as if reserved memory grew to the cap."),
-            ),
-            peak_not_current(run.stats, RESERVED),
-            Candidate(
-                "last-two-tensors",
-                sum(last_two),
-                Text("the last two tensors only; a cached segment stays until a retry."),
-            ),
-            Candidate(
-                "cap-minus-live",
-                cap - run.stats["allocated_bytes.all.current"],
-                Text("what the cap leaves free; reserved is what the allocator holds."),
-            ),
-        ]
-    return [
-        Candidate(
-            "only-failed-retries-counted",
-            run.stats[NUM_OOMS],
-            Text("counts only failed retries (OOMs); a successful one counts too."),
-        ),
-        Candidate(
-            "retry-at-every-step",
-            steps,
-            Text("a retry at every step; one comes only at the cap."),
-        ),
-        Candidate(
-            "both-release-steps-counted",
-            2 * retries,
-            Text("counts two per retry; each release-and-retry counts once."),
-        ),
-        Candidate(
-            "cache-released-once",
-            1,
-            Text("releases the cache once for good; it fills up again."),
-        ),
-        Candidate(
-            "segments-released-counted",
-            run.stats["num_device_free"],
-            Text("counts the segments released; one retry may release several."),
-        ),
-        Candidate(
-            "cuda-mallocs-counted",
-            run.stats["num_device_alloc"],
-            Text("counts cudaMalloc calls, not release-and-retry passes."),
-        ),
-        Candidate(
-            "steps-without-retry",
-            steps - retries,
-            Text("counts the steps that needed no retry."),
-        ),
-    ]
-
-
-def _freed_candidates(inputs: dict[str, Any], run: TraceRun, cap: int) -> list[Candidate]:
-    sizes = [int(op[2]) for op in inputs["ops"] if op[0] == "malloc"]
-    segments = [r.grown for r in run.results if r.op[0] == "malloc"]
-    released = sum(r.released for r in run.results)
-    retried = [r for r in run.results if r.retried]
-    return [
-        Candidate(
-            "nothing-released",
-            0,
-            Text("as if the cap only refused requests; a retry first releases the cache."),
-        ),
-        Candidate(
-            "every-freed-segment-released",
-            sum(segments[:-2]),
-            Text("every freed tensor's segment; some are reused or still cached at the end."),
-        ),
-        Candidate(
-            "freed-tensors-bytes",
-            sum(sizes[:-1]),
-            Text("the freed tensors' bytes; whole cached segments are released."),
-        ),
-        Candidate(
-            "one-release-only",
-            retried[0].released if retried else released // 2,
-            Text("the first release alone; each retry releases the cache again."),
-        ),
-        Candidate(
-            "cap-released",
-            cap * len(retried),
-            Text("a whole cap per retry; a retry releases only what is cached."),
-        ),
-        Candidate(
-            "peak-minus-current",
-            run.stats[RESERVED.replace(".current", ".peak")] - run.stats[RESERVED],
-            Text("the peak minus what is reserved now; releases add up over the retries."),
-        ),
-        Candidate(
-            "live-segments-released",
-            released + sum(r.grown for r in run.results[-1:]),
-            Text("adds the last tensor's segment; live segments are never released."),
-        ),
-    ]
-
-
-def _build_growing(params: dict[str, Any]) -> Draft:
-    cap, ask = int(params["cap"]) * MIB, str(params["ask"])
-    sizes = _growing_sizes(params, cap)
-    inputs = _inputs(_growing_ops(sizes), ask, cap)
-    run = run_trace(inputs)
-    prompt = GROWING_PROMPT.fill(
-        settings=setup("", cap=cap),
-        s0=size(sizes[0]),
-        last=str(len(sizes) - 1),
-        step=size(sizes[1] - sizes[0]),
-        api=api(ask),
-    )
-    return _draft(
-        inputs,
-        prompt,
-        _growing_steps(run, cap, ask),
-        run.value(ask),
-        _growing_candidates(ask, inputs, run, cap),
     )
 
 
@@ -495,7 +294,9 @@ def _draft(
 
 
 def build(variant: str, params: dict[str, Any]) -> Draft:
-    return _build_loop(params) if variant == "loop" else _build_growing(params)
+    if variant == "loop":
+        return _build_loop(params)
+    return _draft(*growing(params))
 
 
 FAMILY = Family(

@@ -26,6 +26,15 @@ from questions.families.narrate import (
     size,
     trace_prompt,
 )
+from questions.families.rounding_pair import build_pair
+from questions.families.rounding_rules import (
+    ALIGNMENT,
+    DIVISIONS,
+    PAGES,
+    POWER_OF_TWO,
+    next_power_of_two,
+    up,
+)
 from questions.families.sizes import KIB, MIB
 from questions.families.space import Space, grid
 from questions.families.trace import TRACE_DEMO, malloc, run_trace, trace_inputs
@@ -50,14 +59,6 @@ def _request(variant: str, p: dict[str, Any]) -> int:
         return int(p["k"]) * 512 + int(p["r"])
     step = 64 * KIB if variant == "medium" else 256 * KIB
     return int(p["m"]) * step + int(p["r"])
-
-
-def _up(n: int, step: int) -> int:
-    return max(step, -(-n // step) * step)
-
-
-def _next_power_of_two(n: int) -> int:
-    return 1 << (n - 1).bit_length()
 
 
 def _rounding_step(n: int, block: int) -> Localized:
@@ -89,21 +90,15 @@ def _split_step(block: int, segment: int, split: bool) -> Localized:
     )
 
 
-POWER_OF_TWO = Text("power-of-two rounding, which only roundup_power2_divisions does.")
-ALIGNMENT = Text("256-byte rounding, cudaMalloc's alignment; blocks round to 512 B.")
-PAGES = Text("4 KiB page rounding, as on the host; blocks round to 512 B.")
-DIVISIONS = Text("roundup_power2_divisions:4 rounding (off by default).")
-
-
 def _allocated(n: int, rounded: int, segment: int, split: bool) -> list[Candidate]:
     out = [
         Candidate("requested-not-block", n, Text("the request itself; blocks round up to 512 B.")),
-        Candidate("cudamalloc-alignment", _up(n, 256), ALIGNMENT),
-        Candidate("page-rounding", _up(n, 4 * KIB), PAGES),
-        Candidate("power-of-two-rounding", _next_power_of_two(n), POWER_OF_TWO),
+        Candidate("cudamalloc-alignment", up(n, 256), ALIGNMENT),
+        Candidate("page-rounding", up(n, 4 * KIB), PAGES),
+        Candidate("power-of-two-rounding", next_power_of_two(n), POWER_OF_TWO),
         Candidate(
             "block-rounded-to-2mib",
-            _up(n, 2 * MIB),
+            up(n, 2 * MIB),
             Text("2 MiB rounding, a rule for segments of 10 MiB and up."),
         ),
         Candidate("power2-divisions-by-default", round_size(n, (4,) * 16), DIVISIONS),
@@ -112,14 +107,14 @@ def _allocated(n: int, rounded: int, segment: int, split: bool) -> list[Candidat
         out.append(
             Candidate(
                 "block-rounded-to-1mib",
-                _up(n, MIB),
+                up(n, MIB),
                 Text("1 MiB rounding; large-pool blocks round to 512 B too."),
             )
         )
         out.append(
             Candidate(
                 "block-rounded-to-20mib",
-                _up(n, 20 * MIB),
+                up(n, 20 * MIB),
                 Text("20 MiB rounding; 20 MiB is a segment size, not a block step."),
             )
         )
@@ -152,12 +147,12 @@ def _wrong_segment(rounded: int) -> Candidate:
     if rounded < 10 * MIB:
         return Candidate(
             "wrong-segment-size",
-            _up(rounded, 2 * MIB),
+            up(rounded, 2 * MIB),
             Text("2 MiB rounding; from 1 to 10 MiB the segment is 20 MiB."),
         )
     return Candidate(
         "wrong-segment-size",
-        _up(rounded, 20 * MIB),
+        up(rounded, 20 * MIB),
         Text("20 MiB rounding; from 10 MiB on segments round to 2 MiB."),
     )
 
@@ -175,7 +170,7 @@ def _reserved(n: int, rounded: int) -> list[Candidate]:
             Text("the block; a whole segment is reserved around it."),
         ),
         _wrong_segment(rounded),
-        Candidate("power-of-two-rounding", _next_power_of_two(n), POWER_OF_TWO),
+        Candidate("power-of-two-rounding", next_power_of_two(n), POWER_OF_TWO),
         Candidate(
             "power2-divisions-by-default",
             allocation_size(round_size(n, (4,) * 16)),
@@ -186,14 +181,14 @@ def _reserved(n: int, rounded: int) -> list[Candidate]:
         out.append(
             Candidate(
                 "page-rounding",
-                _up(n, 4 * KIB),
+                up(n, 4 * KIB),
                 Text("the request in 4 KiB pages; the segment rounds up to 2 MiB."),
             )
         )
         out.append(
             Candidate(
                 "segment-rounded-to-1mib",
-                _up(rounded, MIB),
+                up(rounded, MIB),
                 Text("1 MiB rounding; segments of 10 MiB and up round to 2 MiB."),
             )
         )
@@ -232,12 +227,12 @@ def _inactive(n: int, rounded: int, segment: int) -> list[Candidate]:
         ),
         Candidate(
             "page-rounded-block",
-            segment - _up(n, 4 * KIB),
+            segment - up(n, 4 * KIB),
             Text("subtracts a 4 KiB-rounded block; blocks round to 512 B."),
         ),
         Candidate(
             "cudamalloc-alignment",
-            segment - _up(n, 256),
+            segment - up(n, 256),
             Text("subtracts a 256 B-rounded block; blocks round to 512 B."),
         ),
         Candidate(
@@ -287,133 +282,9 @@ def _inactive(n: int, rounded: int, segment: int) -> list[Candidate]:
     return out
 
 
-def _pair_allocated(a: int, b: int, ra: int, rb: int) -> list[Candidate]:
-    return [
-        Candidate(
-            "requested-not-block", a + b, Text("the requests themselves; blocks round up to 512 B.")
-        ),
-        Candidate("cudamalloc-alignment", _up(a, 256) + _up(b, 256), ALIGNMENT),
-        Candidate("page-rounding", _up(a, 4 * KIB) + _up(b, 4 * KIB), PAGES),
-        Candidate(
-            "total-rounded-once",
-            _up(a + b, 512),
-            Text("rounds the total once; each block is rounded on its own."),
-        ),
-        Candidate("only-last-tensor", rb, Text("y's block alone; x's block is still live.")),
-        Candidate("only-last-request", b, Text("y's request alone, unrounded; x is live too.")),
-        Candidate(
-            "whole-segment-allocated",
-            2 * MIB,
-            Text("the whole 2 MiB segment; its free rest is not allocated."),
-        ),
-        Candidate(
-            "one-segment-per-tensor",
-            4 * MIB,
-            Text("a whole 2 MiB segment per tensor; y is cut from x's segment."),
-        ),
-        Candidate(
-            "power-of-two-rounding", _next_power_of_two(a) + _next_power_of_two(b), POWER_OF_TWO
-        ),
-    ]
-
-
-def _pair_inactive(a: int, b: int, ra: int, rb: int) -> list[Candidate]:
-    segment = 2 * MIB
-    return [
-        Candidate(
-            "free-rest-not-counted",
-            0,
-            Text("as if the free rest were releasable; in a split segment it is not."),
-        ),
-        Candidate(
-            "request-not-rounded",
-            segment - a - b,
-            Text("subtracts the requests, not the 512 B-rounded blocks."),
-        ),
-        Candidate(
-            "reserved-not-inactive",
-            segment,
-            Text("the whole segment; the blocks in use are not inactive."),
-        ),
-        Candidate(
-            "one-segment-per-tensor",
-            2 * segment - ra - rb,
-            Text("gives y a segment of its own; it is cut from x's segment."),
-        ),
-        Candidate(
-            "second-block-forgotten",
-            segment - ra,
-            Text("leaves y out; its block is cut from the same free rest."),
-        ),
-        Candidate(
-            "page-rounded-block",
-            segment - _up(a, 4 * KIB) - _up(b, 4 * KIB),
-            Text("subtracts 4 KiB-rounded blocks; blocks round to 512 B."),
-        ),
-        Candidate(
-            "allocated-not-inactive",
-            ra + rb,
-            Text("the blocks in use; inactive_split_bytes is the free rest."),
-        ),
-        Candidate(
-            "first-block-forgotten",
-            segment - rb,
-            Text("leaves x out; its block is in the same segment."),
-        ),
-        Candidate(
-            "one-segment-each-unrounded",
-            2 * segment - a - b,
-            Text("a segment per tensor, minus unrounded requests: two errors."),
-        ),
-        Candidate(
-            "requests-not-inactive",
-            a + b,
-            Text("the requests; inactive_split_bytes is the segment's free rest."),
-        ),
-        Candidate(
-            "rounding-padding-is-inactive",
-            ra - a + rb - b,
-            Text("the blocks' 512 B padding; the segment's free rest is inactive."),
-        ),
-    ]
-
-
-def _build_pair(params: dict[str, Any]) -> Draft:
-    a = int(params["k"]) * 512 + int(params["r"])
-    b = int(params["j"]) * 512 + 512 - int(params["r"])
-    ask = str(params["ask"])
-    inputs = trace_inputs([malloc("x", a), malloc("y", b)], ask)
-    run = run_trace(inputs)
-    ra, rb = run.results[0].block, run.results[1].block
-    answer = run.value(ask)
-    candidates = (_pair_allocated if ask == ALLOCATED else _pair_inactive)(a, b, ra, rb)
-    steps = (
-        Text(
-            "x and y round up to {ra} and {rb} blocks (multiples of 512 B).",
-            ra=size(ra),
-            rb=size(rb),
-        ),
-        Text("Both are small-pool blocks: x opens a 2 MiB segment, y is cut from its free rest."),
-        conclusion(ask, size(answer)),
-    )
-    ops = Join((Join(("x = ", size(a)), ""), Join(("y = ", size(b)), "")))
-    return Draft(
-        topic="caching-allocator" if ask == ALLOCATED else "memory-stats",
-        difficulty=1 if ask == ALLOCATED else 2,
-        inputs=inputs,
-        prompt=trace_prompt(setup(""), ops, ask),
-        steps=steps,
-        answer=answer,
-        style=Style.EXACT_SIZE,
-        candidates=tuple(candidates),
-        references=(ALLOCATOR_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
-        demo=TRACE_DEMO,
-    )
-
-
 def build(variant: str, params: dict[str, Any]) -> Draft:
     if variant == "pair":
-        return _build_pair(params)
+        return build_pair(params)
     n = _request(variant, params)
     ask = str(params["ask"])
     inputs = trace_inputs([malloc("x", n)], ask)

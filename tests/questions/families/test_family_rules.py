@@ -7,7 +7,7 @@ import pytest
 from questions.families import default_families
 from questions.families.gc_threshold import SPACE as GC_SPACE
 from questions.families.gc_threshold import TEMPLATES, outcome
-from questions.families.oom_cap import GROWING, _growing_ops, _growing_sizes, _inputs
+from questions.families.oom_growing import GROWING, growing_inputs, growing_ops, growing_sizes
 from questions.families.sizes import MIB
 from questions.families.trace import run_trace
 
@@ -17,8 +17,8 @@ FAMILIES = default_families()
 @pytest.mark.parametrize("cap", [256, 1024])
 def test_every_growing_shape_releases_the_cache_at_least_twice(cap: int) -> None:
     for shape in GROWING:
-        sizes = _growing_sizes({"shape": shape}, cap * MIB)
-        run = run_trace(_inputs(_growing_ops(sizes), "num_alloc_retries", cap * MIB))
+        sizes = growing_sizes({"shape": shape}, cap * MIB)
+        run = run_trace(growing_inputs(growing_ops(sizes), "num_alloc_retries", cap * MIB))
         assert run.stats["num_alloc_retries"] >= 2, (shape, cap)
         assert run.stats["num_ooms"] == 0, (shape, cap)
 
