@@ -39,8 +39,8 @@ MODELS: Final = (
     ("Megatron 530B", 105, 20480, 128, (8,)),
     ("Megatron 1T", 128, 25600, 160, (8,)),
 )
-SEQUENCES: Final = (2048, 4096, 8192)
-MICRO_BATCHES: Final = (1, 2, 4, 8)
+SEQUENCES: Final = (1024, 2048, 4096, 8192)
+MICRO_BATCHES: Final = (1, 2, 4, 8, 16)
 MODES: Final = ("none", "selective", "full")
 FORMULAS: Final = {
     ("none", False): "sbh(10 + 24/t + 5as/(ht))",

@@ -21,7 +21,6 @@ from questions.families.narrate import (
     narrate_run,
     ops_text,
     setup,
-    size,
     trace_prompt,
 )
 from questions.families.reserved import JITTER, SIZES
@@ -183,7 +182,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     before = replay_value(inputs, ops=ops[:-1], ask=RESERVED)
     steps = (
         narrate_run(run.results),
-        conclusion(ask, size(answer)),
+        conclusion(ask),
     )
     candidates = (_reserved if ask == RESERVED else _released)(inputs, run.stats, before)
     return Draft(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.misconceptions import (
     allocated_not_reserved,
@@ -64,10 +63,6 @@ PROMPT = Text(
 )
 
 
-def _value(ask: str, value: int) -> Localized:
-    return Number(value) if ask == SEGMENTS else size(value)
-
-
 def _steps(
     conf: str, n: int, a: int, m: int, c: int, first: int, final: int, ask: str, answer: int
 ) -> list[Localized]:
@@ -105,7 +100,7 @@ def _steps(
         steps.append(
             Text("Segments never grow or merge, so the cached ones stay beside the new ones.")
         )
-    steps.append(conclusion(ask, _value(ask, answer)))
+    steps.append(conclusion(ask))
     return steps
 
 

@@ -94,7 +94,7 @@ def _steps(
         )
     else:
         steps.append(Text("x ({r}) fits in a hole: no new segment.", r=size(r)))
-    steps.append(conclusion(ask, size(answer)))
+    steps.append(conclusion(ask))
     return steps
 
 
@@ -108,11 +108,6 @@ def _reserved(inputs: dict[str, Any], stats: dict[str, int], r: int) -> list[Can
         no_reuse(inputs),
         every_request_summed(stats),
         Candidate(
-            "new-segment-unrounded",
-            before + r,
-            Text("adds x's bytes as they are; a new segment is rounded up."),
-        ),
-        Candidate(
             "reserved-is-peak-allocated",
             stats["allocated_bytes.all.peak"],
             Text("the peak of memory_allocated(); reserved counts whole segments."),
@@ -120,50 +115,64 @@ def _reserved(inputs: dict[str, Any], stats: dict[str, int], r: int) -> list[Can
     ]
     holes = len([op for op in ops if op[0] == "free"]) - 1
     b = int(ops[2][2])
-    out.append(
-        Candidate(
-            "holes-given-back",
-            stats[RESERVED] - holes * b,
-            Text("as if the holes were given back; they stay inside the segment."),
-        )
-    )
-    out.append(
-        Candidate(
-            "cached-segment-never-cut",
-            before + (len(ops) - holes - 3) * allocation_size(b) + (segment if r > b else 0),
-            Text("as if big's cached segment could not be cut into smaller blocks."),
-        )
-    )
-    out.append(
-        Candidate(
-            "new-segment-of-20mib-steps",
-            before + -(-r // (20 * MIB)) * 20 * MIB,
-            Text("x's segment rounded to 20 MiB; from 10 MiB on they round to 2 MiB."),
-        )
-    )
-    if stats[RESERVED] > before:
-        out.append(
-            Candidate(
-                "free-bytes-add-up",
-                before,
-                Text("adds the holes up; x needs one contiguous free block."),
-            )
-        )
-    else:
-        out.append(
+    if stats[RESERVED] == before:  # x fits in a hole
+        # (big's segment never cut would give exactly twice the answer here: left out,
+        # a choice whose double is offered must not be a tell)
+        return [
+            *out,
             Candidate(
                 "holes-never-reused",
                 before + segment,
                 Text("gives x a new segment; it fits in a hole."),
-            )
-        )
-        out.append(
+            ),
             Candidate(
                 "holes-never-reused-unrounded",
                 before + r,
                 Text("adds x as a new allocation of its own size; it fits in a hole."),
+            ),
+            Candidate(
+                "holes-given-back",
+                before - holes * b + segment,
+                Text("as if the holes were given back and x got a segment; they stay cached."),
+            ),
+            Candidate(
+                "new-segment-in-20mib-steps",
+                before + -(-r // (20 * MIB)) * 20 * MIB,
+                Text("a new segment for x, in 20 MiB steps; x fits in a hole."),
+            ),
+        ]
+    out += [
+        Candidate(
+            "cached-segment-never-cut",
+            before + (len(ops) - holes - 3) * allocation_size(b) + segment,
+            Text("as if big's cached segment could not be cut into smaller blocks."),
+        ),
+        Candidate(
+            "new-segment-unrounded",
+            before + r,
+            Text("adds x's bytes as they are; a new segment is rounded up."),
+        ),
+        Candidate(
+            "holes-given-back",
+            stats[RESERVED] - holes * b,
+            Text("as if the holes were given back; they stay inside the segment."),
+        ),
+    ]
+    if r >= 10 * MIB:  # below, a new segment is 20 MiB indeed
+        out.append(
+            Candidate(
+                "new-segment-of-20mib-steps",
+                before + -(-r // (20 * MIB)) * 20 * MIB,
+                Text("x's segment rounded to 20 MiB; from 10 MiB on they round to 2 MiB."),
             )
         )
+    out.append(
+        Candidate(
+            "free-bytes-add-up",
+            before,
+            Text("adds the holes up; x needs one contiguous free block."),
+        )
+    )
     return out
 
 
@@ -172,7 +181,8 @@ def _inactive(
 ) -> list[Candidate]:
     ops = inputs["ops"]
     before = replay_value(inputs, ops=ops[:-1])
-    return [
+    grown = replay_value(inputs, ask=RESERVED) > replay_value(inputs, ops=ops[:-1], ask=RESERVED)
+    out = [
         Candidate(
             "request-ignored",
             before,
@@ -200,8 +210,8 @@ def _inactive(
         ),
         Candidate(
             "live-blocks-counted",
-            before + (k - k // 2) * b,
-            Text("adds the live tensors' blocks; only free ones are inactive."),
+            before + (k - k // 2) * b + round_size(r, (0,) * 16),
+            Text("adds the live tensors' blocks, x's too; only free ones are inactive."),
         ),
         Candidate(
             "one-hole-only",
@@ -209,19 +219,38 @@ def _inactive(
             Text("one hole; every free block of a split segment counts."),
         ),
         Candidate(
+            "reserved-minus-allocated",
+            stats[RESERVED] - stats[ALLOCATED],
+            Text("reserved minus allocated; only split segments' free blocks count."),
+        ),
+    ]
+    segment = allocation_size(round_size(r, (0,) * 16))
+    block = round_size(r, (0,) * 16)
+    if grown:  # the reason each note gives must hold: x got a new segment, or a hole
+        return [
+            *out,
+            Candidate(
+                "new-segment-counted-whole",
+                before + segment,
+                Text("counts x's whole segment; only free parts of split segments count."),
+            ),
+        ]
+    return [
+        *out,
+        Candidate(
             "used-hole-removed-whole",
             max(0, before - b),
             Text("takes a whole hole out; x is cut from it and its rest stays free."),
         ),
         Candidate(
-            "reserved-minus-allocated",
-            stats[RESERVED] - stats[ALLOCATED],
-            Text("reserved minus allocated; only split segments' free blocks count."),
+            "only-the-cut-holes-rest",
+            b - block,
+            Text("only the rest of the hole x was cut from; the other holes count too."),
         ),
         Candidate(
-            "new-segment-counted-whole",
-            before + allocation_size(round_size(r, (0,) * 16)),
-            Text("counts x's whole segment; only free parts of split segments count."),
+            "x-segment-sized",
+            max(0, before - segment),
+            Text("takes off a segment's worth for x; x takes a 512 B-rounded block."),
         ),
     ]
 
@@ -264,5 +293,5 @@ FAMILY = Family(
     ),
     space=SPACE,
     build=build,
-    rank_weights=(1.15, 0.9, 0.8, 1.15),  # measured: evens out the ranks
+    rank_weights=(1.05, 0.95, 0.7, 1.5),  # measured: evens out the ranks
 )

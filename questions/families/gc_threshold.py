@@ -195,7 +195,7 @@ def _steps(g: Gc, last: int, cap: int, t: float, ask: str, answer: int) -> list[
             names=_names(g.freed),
             n=size(g.reclaimed),
         ),
-        conclusion(ask, size(answer)),
+        conclusion(ask),
     ]
 
 
@@ -378,7 +378,8 @@ FAMILY = Family(
     difficulty=(3, 3),
     description=(
         "garbage_collection_threshold under a memory-fraction cap: which idle cached "
-        "segments a cache miss reclaims (by age, pass after pass), what stays reserved"
+        "segments a cache miss reclaims (by age, pass after pass), what stays reserved and "
+        "what was released"
     ),
     space=SPACE,
     build=build,

@@ -135,7 +135,7 @@ def _steps(c: Case, ask: str, answer: int) -> list[Localized]:
                 g=size(c.segment),
             )
         )
-    steps.append(conclusion(ask, size(answer)))
+    steps.append(conclusion(ask))
     return steps
 
 

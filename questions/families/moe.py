@@ -50,7 +50,7 @@ MODELS: Final = (
 )
 ASKS: Final = ("capacity", "dispatch", "weights")
 SEQUENCES: Final = (2048, 4096, 8192)
-MICRO_BATCHES: Final = (1, 2, 4)
+MICRO_BATCHES: Final = (1, 2, 4, 8)
 FACTORS: Final = (1.0, 1.25, 1.5, 2.0)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from bot.i18n import Join, Localized, Text
+from questions.families.assemble import ANSWER
 from questions.families.sizes import ExactSize
 from questions.families.trace import OpResult
 
@@ -84,9 +85,9 @@ def trace_prompt(settings: Localized, ops: Localized, ask: str) -> Localized:
     )
 
 
-def conclusion(ask: str, value: Localized | str) -> Localized:
-    """The last step: "So <api> = <value>."."""
-    return Text("So {api} = {value}.", api=api(ask), value=value)
+def conclusion(ask: str) -> Localized:
+    """The last step: "So <api> = <the answer as the choices show it>."."""
+    return Text("So {api} = {value}.", api=api(ask), value=ANSWER)
 
 
 def narrate(result: OpResult, *, expandable: bool = False) -> Localized:

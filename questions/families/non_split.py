@@ -120,7 +120,7 @@ def _steps(
                 g=size(segment),
             )
         )
-    steps.append(conclusion(ask, size(answer)))
+    steps.append(conclusion(ask))
     return steps
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from bot.formats import Number
 from bot.i18n import Localized, Text
 from gpu_runner.sim import OutOfMemoryError
 from questions.families.misconceptions import (
@@ -79,10 +78,6 @@ def _per_segment(run: TraceRun) -> int:
     return -(-fit // max(1, run.stats["segment.all.current"]))
 
 
-def _count_or_size(ask: str, value: int) -> Localized:
-    return size(value) if ask in (RESERVED, FREED) else Number(value)
-
-
 def _loop_steps(run: TraceRun, n: int, tensor: int, cap: int, ask: str) -> list[Localized]:
     fit = sum(1 for r in run.results if not r.oom)
     segments = run.stats["segment.all.current"]
@@ -99,7 +94,7 @@ def _loop_steps(run: TraceRun, n: int, tensor: int, cap: int, ask: str) -> list[
             n=n,
             o=n - fit,
         ),
-        conclusion(ask, _count_or_size(ask, run.value(ask))),
+        conclusion(ask),
     ]
 
 

@@ -80,7 +80,7 @@ def _growing_steps(run: TraceRun, cap: int, ask: str) -> list[Localized]:
             retries,
             r=size(released),
         ),
-        conclusion(ask, size(run.value(ask))),
+        conclusion(ask),
     ]
 
 

@@ -31,7 +31,6 @@ from questions.families.narrate import (
     narrate_run,
     ops_text,
     setup,
-    size,
     trace_prompt,
 )
 from questions.families.sizes import KIB, MIB
@@ -209,7 +208,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     answer = run.value(ask)
     steps = (
         narrate_run(run.results),
-        conclusion(ask, size(answer)),
+        conclusion(ask),
     )
     candidates = (_reserved_candidates if ask == RESERVED else _allocated_candidates)(
         ops, run.stats, inputs

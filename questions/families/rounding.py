@@ -302,8 +302,8 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     steps = (
         _rounding_step(n, rounded),
         _segment_step(rounded, segment),
-        _split_step(first.block, segment, first.split),
-        conclusion(ask, size(answer)),
+        _split_step(rounded, segment, first.split),
+        conclusion(ask),
     )
     return Draft(
         topic="caching-allocator" if ask != INACTIVE_SPLIT else "memory-stats",

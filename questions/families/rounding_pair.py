@@ -129,7 +129,7 @@ def build_pair(params: dict[str, Any]) -> Draft:
             rb=size(rb),
         ),
         Text("Both are small-pool blocks: x opens a 2 MiB segment, y is cut from its free rest."),
-        conclusion(ask, size(answer)),
+        conclusion(ask),
     )
     ops = Join((Join(("x = ", size(a)), ""), Join(("y = ", size(b)), "")))
     return Draft(

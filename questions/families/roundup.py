@@ -272,7 +272,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     steps = (
         _rounding_step(n, d, block),
         _segment_step(block, first.grown, first.block),
-        conclusion(ask, size(answer)),
+        conclusion(ask),
     )
     return Draft(
         topic="allocator-config",

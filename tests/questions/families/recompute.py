@@ -83,15 +83,27 @@ def lm_head(i: Mapping[str, Any]) -> int:
 
 def autocast_cache(i: Mapping[str, Any]) -> int:
     # aten/src/ATen/autocast_mode.cpp cached_cast: casts of fp32 leaves requiring grad are
-    # kept; 2 bytes each (bf16/fp16)
+    # kept; 2 bytes each (bf16/fp16). The weights' own storage: fp32, or a bf16 base with
+    # fp32 adapters (PEFT's autocast_adapter_dtype).
     h, q, kv, ffn, layers = i["hidden"], i["q_dim"], i["kv_dim"], i["ffn"], i["layers"]
     projections = [(h, q), (h, kv), (h, kv), (q, h)]
     mlp = [(h, ffn), (h, ffn), (ffn, h)]
+    adapted = {"qv": [(h, q), (h, kv)], "attention": projections, "all": projections + mlp}
+    adapters = 0
     if i["mode"] == "lora":
-        adapted = projections + (mlp if i["targets"] == "all" else [])
-        return 2 * layers * sum(i["rank"] * (a + c) for a, c in adapted)
-    weights = layers * sum(a * c for a, c in projections + mlp) + i["vocab"] * h
-    return 2 * weights
+        adapters = layers * sum(i["rank"] * (a + c) for a, c in adapted[i["targets"]])
+    linear = layers * sum(a * c for a, c in projections + mlp) + i["vocab"] * h
+    cache = 2 * adapters if i["mode"] == "lora" else 2 * linear
+    if i["ask"] == "cache":
+        return cache
+    params = (
+        linear
+        + (0 if i["tied"] else i["vocab"] * h)  # the input embedding
+        + h * (2 * layers + 1)  # RMSNorm weights
+        + (layers * (q + 2 * kv) if i["qkv_bias"] else 0)
+    )
+    storage = 2 * params + 4 * adapters if i["mode"] == "lora" else 4 * params
+    return storage + cache
 
 
 def moe(i: Mapping[str, Any]) -> int:

@@ -89,3 +89,29 @@ def test_a_bf16_weight_needs_no_cast() -> None:
         for _ in range(USES):
             linear(torch.randn(4, 64))
     assert counter.casts == USES  # only the fp32 input, each time
+
+
+def test_a_bf16_weight_under_fp16_autocast_is_cast_at_every_use() -> None:
+    """Why a LoRA base is stored in the autocast dtype: in the other 16-bit type it is cast
+    (not cached) at every use, and the family's 'casts nothing' would be false."""
+    linear = torch.nn.Linear(64, 64, bias=False).to(torch.bfloat16).requires_grad_(False)
+    counter = CountCasts()
+    with torch.autocast("cpu", dtype=torch.float16), counter:
+        for _ in range(USES):
+            linear(torch.randn(4, 64))
+    assert counter.casts == 2 * USES  # the input and the weight, each time
+
+
+def test_the_cache_outlives_backward_inside_the_region_and_ends_with_it() -> None:
+    linear = torch.nn.Linear(64, 64, bias=False)
+    counter = CountCasts()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        for _ in range(USES):  # micro-batches of one accumulation step
+            with counter:  # casts are counted in the forward passes only
+                out = linear(torch.randn(4, 64))
+            out.float().sum().backward()
+    inside = counter.casts - USES  # each input is cast once
+    with torch.autocast("cpu", dtype=torch.bfloat16), counter:
+        linear(torch.randn(4, 64))
+    assert inside == 1
+    assert counter.casts - USES - 1 - inside == 1  # a new region casts the weight again

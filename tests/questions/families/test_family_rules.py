@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from bot.domain import Locale
 from questions.families import default_families
 from questions.families.gc_threshold import SPACE as GC_SPACE
 from questions.families.gc_threshold import TEMPLATES, outcome
+from questions.families.narrate import RESERVED
 from questions.families.oom_growing import GROWING, growing_inputs, growing_ops, growing_sizes
 from questions.families.sizes import MIB
-from questions.families.trace import run_trace
+from questions.families.trace import replay_value, run_trace
 
 FAMILIES = default_families()
 
@@ -44,3 +46,81 @@ def test_max_split_and_non_split_accounts_are_the_simulators() -> None:
         family = FAMILIES.require(family_id)
         for scenario in range(0, family.space.size, 7):
             family.build(*family.space.decode(scenario))
+
+
+# Parameter counts as the models' Hugging Face pages state them (safetensors metadata).
+PUBLISHED_PARAMETERS = {
+    "Llama-3.2-1B": 1_235_814_400,
+    "Llama-3.2-3B": 3_212_749_824,
+    "Llama-2-7B": 6_738_415_616,
+    "Llama-3.1-8B": 8_030_261_248,
+    "Mistral-7B-v0.3": 7_248_023_552,
+    "Qwen2.5-7B": 7_615_616_512,
+    "Llama-2-13B": 13_015_864_320,
+    "Mistral-Nemo-12B": 12_247_782_400,
+    "Qwen2.5-14B": 14_770_033_664,
+    "Qwen2.5-32B": 32_763_876_352,
+    "Yi-34B": 34_388_917_248,
+    "Llama-2-70B": 68_976_648_192,
+    "Llama-3.1-70B": 70_553_706_496,
+    "Qwen2.5-72B": 72_706_203_648,
+}
+
+
+def test_autocast_shapes_count_each_models_published_parameters() -> None:
+    """The shapes behind `autocast-weight-cache` (layers, heads, MLP width, tied head,
+    q/k/v biases, norms) add up to each model's published parameter count exactly."""
+    from questions.families.autocast_cache import SHAPES, total_params
+
+    assert set(SHAPES) == set(PUBLISHED_PARAMETERS)
+    for name, published in PUBLISHED_PARAMETERS.items():
+        assert total_params(name) == published, name
+
+
+def test_request_rounding_says_fills_exactly_only_when_it_does() -> None:
+    """A large request whose unsplit rest is under 1 MiB is not "exactly" its segment: the
+    step names the rest (43,515,905 B: a 42,496.5 KiB block in a 42 MiB segment)."""
+    family = FAMILIES.require("request-rounding")
+    draft = family.build("large", {"m": 166, "r": 1, "ask": "allocated_bytes.all.current"})
+    steps = " ".join(s.render(Locale.EN) for s in draft.steps)
+    assert "fills the segment exactly" not in steps
+    assert "would be left (not over 1 MiB)" in steps
+    split = family.build("large", {"m": 168, "r": 1, "ask": "allocated_bytes.all.current"})
+    assert "is split off" in " ".join(s.render(Locale.EN) for s in split.steps)
+
+
+FIT_ONLY = {
+    "holes-never-reused",
+    "holes-never-reused-unrounded",
+    "new-segment-in-20mib-steps",
+    "used-hole-removed-whole",
+    "only-the-cut-holes-rest",
+    "x-segment-sized",
+}
+GROWN_ONLY = {
+    "new-segment-unrounded",
+    "new-segment-of-20mib-steps",
+    "new-segment-counted-whole",
+    "free-bytes-add-up",
+    "cached-segment-never-cut",
+}
+
+
+def test_fragmentation_notes_give_the_reason_the_trace_shows() -> None:
+    """A note that says "a new segment is rounded up" where x fits in a hole, or "x fits in
+    a hole" where it needs a segment, states a false reason; so would "rounded to 20 MiB;
+    from 10 MiB on they round to 2 MiB" for an x under 10 MiB. And where x fits, no
+    reserved-bytes distractor is twice the answer (big's segment never cut would be)."""
+    family = FAMILIES.require("fragmentation-fit")
+    for scenario in range(0, family.space.size, 7):
+        draft = family.build(*family.space.decode(scenario))
+        ops = draft.inputs["ops"]
+        grown = replay_value(draft.inputs, ask=RESERVED) > replay_value(
+            draft.inputs, ops=ops[:-1], ask=RESERVED
+        )
+        names = {c.misconception for c in draft.candidates}
+        assert not names & (FIT_ONLY if grown else GROWN_ONLY), (scenario, grown, names)
+        if int(ops[-1][2]) < 10 * MIB:
+            assert "new-segment-of-20mib-steps" not in names, scenario
+        if not grown and draft.inputs["ask"] == RESERVED:
+            assert all(c.value != 2 * draft.answer for c in draft.candidates), scenario

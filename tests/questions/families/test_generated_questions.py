@@ -127,6 +127,19 @@ def test_explanation_is_every_step_then_every_note_in_full(
             assert text.explanation == " ".join(parts), (g.id, locale)
 
 
+def test_a_trace_explanation_ends_on_the_answer_as_its_choice_shows_it(
+    generated: list[GeneratedQuestion],
+) -> None:
+    """ "So memory_reserved() = 14,548,480 B." where the choices are in bytes, not the same
+    figure in another unit (14,207.5 KiB) for the player to convert."""
+    if FAMILIES.require(generated[0].family).kind != "allocator-trace":
+        return
+    for g in generated:
+        for locale in Locale:
+            text = g.question.text(locale)
+            assert f" = {text.choices[g.question.answer]}." in text.explanation, (g.id, locale)
+
+
 def test_each_distractor_names_its_misconception(generated: list[GeneratedQuestion]) -> None:
     net = 0
     for g in generated:
@@ -204,3 +217,12 @@ def test_one_seed_never_draws_the_same_scenario_twice(family_id: str) -> None:
     draws = [generate(family, 99, i) for i in range(150)]
     assert len({json.dumps(g.inputs, sort_keys=True) for g in draws}) == len(draws)
     assert len({g.question.text(Locale.EN).prompt for g in draws}) == len(draws)
+
+
+def test_a_channel_meets_600_scenarios_of_each_family_before_any_repeats() -> None:
+    """Draws take the variants in turn and walk each without repeating, so a family's
+    first (variants × smallest variant) draws are distinct: 600 covers the 10,000 of
+    bench/generate.py over 17 families (a long-lived channel's generated questions)."""
+    for family in FAMILIES:
+        grids = family.space.grids
+        assert len(grids) * min(g.size for g in grids) >= 600, family.id
