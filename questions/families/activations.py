@@ -204,16 +204,42 @@ def _candidates(c: dict[str, Any], answer: float) -> list[Candidate]:
             )
         )
     # the same errors with 32-bit activations besides: two errors at once
+    fp32 = LABELS["fp32-activations"]
     out += [
         Candidate(
             f"{c.misconception}-and-fp32",
             c.value * 2,
-            Text("{why} And in 32-bit: two errors.", why=c.why),
+            Text("two errors: {a} and {b}.", a=_label(c.misconception, sp), b=fp32),
         )
         for c in list(out)
         if c.misconception != "fp32-activations"
     ]
     return out
+
+
+# a short name of each error, for the note of two errors at once
+LABELS: Final[dict[str, Localized]] = {
+    "none-instead": Text("no recomputation"),
+    "selective-instead": Text("selective recomputation"),
+    "full-instead": Text("full recomputation"),
+    "fp32-activations": Text("32-bit activations"),
+    "one-layer-only": Text("one layer"),
+    "micro-batch-forgotten": Text("one sequence"),
+    "one-layer-one-sequence": Text("one layer of one sequence"),
+    "attention-scores-forgotten": Text("no attention scores"),
+    "attention-scores-not-split": Text("unsplit attention scores"),
+    "attention-term-squared-sequence-missed": Text("5a/h for 5as/h"),
+    "tensor-parallel-forgotten": Text("no tensor parallelism"),
+    "everything-divided-by-t": Text("everything divided by t"),
+    "all-gpus-summed": Text("all GPUs summed"),
+    "full-divided-by-t": Text("2sbh split over the GPUs"),
+}
+
+
+def _label(misconception: str, sp: bool) -> Localized:
+    if misconception == "sequence-parallel-confused":
+        return Text("no sequence parallelism") if sp else Text("sequence parallelism")
+    return LABELS[misconception]
 
 
 def build(variant: str, params: dict[str, Any]) -> Draft:

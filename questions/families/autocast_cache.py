@@ -217,7 +217,8 @@ def _cache_candidates(i: dict[str, Any], answer: int) -> list[Candidate]:
                 "frozen-base-cached",
                 answer + 2 * linear,
                 Text(
-                    "adds the frozen base; a {dtype} weight needs no cast, so none is cached.",
+                    "adds the frozen base; weights already in {dtype} need no cast, none is "
+                    "cached.",
                     dtype=i["dtype"],
                 ),
                 Text("the base weights added"),

@@ -211,7 +211,7 @@ def _byte_candidates(i: dict[str, Any], answer: int) -> list[Candidate]:
         out += [
             Candidate(
                 "first-chunk-only",
-                -(-min(P, M) // BLOCK) * BLOCK * per_token,
+                -(-min(P, M - D) // BLOCK) * BLOCK * per_token,
                 Text("the first chunk only; the later steps add theirs."),
             ),
         ]

@@ -225,28 +225,34 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         "chunks": chunks,
     }
     answer = logits_bytes(inputs)
-    per = {"logits": 2, "fp32-copy": 4, "upcast-peak": 6, "chunk": 4}[ask]
     tokens = b * s // (chunks if ask == "chunk" else 1)
-    what: Localized = {
-        "logits": Text("bf16 logits: 2 bytes each"),
-        "fp32-copy": Text("the fp32 copy: 4 bytes each"),
-        "upcast-peak": Text("bf16 logits and their fp32 copy: 2 + 4 bytes each"),
-        "chunk": Text("one fp32 chunk of {t} tokens: 4 bytes each", t=Number(tokens)),
+    values: dict[str, Localized | str] = {
+        "tokens": Number(tokens),
+        "V": Number(model.vocab),
+        "answer": ANSWER,
+    }
+    last: Localized = {
+        "logits": Text("In bf16, 2 bytes each: {tokens} × {V} × 2 bytes = {answer}.", **values),
+        "fp32-copy": Text(
+            "The fp32 copy, 4 bytes each: {tokens} × {V} × 4 bytes = {answer}.", **values
+        ),
+        "upcast-peak": Text(
+            "At the upcast the bf16 logits and their fp32 copy live together, 2 + 4 bytes "
+            "each: {tokens} × {V} × 6 bytes = {answer}.",
+            **values,
+        ),
+        "chunk": Text(
+            "One fp32 chunk of {tokens} tokens, 4 bytes each: {tokens} × {V} × 4 bytes = {answer}.",
+            **values,
+        ),
     }[ask]
     steps = (
         Text(
             "The logits are one row of V = {V} values per token: {tokens} tokens × {V}.",
             V=Number(model.vocab),
-            tokens=Number(tokens),
+            tokens=Number(b * s),
         ),
-        Text(
-            "{what}: {tokens} × {V} × {p} bytes = {answer}.",
-            what=what,
-            tokens=Number(tokens),
-            V=Number(model.vocab),
-            p=per,
-            answer=ANSWER,
-        ),
+        last,
     )
     prompt = PROMPT.fill(
         model=name,

@@ -168,6 +168,38 @@ def _candidates(
             Text("compares the request with the limit; the waste counts."),
         ),
     ]
+    if ask == RESERVED and _takes(block, m, big, rounding):
+        # x takes big's block: a note about how a new segment is rounded would give a
+        # false reason; the misconception is that x needs one at all
+        return [
+            *out,
+            allocated_not_reserved(stats[ALLOCATED]),
+            Candidate(
+                "option-reserves-memory",
+                stats[RESERVED] + rounding,
+                Text("reads the option as memory set aside; it reserves nothing."),
+            ),
+            Candidate(
+                "oversize-block-released",
+                segment,
+                Text("as if big's block were released; that needs a failed cudaMalloc."),
+            ),
+            Candidate(
+                "request-alone",
+                r,
+                Text("x's request alone; big stays reserved, segments are rounded."),
+            ),
+            Candidate(
+                "oversize-request-gets-a-segment",
+                big + segment,
+                Text("gives x a new segment; it takes big's cached block whole."),
+            ),
+            Candidate(
+                "request-added-to-reserved",
+                big + r,
+                Text("adds x's bytes; x takes big's cached block, so nothing new is reserved."),
+            ),
+        ]
     if ask == RESERVED:
         out += [
             allocated_not_reserved(stats[ALLOCATED]),
@@ -199,7 +231,9 @@ def _candidates(
             Candidate(
                 "power-of-two-segment",
                 big + (1 << (block - 1).bit_length()),
-                Text("a power-of-two segment for x; segments round to 2 MiB."),
+                Text("a power-of-two segment for x; segments round to 2 MiB.")
+                if block >= 10 * MIB
+                else Text("a power-of-two segment for x; under 10 MiB it gets 20 MiB."),
             ),
             Candidate(
                 "twenty-mib-segment",
@@ -241,21 +275,27 @@ def _candidates(
                 Text("a 20 MiB block; that is a segment size for small requests."),
             ),
             Candidate(
-                "waste-not-block",
-                abs(big - block),
-                Text("the bytes x would waste, not the block it holds."),
-            ),
-            Candidate(
                 "power-of-two-rounding",
                 1 << (block - 1).bit_length(),
                 Text("power-of-two rounding, which only roundup_power2_divisions does."),
             ),
-            Candidate(
-                "segment-rounded-to-20mib",
-                -(-block // (20 * MIB)) * 20 * MIB,
-                Text("x's segment rounded to 20 MiB; from 10 MiB on they round to 2 MiB."),
-            ),
         ]
+        if not _takes(block, m, big, rounding):  # x has a segment of its own
+            out.append(
+                Candidate(
+                    "segment-rounded-to-20mib",
+                    -(-block // (20 * MIB)) * 20 * MIB,
+                    Text("x's segment rounded to 20 MiB; from 10 MiB on they round to 2 MiB."),
+                )
+            )
+        if big >= block:  # x could take big's block: what it would waste means something
+            out.append(
+                Candidate(
+                    "waste-not-block",
+                    big - block,
+                    Text("the bytes x would waste, not the block it holds."),
+                )
+            )
     return out
 
 
@@ -307,5 +347,5 @@ FAMILY = Family(
     ),
     space=SPACE,
     build=build,
-    rank_weights=(1.25, 0.6, 0.55, 1.6),  # a yes/no outcome: few scenarios allow both ends
+    rank_weights=(1.45, 0.5, 0.55, 1.6),  # a yes/no outcome: few scenarios allow both ends
 )

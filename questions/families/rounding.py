@@ -66,7 +66,7 @@ def _rounding_step(n: int, block: int) -> Localized:
         return Text("Below 512 B, so the block is 512 bytes.")
     if n == block:
         return Text("{n} is already a multiple of 512 B.", n=size(n))
-    return Text("{n} rounds up to a {b} block (a multiple of 512 B).", n=size(n), b=size(block))
+    return Text("{n} rounds up to a block of {b} (a multiple of 512 B).", n=size(n), b=size(block))
 
 
 def _segment_step(block: int, segment: int) -> Localized:
@@ -261,7 +261,7 @@ def _inactive(n: int, rounded: int, segment: int) -> list[Candidate]:
             Candidate(
                 "wrong-segment-unrounded-request",
                 wrong - n,
-                Text("a {s} segment minus the unrounded request: two errors.", s=size(wrong)),
+                Text("a segment of {s} minus the unrounded request: two errors.", s=size(wrong)),
             )
         )
     if rounded <= MIB:

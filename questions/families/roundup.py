@@ -84,7 +84,7 @@ def _segment_step(block: int, segment: int, allocated: int) -> Localized:
     if allocated == block:
         return Text("The block comes from a new {s} segment.", s=size(segment))
     return Text(
-        "It gets a {s} segment; at most 1 MiB is left, so the whole segment is the block.",
+        "It gets a segment of {s}; at most 1 MiB is left, so the whole segment is the block.",
         s=size(segment),
     )
 
@@ -204,7 +204,9 @@ def _candidates(
                     name,
                     segment - value,
                     Text(
-                        "{label} makes a {b} block, leaving this rest.", label=label, b=size(value)
+                        "{label} makes a block of {b}, leaving this rest.",
+                        label=label,
+                        b=size(value),
                     ),
                 )
                 for name, value, _, label in _blocks(n, d)
@@ -238,7 +240,9 @@ def _candidates(
             Candidate(
                 name,
                 allocation_size(value),
-                Text("{label} makes a {b} block, with this segment.", label=label, b=size(value)),
+                Text(
+                    "{label} makes a block of {b}, with this segment.", label=label, b=size(value)
+                ),
             )
             for name, value, _, label in _blocks(n, d)
         ),

@@ -16,7 +16,7 @@ from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.model import Candidate, Draft, Family, Style
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES
-from questions.families.sizes import GIB, exact_decimals
+from questions.families.sizes import GIB
 from questions.families.space import Space, grid
 
 
@@ -83,6 +83,15 @@ def _cases() -> tuple[tuple[str, str, int, int], ...]:
 
 
 SPACE = Space((grid("zero", case=_cases()),))
+
+
+def published_decimals(billions: float) -> int:
+    """The decimals the figure is published with (8.03, 72.7, 405): the shortest repr's,
+    since 8.03 is not exact in binary and a float test would drop its decimals."""
+    text = repr(billions)
+    return 0 if text.endswith(".0") or "." not in text else len(text.split(".")[1])
+
+
 PROMPT = Text(
     "{model} ({p} billion parameters) is trained with {recipe}, ZeRO stage {s}, on {n} "
     "GPUs. How much memory do the model states take per GPU?"
@@ -162,8 +171,10 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
             "sixteen-bytes-rule",
             per_gpu_bytes(psi, 2, 2, 12, stage, gpus),
             Text(
-                "16 bytes per parameter (mixed Adam); this recipe has {t}.",
-                t=w + g + k,
+                "mixed Adam's 2 + 2 + 12 bytes per parameter; this recipe's are {w} + {g} + {k}.",
+                w=w,
+                g=g,
+                k=k,
             ),
         ),
         Candidate(
@@ -223,7 +234,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         )
     prompt = PROMPT.fill(
         model=name,
-        p=Number(model.params_b, exact_decimals(model.params_b) or 0),
+        p=Number(model.params_b, published_decimals(model.params_b)),
         recipe=recipe.name,
         s=stage,
         n=gpus,

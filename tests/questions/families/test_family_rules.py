@@ -124,3 +124,68 @@ def test_fragmentation_notes_give_the_reason_the_trace_shows() -> None:
             assert "new-segment-of-20mib-steps" not in names, scenario
         if not grown and draft.inputs["ask"] == RESERVED:
             assert all(c.value != 2 * draft.answer for c in draft.candidates), scenario
+
+
+PAGE_NOTES = {
+    "page-run-per-tensor",
+    "live-bytes-in-pages",
+    "freed-pages-not-reused",
+    "first-tensors-only",
+    "pages-for-every-request",
+    "pages-of-2mib",
+}
+SEGMENT_NOTES = {
+    "fixed-segment-per-tensor",
+    "segments-rounded-to-20mib",
+    "first-tensors-segments-only",
+}
+
+
+def test_expandable_notes_speak_of_the_mode_the_trace_runs_in() -> None:
+    """ "Tensors share the pages of one range" is no reason in a native run, nor "10 MiB
+    and up get their own size" with expandable segments."""
+    family = FAMILIES.require("expandable-segments")
+    for scenario in range(0, family.space.size, 5):
+        draft = family.build(*family.space.decode(scenario))
+        if draft.inputs["ask"] != RESERVED:
+            continue
+        names = {c.misconception for c in draft.candidates}
+        wrong = SEGMENT_NOTES if draft.inputs["conf"] else PAGE_NOTES
+        assert not names & wrong, (scenario, draft.inputs["conf"], names & wrong)
+
+
+NEW_SEGMENT_REASONS = ("a new segment is rounded", "round to 2 MiB", "segment is rounded to 2")
+
+
+@pytest.mark.parametrize("family_id", ["max-split-size", "max-non-split-rounding"])
+def test_no_note_explains_a_segment_x_never_gets(family_id: str) -> None:
+    """Where x takes big's cached block whole, a note about how x's new segment is rounded
+    gives a false reason (x gets none); under 10 MiB a new segment is 20 MiB, not x
+    rounded to 2 MiB."""
+    family = FAMILIES.require(family_id)
+    for scenario in range(0, family.space.size, 3):
+        draft = family.build(*family.space.decode(scenario))
+        inputs = draft.inputs
+        big, x = int(inputs["ops"][0][2]), int(inputs["ops"][2][2])
+        before = replay_value(inputs, ops=inputs["ops"][:2], ask=RESERVED)
+        taken = replay_value(inputs, ask=RESERVED) == before == big
+        # the candidates a question can show (one equal to the answer never is)
+        notes = [c.why.render(Locale.EN) for c in draft.candidates if c.value != draft.answer]
+        if taken:
+            assert not [n for n in notes if any(r in n for r in NEW_SEGMENT_REASONS)], scenario
+        if -(-x // 512) * 512 < 10 * MIB:  # x's block
+            assert not [n for n in notes if "round to 2 MiB" in n], scenario
+
+
+def test_training_state_prompts_state_each_models_published_size() -> None:
+    """Llama-3.1-8B has 8.03 billion parameters (the answer uses them): the prompt must
+    not say 8 (8.03 is not exact in binary, so a float test of its decimals failed)."""
+    family = FAMILIES.require("training-state-per-gpu")
+    seen = set()
+    for scenario in range(0, family.space.size, 11):
+        draft = family.build(*family.space.decode(scenario))
+        prompt = draft.prompt.render(Locale.EN)
+        if draft.inputs["model"] == "Llama-3.1-8B":
+            assert "(8.03 billion parameters)" in prompt, prompt
+            seen.add(draft.inputs["model"])
+    assert seen

@@ -140,6 +140,21 @@ def test_a_trace_explanation_ends_on_the_answer_as_its_choice_shows_it(
             assert f" = {text.choices[g.question.answer]}." in text.explanation, (g.id, locale)
 
 
+def test_english_sentences_start_with_a_capital_and_take_the_right_article(
+    generated: list[GeneratedQuestion],
+) -> None:
+    """("…× 256,000. one fp32 chunk…" was a step's clause run on as a sentence.) Names of
+    tensors and APIs may start a sentence in lower case; English words may not."""
+    lower_word = re.compile(r"\. (?:one|the|an|in|bf16|fp32|and|it|its|this|that|so|each)\b")
+    # "a 8,833 KiB block": "an" before a number read with a vowel sound (8, 11, 18, 80...)
+    a_before_vowel_number = re.compile(r"\ba (?:8|11|18)[\d,.]*\b")
+    for g in generated:
+        text = g.question.text(Locale.EN)
+        for part in (text.prompt, text.explanation, *text.choices):
+            assert not lower_word.search(part), (g.id, part)
+            assert not a_before_vowel_number.search(part), (g.id, part)
+
+
 def test_each_distractor_names_its_misconception(generated: list[GeneratedQuestion]) -> None:
     net = 0
     for g in generated:
