@@ -104,14 +104,21 @@ def ages(template: tuple[str, ...]) -> dict[int, int]:
     return {i: clock - b for i, b in base.items()}
 
 
-def collect(sizes: dict[int, float], age: dict[int, int], target: float) -> tuple[int, ...]:
-    """torch's passes: free every block at least the average age, until `target` is met."""
+def collect(
+    sizes: dict[int, float], age: dict[int, int], target: float, *, strict: bool = False
+) -> tuple[int, ...]:
+    """torch's passes: free every block at least the average age, until `target` is met
+    (`strict`: only those older than the average, a misconception)."""
     left = dict(age)
     freed: list[int] = []
     reclaimed = 0.0
     while reclaimed < target and left:
         mean = sum(left.values()) / len(left)
-        passed = [i for i in sorted(left, key=lambda i: sizes[i]) if left[i] >= mean]
+        passed = [
+            i
+            for i in sorted(left, key=lambda i: sizes[i])
+            if (left[i] > mean if strict else left[i] >= mean)
+        ]
         for i in passed:
             freed.append(i)
             reclaimed += sizes[i]
@@ -242,7 +249,7 @@ def _candidates(g: Gc, sizes: dict[int, int], inputs: dict[str, Any], ask: str) 
         return reclaimed if ask == FREED else g.reserved - reclaimed + request
 
     mean = sum(g.ages.values()) / len(g.ages)
-    strict = [i for i in cached if g.ages[i] > mean]
+    strict = collect(floats, g.ages, target, strict=True)
     with_request = collect(floats, g.ages, g.reserved + request - g.threshold)
     x_last = f"x{last}"
     x_live = f"x{last - 1}"

@@ -189,3 +189,15 @@ def test_training_state_prompts_state_each_models_published_size() -> None:
             assert "(8.03 billion parameters)" in prompt, prompt
             seen.add(draft.inputs["model"])
     assert seen
+
+
+def test_the_strict_age_misconception_still_runs_pass_after_pass() -> None:
+    """ "Only blocks older than the average" changes the comparison, not the passes: the
+    second pass (mean of the blocks left) goes on until the target is met."""
+    from questions.families.gc_threshold import collect
+
+    sizes = {1: 100.0, 2: 100.0, 3: 100.0, 4: 100.0}
+    ages = {1: 5, 2: 2, 3: 1, 4: 1}  # mean 2.25, then 1.33 without block 1
+    assert collect(sizes, ages, 150, strict=True) == (1, 2)
+    assert collect(sizes, {1: 3, 2: 2, 3: 1}, 50) == (1, 2)  # at least the mean (2)
+    assert collect(sizes, {1: 3, 2: 2, 3: 1}, 50, strict=True) == (1,)
