@@ -4,24 +4,30 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-test.txt 2>/dev/null | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-newest lint check bench clean catalogs extract
+.PHONY: run test test-newest lint check bench clean catalogs extract env newest-env
 
+# The venv's own pip installs the project (an upgrade first cost a round of index look-ups).
 $(STAMP):
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,postgres,celery]' -r requirements-test.txt
 	rm -f $(VENV)/.installed-*; touch $(STAMP)
+
+env: $(STAMP)
 
 ## Play a round in the terminal: console adapter, SQLite file, local runner.
 run: $(STAMP)
 	$(BIN)/quizbot play
 
-## The whole suite (SQLite and PostgreSQL), plus lint and type checks.
+## The whole suite (SQLite and PostgreSQL), plus lint and type checks. pytest runs on every
+## core (pytest-xdist; each worker has its own PostgreSQL database); PYTEST_WORKERS=0 runs it
+## in one process.
+PYTEST_WORKERS ?= auto
+PYTEST := -m pytest -n $(PYTEST_WORKERS) --dist worksteal
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python $(PYTEST) $(PYTEST_ARGS)
 
 ## The suite again on the newest Python here (>= 3.12; 3.13 on the project's machines),
 ## without torch: the CPU torch wheel is built for 3.11 only, and torch's tests skip cleanly.
@@ -32,14 +38,18 @@ STAMP_NEWEST := $(VENV_NEWEST)/.installed-$(shell cat pyproject.toml | cksum | c
 
 $(STAMP_NEWEST):
 	test -x $(VENV_NEWEST)/bin/python || $(PY_NEWEST) -m venv $(VENV_NEWEST)
-	$(VENV_NEWEST)/bin/python -m pip install -q --upgrade pip
 	$(VENV_NEWEST)/bin/python -m pip install -q -e '.[dev,postgres,celery]'
 	rm -f $(VENV_NEWEST)/.installed-*; touch $(STAMP_NEWEST)
+
+## Only the newest Python's environment (.ci/run builds it while `make test` runs).
+newest-env:
+	@if [ -z "$(PY_NEWEST)" ]; then echo "no Python >= 3.12 here: no environment to build"; \
+	else $(MAKE) --no-print-directory $(STAMP_NEWEST); fi
 
 test-newest:
 	@if [ -z "$(PY_NEWEST)" ]; then echo "no Python >= 3.12 here: the newest-Python pass is skipped"; \
 	else $(MAKE) --no-print-directory $(STAMP_NEWEST) && $(VENV_NEWEST)/bin/python --version \
-	  && $(VENV_NEWEST)/bin/python -m pytest $(PYTEST_ARGS); fi
+	  && $(VENV_NEWEST)/bin/python $(PYTEST) $(PYTEST_ARGS); fi
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b; done
@@ -58,4 +68,4 @@ I18N_KEYWORDS := -k t -k n:1,2 -k pgettext:1c,2 -k N_ -k Text
 extract: $(STAMP)
 	mkdir -p build
 	$(BIN)/pybabel extract --no-default-keywords $(I18N_KEYWORDS) --sort-by-file \
-	  -o build/messages.pot bot adapters gpu_runner questions
+	  -F babel.cfg -o build/messages.pot bot adapters gpu_runner questions

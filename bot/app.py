@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from bot import (
     basics,
     clinic_flow,
+    dashboard,
     demos,
     flags,
     generated,
@@ -36,7 +37,7 @@ from bot import (
 )
 from bot.bank import QuestionBank
 from bot.clock import Clock, SystemClock
-from bot.config import RunnerKind, Settings
+from bot.config import RunnerKind, Settings, dashboard_problems
 from bot.deliveries import Deliveries
 from bot.domain import Locale, Platform
 from bot.errors import ConfigError, QuizError
@@ -69,6 +70,7 @@ FEATURES: tuple[FeatureFactory, ...] = (
     practice.feature,
     report.feature,
     scheduling.feature,
+    dashboard.feature,
 )
 
 
@@ -268,6 +270,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             "or SLACK_SIGNING_SECRET for HTTP mode) for Slack, or DISCORD_TOKEN for Discord; "
             "`quizbot play` runs in the terminal without any"
         )
+    if problems := dashboard_problems(settings):
+        raise ConfigError("the dashboard is not configured: " + "; ".join(problems))
     stop = stop or _stop_on_signals()
     metrics = QuizMetrics(MetricsRegistry())
     chats: dict[str, Chat] = {}
@@ -308,6 +312,15 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
             log.info(
                 "Discord adapter running (%s mode)", "HTTP" if discord.http_mode else "gateway"
             )
+        if settings.web_secret is not None:
+            http_routes.append(
+                _dashboard(
+                    core,
+                    settings,
+                    slack_admin=adapter.admin_status if slack else None,
+                    rest=rest if settings.discord_token else None,
+                ).mount
+            )
         for mount in http_routes:
             mount(core.web.app)  # before the server starts: aiohttp freezes its routes
         await stack.enter_async_context(core.web)
@@ -325,6 +338,46 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         if not stop.is_set():
             # Exit non-zero so a supervisor (systemd, Kubernetes) restarts the bot.
             raise QuizError("the Discord gateway connection ended; exiting for a restart")
+
+
+def _dashboard(core: Core, settings: Settings, *, slack_admin: Any, rest: Any) -> Any:
+    """The dashboard on `serve`'s HTTP server (QUIZBOT_WEB_SECRET set and checked)."""
+    from adapters.web.dashboard import OAuthApp, build_dashboard
+
+    assert settings.web_secret is not None and settings.public_url is not None
+    slack = discord = None
+    if settings.slack_client_id and settings.slack_client_secret:
+        secret = settings.slack_client_secret.get_secret_value()
+        slack = OAuthApp(settings.slack_client_id, secret, settings.slack_api_url)
+    if settings.discord_client_id and settings.discord_client_secret:
+        secret = settings.discord_client_secret.get_secret_value()
+        discord = OAuthApp(settings.discord_client_id, secret, rest.api_base)
+
+    async def bot_guilds() -> set[str]:
+        """The servers the bot is in (a sign-in keeps only those), 200 a page."""
+        found: list[str] = []
+        for _ in range(100):
+            after = found[-1] if found else "0"
+            page = await rest.call("GET", f"/users/@me/guilds?limit=200&after={after}")
+            found += [str(g["id"]) for g in page]
+            if len(page) < 200:
+                break
+        return set(found)
+
+    role = settings.discord_admin_role
+    return build_dashboard(
+        core.quiz,
+        core.store,
+        core.store.web,
+        secret=settings.web_secret.get_secret_value(),
+        public_url=settings.public_url,
+        slack=slack,
+        discord=discord,
+        bot_guilds=bot_guilds if rest is not None else None,
+        admin_role=str(role) if role is not None else None,
+        admin_ids=settings.admin_ids,
+        admins={Platform.SLACK: slack_admin} if slack_admin is not None else {},
+    )
 
 
 # How many collections of the middle generation between two full ones (CPython: 10).

@@ -32,6 +32,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run on Slack and/or Discord (whichever has credentials)")
     serve.set_defaults(func=_serve)
 
+    webp = sub.add_parser(
+        "web", help="the dashboard for the console's workspace, on this machine (SQLite)"
+    )
+    webp.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    webp.add_argument("--port", type=int, default=None, help="port (QUIZBOT_HTTP_PORT)")
+    webp.add_argument("--channel", default="quiz", help="the console channel (default: quiz)")
+    webp.add_argument("--user", default="you", help="who you are (default: you)")
+    webp.set_defaults(func=_web)
+
     db = sub.add_parser("db", help="database maintenance")
     dbsub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
     up = dbsub.add_parser("upgrade", help="apply migrations (QUIZBOT_DATABASE_URL)")
@@ -148,6 +157,54 @@ def _play(args: argparse.Namespace) -> int:
             # A script ends at end of input: let demos started by its reveals post first.
             if (dispatcher := core.quiz.registry.service(DemoDispatcher)) is not None:
                 await dispatcher.drain()
+
+    asyncio.run(run())
+    return 0
+
+
+def _web(args: argparse.Namespace) -> int:
+    """The dashboard on the embedded default: the console's workspace, everyone an admin,
+    a one-time sign-in link printed; no platform credentials."""
+    import secrets
+    from dataclasses import replace
+
+    from adapters.console.chat import ConsoleChat
+    from adapters.web import WebServer
+    from adapters.web.dashboard import build_dashboard
+    from bot.app import build_core
+    from bot.domain import ChannelRef, Platform
+
+    settings = _settings()
+
+    async def run() -> None:
+        chat = ConsoleChat(sys.stdout, image_dir=Path("quizbot-plots"))
+        async with build_core(settings, {Platform.CONSOLE: chat}) as core:
+            channel = ChannelRef(Platform.CONSOLE, Platform.CONSOLE.value, args.channel)
+            await core.store.settings.save(await core.store.settings.get(channel))
+            port = settings.http_port if args.port is None else args.port
+            host = "127.0.0.1" if args.host in ("localhost", "") else args.host
+            dashboard = build_dashboard(
+                core.quiz,
+                core.store,
+                core.store.web,
+                secret=secrets.token_urlsafe(32),  # per run: a restart signs everyone out
+                public_url=f"http://{host}:{port}",
+                console_user=args.user,
+            )
+            server = WebServer(core.metrics.registry, port=port, host=host, checks=core.web.checks)
+            dashboard.mount(server.app)
+            async with server:
+                url = f"http://{host}:{server.port}" if ":" not in host else server.url
+                dashboard.config = replace(dashboard.config, public_url=url)
+                print(f"quizbot dashboard on {url}/ — sign in once with:", flush=True)
+                print(await dashboard.console_link(), flush=True)
+                stop = asyncio.Event()
+                loop = asyncio.get_running_loop()
+                import signal
+
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, stop.set)
+                await stop.wait()
 
     asyncio.run(run())
     return 0

@@ -164,6 +164,41 @@ class Settings(BaseSettings):
         description="Discord role id whose members may use the admin commands (close, lang, "
         "schedule, report, demos)",
     )
+    web_secret: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("QUIZBOT_WEB_SECRET"),
+        description="key that signs the dashboard's session cookies: at least 32 random "
+        "characters (openssl rand -hex 32); unset: quizbot serve has no dashboard",
+    )
+    public_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("QUIZBOT_PUBLIC_URL"),
+        description="the bot's public base URL, e.g. https://quiz.example.com: the "
+        "dashboard's address and its sign-in redirects (/auth/slack/callback, "
+        "/auth/discord/callback)",
+    )
+    slack_client_id: str | None = Field(
+        None,
+        validation_alias=AliasChoices("SLACK_CLIENT_ID"),
+        description="Slack app's Client ID (Basic Information > App Credentials): Sign in "
+        "with Slack on the dashboard",
+    )
+    slack_client_secret: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("SLACK_CLIENT_SECRET"),
+        description="Slack app's Client Secret (with SLACK_CLIENT_ID)",
+    )
+    discord_client_id: str | None = Field(
+        None,
+        validation_alias=AliasChoices("DISCORD_CLIENT_ID"),
+        description="Discord application's Client ID (Developer Portal > OAuth2): sign-in "
+        "with Discord on the dashboard",
+    )
+    discord_client_secret: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("DISCORD_CLIENT_SECRET"),
+        description="Discord application's Client Secret (with DISCORD_CLIENT_ID)",
+    )
     log_level: str = Field(
         "INFO",
         validation_alias=AliasChoices("QUIZBOT_LOG_LEVEL"),
@@ -200,6 +235,33 @@ class Settings(BaseSettings):
             raise ValueError(f"{v} is outside 1..256 (snapshots at once); the default is 4")
         return v
 
+    @field_validator("web_secret")
+    @classmethod
+    def _web_secret(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is not None and len(v.get_secret_value()) < 32:
+            raise ValueError(
+                f"is {len(v.get_secret_value())} characters long; use at least 32 random "
+                "characters, e.g. the output of `openssl rand -hex 32`"
+            )
+        return v
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        parts = urlsplit(v.strip())
+        local = parts.hostname in ("127.0.0.1", "localhost", "::1")
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise ValueError(f"{v!r} is not a URL; write it as https://quiz.example.com")
+        if parts.scheme == "http" and not local:
+            raise ValueError(
+                f"{v!r} is plain http: sign-in cookies need https (http only on 127.0.0.1)"
+            )
+        if parts.query or parts.fragment:
+            raise ValueError(f"{v!r} has a query or fragment; give the base URL only")
+        return urlunsplit(parts._replace(path=parts.path.rstrip("/")))
+
     @property
     def clinic_max_bytes(self) -> int:
         return self.clinic_max_mb << 20
@@ -207,6 +269,49 @@ class Settings(BaseSettings):
     @property
     def admin_ids(self) -> frozenset[str]:
         return frozenset(a.strip() for a in self.admins.split(",") if a.strip())
+
+
+def dashboard_problems(settings: Settings) -> list[str]:
+    """What stops the dashboard of `quizbot serve` from working, each naming the variable
+    and the fix (empty: it is fully configured, or not asked for at all)."""
+    problems = []
+    for name, key, secret in (
+        ("SLACK", settings.slack_client_id, settings.slack_client_secret),
+        ("DISCORD", settings.discord_client_id, settings.discord_client_secret),
+    ):
+        if (key is None) != (secret is None):
+            have, need = (
+                (f"{name}_CLIENT_ID", f"{name}_CLIENT_SECRET")
+                if key
+                else (f"{name}_CLIENT_SECRET", f"{name}_CLIENT_ID")
+            )
+            problems.append(f"{have} is set without {need}: set both (or neither)")
+    signs_in = settings.slack_client_id is not None or settings.discord_client_id is not None
+    if settings.web_secret is None and signs_in:
+        problems.append(
+            "QUIZBOT_WEB_SECRET is not set: the dashboard signs its cookies with it "
+            "(openssl rand -hex 32)"
+        )
+    if settings.web_secret is not None and settings.public_url is None:
+        problems.append(
+            "QUIZBOT_PUBLIC_URL is not set: the dashboard's sign-in redirects need the "
+            "bot's public address, e.g. https://quiz.example.com"
+        )
+    if settings.web_secret is not None and not signs_in:
+        problems.append(
+            "QUIZBOT_WEB_SECRET is set but no sign-in is: set SLACK_CLIENT_ID and "
+            "SLACK_CLIENT_SECRET and/or DISCORD_CLIENT_ID and DISCORD_CLIENT_SECRET"
+        )
+    if settings.discord_client_id is not None and settings.discord_token is None:
+        problems.append(
+            "DISCORD_CLIENT_ID needs DISCORD_TOKEN too: the sign-in lists only the servers "
+            "the bot is in, asked with the bot token"
+        )
+    if settings.slack_client_id is not None and settings.slack_bot_token is None:
+        problems.append(
+            "SLACK_CLIENT_ID needs SLACK_BOT_TOKEN too: workspace admins are asked with users.info"
+        )
+    return problems
 
 
 def check_timezone(name: str) -> ZoneInfo:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from bot.intake import FileRoute
     from bot.interactions import Click, Interactions
     from bot.metrics import QuizMetrics
+    from bot.pages import Page
     from bot.ports import FeatureStore, Runner
     from bot.team import QuestionChecker, QuestionFileReader
 
@@ -81,6 +82,8 @@ class Feature:
     # stopped (in reverse) before the store and the platform clients it uses.
     services: Sequence[AbstractAsyncContextManager[Any]] = ()
     checks: dict[str, HealthCheck] = field(default_factory=dict)  # /healthz
+    # Web pages below /w/<platform>/<workspace>/ (`bot.pages`; the dashboard serves them).
+    pages: Sequence[Page] = ()
 
 
 class Registry:
@@ -91,6 +94,7 @@ class Registry:
         self.commands = CommandSet()
         self.buttons: dict[str, ButtonKind] = {}
         self.forms: dict[str, FormKind] = {}
+        self._collected: dict[tuple[str, int], tuple[Any, ...]] = {}
         for feature in features:
             self.add(feature)
 
@@ -107,10 +111,21 @@ class Registry:
             if form.name in self.forms:
                 raise ValueError(f"form kind {form.name!r} is registered twice")
             self.forms[form.name] = form
+        paths = {p.path for p in self.pages}
+        for page in feature.pages:
+            if page.path in paths:
+                raise ValueError(f"page {page.path!r} is registered twice")
+            paths.add(page.path)
         self.features.append(feature)
 
     def _all(self, attribute: str) -> tuple[Any, ...]:
-        return tuple(item for f in self.features for item in getattr(f, attribute))
+        # Read on hot paths (each answer's outcome renderers): kept until a feature is added.
+        key = (attribute, len(self.features))
+        found = self._collected.get(key)
+        if found is None:
+            found = tuple(item for f in self.features for item in getattr(f, attribute))
+            self._collected[key] = found
+        return found
 
     @property
     def files(self) -> tuple[FileRoute, ...]:
@@ -127,6 +142,10 @@ class Registry:
     @property
     def outcome_renderers(self) -> tuple[OutcomeRenderer, ...]:
         return self._all("outcome_renderers")
+
+    @property
+    def pages(self) -> tuple[Page, ...]:
+        return self._all("pages")
 
     @property
     def services(self) -> tuple[AbstractAsyncContextManager[Any], ...]:

@@ -30,6 +30,7 @@ from bot.domain import (
 from bot.messages import Attachment, Image, Message
 
 if TYPE_CHECKING:
+    from bot.dashboard.ports import DashboardRepository
     from bot.demos.runs import DemoRunRepository
     from bot.mydata import MemberData
     from bot.practice import PracticeRepository
@@ -313,6 +314,9 @@ class FeatureStore(Store, Protocol):
 
     @property
     def demo_runs(self) -> DemoRunRepository: ...
+
+    @property
+    def dashboard(self) -> DashboardRepository: ...
 
 
 class DemoRunner(Protocol):

@@ -10,7 +10,7 @@ question's id comes from its content (`team_question_id`), posts keep the conten
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -222,6 +222,11 @@ class QuestionFileReader(Protocol):
     def read(self, name: str, data: bytes) -> ReadQuestions:
         """Parse and validate a file's bytes; raises `UserFacingError` when the whole file
         is refused (too large, not the format, an Open Trivia DB error code)."""
+        ...
+
+    def write_csv(self, questions: Iterable[Question]) -> tuple[str, list[str]]:
+        """The questions as the CSV `read` reads back, and a note per question CSV cannot
+        hold whole (a second locale, a demo, inputs)."""
         ...
 
 

@@ -59,13 +59,13 @@ def add_runner_commands(subparsers: Any, settings: Callable[[], WorkerSettings])
     )
     worker.add_argument("--queue", default=None, help="queue name (default: quizbot-demos)")
     worker.add_argument("--loglevel", default="INFO")
-    worker.set_defaults(func=lambda args: _worker(args, settings()))
+    worker.set_defaults(func=_with(settings, _worker))
     ping = sub.add_parser(
         "ping", help="exit 0 when this host's runner worker answers (a health check)"
     )
     ping.add_argument("--all", action="store_true", help="any worker, not only this host's")
     ping.add_argument("--timeout", type=float, default=5.0, help="seconds to wait (default 5)")
-    ping.set_defaults(func=lambda args: _ping(args, settings()))
+    ping.set_defaults(func=_with(settings, _ping))
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -126,6 +126,19 @@ def _run(args: argparse.Namespace) -> int:
             (args.out / "plot.png").write_bytes(result.png)
         print(f"wrote {args.out}/report.md, metrics.json" + (", plot.png" if result.png else ""))
     return 0 if result.state is DemoState.SUCCEEDED else 1
+
+
+def _with(
+    settings: Callable[[], WorkerSettings],
+    run: Callable[[argparse.Namespace, WorkerSettings], int],
+) -> Callable[[argparse.Namespace], int]:
+    """`run` with the settings read when the command runs (named as `run`: logs, tests)."""
+
+    def command(args: argparse.Namespace) -> int:
+        return run(args, settings())
+
+    command.__name__ = run.__name__
+    return command
 
 
 def _worker(args: argparse.Namespace, settings: WorkerSettings) -> int:

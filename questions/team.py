@@ -47,6 +47,10 @@ MAX_FILES: Final = 10_000
 class TeamQuestions:
     """The core's checker and file reader for team questions."""
 
+    def write_csv(self, questions: Iterable[Question]) -> tuple[str, list[str]]:
+        """`export_csv`, for the core (the dashboard's export)."""
+        return export_csv(questions)
+
     def check(self, data: Mapping[str, Any]) -> tuple[list[str], Question | None]:
         problems, question = check_question(dict(data), f"{PLACEHOLDER_ID}{SUFFIX}", team=True)
         if problems or question is None:

@@ -146,6 +146,21 @@ class SqlDemoRunRepository:
             found = (await s.execute(_select().where(DemoRunRow.id == run_id))).first()
         return _to_run(found[0], found[1]) if found else None
 
+    async def in_channel(self, channel: ChannelRef, limit: int = 20) -> list[DemoRun]:
+        """The channel's latest runs, newest first (the dashboard's demo page)."""
+        async with self._sessions() as s:
+            rows = await s.execute(
+                _select()
+                .where(
+                    ChannelRow.platform == str(channel.platform),
+                    ChannelRow.workspace == channel.workspace,
+                    ChannelRow.channel == channel.channel,
+                )
+                .order_by(DemoRunRow.id.desc())
+                .limit(limit)
+            )
+            return [_to_run(r, c) for r, c in rows]
+
     async def for_post(self, post_id: int) -> list[DemoRun]:
         async with self._sessions() as s:
             rows = await s.execute(

@@ -24,13 +24,13 @@ from collections import Counter
 from datetime import date
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, func, select, update
+from sqlalchemy import Table, bindparam, case, func, select, update
 from sqlalchemy import delete as sql_delete
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.bank import question_from_dict
 from bot.clock import Clock, SystemClock
-from bot.domain import BoardWindow, Locale, Platform, UserRef
+from bot.domain import BoardWindow, Locale, Platform, PostKind, PostState, UserRef
 from bot.mydata import Forgotten
 from storage._session import on_commit
 from storage.erasures import FENCE_RETENTION, lock_members, member_key, purge_fences, write_fence
@@ -44,8 +44,10 @@ from storage.models import (
     QuestionVersionRow,
     RetiredQuestionRow,
     ScoreDayRow,
+    ScoreDayTotalRow,
     ScoreHistogramRow,
     ScorePeriodRow,
+    ScoreQuestionRow,
     ScoreRow,
     ScoreTopicRow,
     TeamQuestionRow,
@@ -282,6 +284,7 @@ async def _erase(s: AsyncSession, mid: int) -> Forgotten:
         .order_by(ChannelRow.id)
         .with_for_update(key_share=True)
     )
+    await _leave_totals(s, mid)
     await _leave_boards(s, mid)
     if per_post:
         posts = cast(Table, PostRow.__table__)
@@ -319,6 +322,54 @@ async def _erase(s: AsyncSession, mid: int) -> Forgotten:
         submissions=submitted.rowcount,  # type: ignore[attr-defined]
         flags=flags.rowcount,  # type: ignore[attr-defined]
     )
+
+
+async def _leave_totals(s: AsyncSession, mid: int) -> None:
+    """Take the member's folded answers out of the everyone-together totals: per
+    question (their answers to closed posts) and per day (their `score_days` rows)."""
+    per_question = (
+        await s.execute(
+            select(
+                PostRow.channel_id,
+                PostRow.question_id,
+                func.count(),
+                func.sum(case((AnswerRow.correct, 1), else_=0)),
+            )
+            .join(AnswerRow, AnswerRow.post_id == PostRow.id)
+            .where(
+                AnswerRow.member_id == mid,
+                PostRow.state == PostState.CLOSED.value,
+                PostRow.kind != PostKind.PRACTICE.value,
+            )
+            .group_by(PostRow.channel_id, PostRow.question_id)
+            .order_by(PostRow.channel_id, PostRow.question_id)
+        )
+    ).all()
+    if per_question:
+        q = cast(Table, ScoreQuestionRow.__table__)
+        await s.execute(
+            update(q)
+            .where(q.c.channel_id == bindparam("c"), q.c.question_id == bindparam("q"))
+            .values(answered=q.c.answered - bindparam("n"), correct=q.c.correct - bindparam("k")),
+            [{"c": c, "q": qid, "n": n, "k": k or 0} for c, qid, n, k in per_question],
+        )
+    per_day = (
+        await s.execute(
+            select(
+                ScoreDayRow.channel_id, ScoreDayRow.day, ScoreDayRow.answered, ScoreDayRow.correct
+            )
+            .where(ScoreDayRow.member_id == mid)
+            .order_by(ScoreDayRow.channel_id, ScoreDayRow.day)
+        )
+    ).all()
+    if per_day:
+        d = cast(Table, ScoreDayTotalRow.__table__)
+        await s.execute(
+            update(d)
+            .where(d.c.channel_id == bindparam("c"), d.c.day == bindparam("d"))
+            .values(answered=d.c.answered - bindparam("n"), correct=d.c.correct - bindparam("k")),
+            [{"c": c, "d": day, "n": n, "k": k} for c, day, n, k in per_day],
+        )
 
 
 async def _leave_boards(s: AsyncSession, mid: int) -> None:

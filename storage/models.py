@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     SmallInteger,
     String,
@@ -457,3 +458,100 @@ class ErasureRow(Base):
     workspace: Mapped[str] = mapped_column(String(64), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     erased_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ScoreQuestionRow(Base):
+    """Per (channel, question id): closed posts, answers and correct answers (migration
+    0010), folded at close like the boards: the dashboard's question calibration and
+    accuracy by topic, without reading the answers."""
+
+    __tablename__ = "score_questions"
+
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), primary_key=True)
+    question_id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(80))
+    asked: Mapped[int] = mapped_column(Integer, default=0)
+    answered: Mapped[int] = mapped_column(Integer, default=0)
+    correct: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ScoreDayTotalRow(Base):
+    """Answers and correct answers per (channel, local day), all members together
+    (migration 0010): the dashboard's activity chart. Players per day are the day
+    board's histogram (`score_histograms`)."""
+
+    __tablename__ = "score_day_totals"
+
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), primary_key=True)
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    answered: Mapped[int] = mapped_column(Integer, default=0)
+    correct: Mapped[int] = mapped_column(Integer, default=0)
+
+
+# The overview's longest current streaks of a channel: an index range, not a sort.
+Index("ix_scores_streak", ScoreRow.channel_id, ScoreRow.current_streak.desc())
+
+
+class WebSessionRow(Base):
+    """A signed-in browser (migration 0010). The cookie carries a random token and its
+    signature; only the token's SHA-256 is stored, so this table opens no session."""
+
+    __tablename__ = "web_sessions"
+    __table_args__ = (Index("ix_web_sessions_platform_user_id", "platform", "user_id"),)
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    user_id: Mapped[str] = mapped_column(String(64))
+    display_name: Mapped[str] = mapped_column(String(128), default="")
+    # JSON: [{"id": workspace id, "name": its name, "admin": true|false|null}]
+    workspaces: Mapped[str] = mapped_column(Text)
+    csrf: Mapped[str] = mapped_column(String(64))
+    locale: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+
+
+class WebSignInRow(Base):
+    """A sign-in under way (migration 0010): the OAuth state's SHA-256 and its PKCE
+    verifier, taken once (a delete) before it expires, on any replica."""
+
+    __tablename__ = "web_sign_ins"
+
+    state_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    provider: Mapped[str] = mapped_column(String(16))
+    verifier: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+
+
+class WebRateRow(Base):
+    """Sign-in attempts per (client, window) (migration 0010), shared by the replicas."""
+
+    __tablename__ = "web_rates"
+
+    key: Mapped[str] = mapped_column(String(160), primary_key=True)
+    window_start: Mapped[datetime] = mapped_column(UtcDateTime(), primary_key=True)
+    hits: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class WebClinicRow(Base):
+    """A snapshot sent from the dashboard (migration 0010): its progress line, then the
+    result as chat shows it (title, text with the table and the line to copy, the plot);
+    never the file, which is deleted after the run. Read only by its uploader; purged a
+    day after the run."""
+
+    __tablename__ = "web_clinic"
+    __table_args__ = (Index("ix_web_clinic_member", "platform", "workspace", "user_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    workspace: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(200))
+    done: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(Text, default="")
+    title: Mapped[str] = mapped_column(Text, default="")
+    body: Mapped[str] = mapped_column(Text, default="")
+    png: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

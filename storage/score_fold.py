@@ -22,8 +22,10 @@ from storage.models import (
     PostRow,
     QuestionVersionRow,
     ScoreDayRow,
+    ScoreDayTotalRow,
     ScoreHistogramRow,
     ScorePeriodRow,
+    ScoreQuestionRow,
     ScoreRow,
     ScoreTopicRow,
 )
@@ -75,6 +77,8 @@ async def fold_post(s: AsyncSession, post: PostRow, channel: ChannelRow, dialect
             .where(ScoreRow.channel_id == channel.id, ScoreRow.current_streak > 0)
             .values(current_streak=0)
         )
+    topic = await _topic(s, post.question_hash)
+    await _fold_question(s, channel, post.question_id, topic, answers, dialect)
     if not answers:
         return
     scored = [
@@ -86,7 +90,8 @@ async def fold_post(s: AsyncSession, post: PostRow, channel: ChannelRow, dialect
     await _fold_days(s, channel, scored, dialect, hist)
     await _fold_periods(s, channel, scored, dialect, hist)
     await _fold_histograms(s, hist, dialect)
-    await _fold_topics(s, channel, scored, await _topic(s, post.question_hash), dialect)
+    await _fold_topics(s, channel, scored, topic, dialect)
+    await _fold_day_totals(s, channel, scored, dialect)
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +264,64 @@ async def _fold_topics(
             },
         ),
         rows,
+    )
+
+
+async def _fold_question(
+    s: AsyncSession,
+    channel: ChannelRow,
+    question_id: str,
+    topic: str,
+    answers: Any,
+    dialect: str,
+) -> None:
+    """The question's calibration in the channel: one more closed post, its answers."""
+    correct = sum(1 for _, right, _ in answers if right)
+    ins = insert(dialect, ScoreQuestionRow)
+    q = ScoreQuestionRow
+    await s.execute(
+        ins.values(
+            channel_id=channel.id,
+            question_id=question_id,
+            topic=topic[:80],
+            asked=1,
+            answered=len(answers),
+            correct=correct,
+        ).on_conflict_do_update(
+            index_elements=["channel_id", "question_id"],
+            set_={
+                "topic": ins.excluded.topic,
+                "asked": q.asked + ins.excluded.asked,
+                "answered": q.answered + ins.excluded.answered,
+                "correct": q.correct + ins.excluded.correct,
+            },
+        )
+    )
+
+
+async def _fold_day_totals(
+    s: AsyncSession, channel: ChannelRow, scored: list[_Scored], dialect: str
+) -> None:
+    """Answers per local day of the channel, everyone together (the activity chart)."""
+    days: dict[date, list[int]] = defaultdict(lambda: [0, 0])
+    for a in scored:
+        tally = days[local_day(a.at, channel.timezone)]
+        tally[0] += 1
+        tally[1] += int(a.correct)
+    ins = insert(dialect, ScoreDayTotalRow)
+    t = ScoreDayTotalRow
+    await s.execute(
+        ins.on_conflict_do_update(
+            index_elements=["channel_id", "day"],
+            set_={
+                "answered": t.answered + ins.excluded.answered,
+                "correct": t.correct + ins.excluded.correct,
+            },
+        ),
+        [
+            {"channel_id": channel.id, "day": d, "answered": n, "correct": c}
+            for d, (n, c) in sorted(days.items())
+        ],
     )
 
 

@@ -14,6 +14,7 @@ from bot.clock import Clock, SystemClock
 from bot.errors import StorageError
 from storage._session import sessionmaker
 from storage.answers import SqlAnswerRepository
+from storage.dashboard import SqlDashboard
 from storage.deliveries import SqlDeliveryLog
 from storage.demo_runs import SqlDemoRunRepository
 from storage.engine import check_schema, create_engine, redact, upgrade
@@ -28,6 +29,7 @@ from storage.schedules import SqlScheduleRepository
 from storage.scores import SqlScoreRepository
 from storage.settings import SqlSettingsRepository
 from storage.team import SqlTeamPackRepository
+from storage.web import SqlWebSessions
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,8 @@ class SqlStore:
         self.schedules = SqlScheduleRepository(self.sessions, self.refs)
         self.team = SqlTeamPackRepository(self.sessions, self.refs, self.clock)
         self.members = SqlMemberData(self.sessions, self.refs, self.clock)
+        self.dashboard = SqlDashboard(self.sessions)
+        self.web = SqlWebSessions(self.sessions)
 
     async def __aenter__(self) -> Self:
         await self.initialize()

@@ -6,9 +6,10 @@ import asyncio
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -17,19 +18,21 @@ from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform, UserRef
 from bot.features import Quiz
+from bot.ports import Chat
 from bot.quiz import QuizService
+from storage.store import SqlStore
+from tests.databases import dsn, reset_postgres
 from tests.fakes import RecordingChat
 from tests.quiz import quiz_of
 
+T = TypeVar("T")
 PG_ADMIN_URL = os.environ.get(
     "QUIZBOT_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
+
+pytest_plugins = ("pytester",)  # tests that run pytest itself (the per-directory timeouts)
+
 REQUIRE_SERVICES = os.environ.get("QUIZBOT_TEST_REQUIRE_SERVICES") == "1"
-TABLES = (
-    "erasures, flags, retired_questions, team_questions, team_packs, "
-    "demo_runs, practice_cards, score_histograms, score_periods, score_topics, score_days, "
-    "scores, answers, posts, schedules, question_versions, members, channels"
-)
 
 
 def _pg_available() -> bool:
@@ -37,17 +40,24 @@ def _pg_available() -> bool:
 
     async def probe() -> bool:
         try:
-            conn = await asyncpg.connect(_dsn(PG_ADMIN_URL), timeout=3)
+            conn = await asyncpg.connect(dsn(PG_ADMIN_URL), timeout=3)
         except (OSError, asyncpg.PostgresError):
             return False
         await conn.close()
         return True
 
-    return asyncio.run(probe())
+    return run_sync(probe())
 
 
-def _dsn(url: str) -> str:
-    return url.replace("postgresql+asyncpg://", "postgresql://")
+def run_sync(work: Coroutine[Any, Any, T]) -> T:
+    """Run `work` to completion from a synchronous fixture, also while another event loop
+    runs in this thread (Playwright's sync API keeps one): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, work).result()
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +72,7 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         await upgrade(engine)
         await engine.dispose()  # the last close checkpoints the WAL into the file
 
-    asyncio.run(migrate())
+    run_sync(migrate())
     return path
 
 
@@ -82,21 +92,23 @@ def pg_url() -> Iterator[str]:
     url = f"{base}/{name}"
 
     async def create() -> None:
-        conn = await asyncpg.connect(_dsn(PG_ADMIN_URL))
+        conn = await asyncpg.connect(dsn(PG_ADMIN_URL))
         await conn.execute(f'CREATE DATABASE "{name}"')
+        # A throw-away database: no commit waits for its WAL to reach the disk.
+        await conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
         await conn.close()
         engine = create_engine(url)
         await upgrade(engine)
         await engine.dispose()
 
     async def drop() -> None:
-        conn = await asyncpg.connect(_dsn(PG_ADMIN_URL))
+        conn = await asyncpg.connect(dsn(PG_ADMIN_URL))
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await conn.close()
 
-    asyncio.run(create())
+    run_sync(create())
     yield url
-    asyncio.run(drop())
+    run_sync(drop())
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -109,15 +121,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite+aiosqlite:///{path}"
         return
     url = request.getfixturevalue("pg_url")
-
-    async def truncate() -> None:
-        import asyncpg
-
-        conn = await asyncpg.connect(_dsn(url))
-        await conn.execute(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
-        await conn.close()
-
-    asyncio.run(truncate())
+    run_sync(reset_postgres(url))
     yield url
 
 
@@ -127,9 +131,7 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-async def store(db_url: str, clock: FakeClock) -> AsyncIterator[object]:
-    from storage.store import SqlStore
-
+async def store(db_url: str, clock: FakeClock) -> AsyncIterator[SqlStore]:
     async with SqlStore(db_url, clock=clock) as s:
         yield s
 
@@ -148,21 +150,21 @@ def chat() -> RecordingChat:
 
 @pytest.fixture
 async def quiz(
-    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+    store: SqlStore, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
 ) -> AsyncIterator[Quiz]:
     """Every feature, wired as `quizbot serve` wires them, on a recording chat."""
-    chats = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
+    chats: dict[str, Chat] = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
     async with quiz_of(store, chats, bank, clock) as q:
         yield q
 
 
 @pytest.fixture
 async def basic(
-    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+    store: SqlStore, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
 ) -> AsyncIterator[Quiz]:
     """The quiz with only the basic commands (ask, close, boards, lang, help): no
     feature's reveal hooks."""
-    chats = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
+    chats: dict[str, Chat] = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
     async with quiz_of(store, chats, bank, clock, features=[basics.feature]) as q:
         yield q
 

@@ -25,6 +25,8 @@ FORBIDDEN_IN_CORE = {
     "alembic",
     "torch",
     "aiohttp",
+    "jinja2",
+    "markupsafe",
     "celery",
     "redis",
     "asyncpg",

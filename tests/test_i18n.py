@@ -35,18 +35,28 @@ GREEK_ALLOWED = {"bot/scheduling/recurrence.py", "questions/lint.py"}
 Key = tuple[str | None, str]  # (msgctxt, msgid)
 
 
+# The dashboard's templates call the same ``t("…")`` / ``t.n(…)`` (Jinja2's extractor).
+TEMPLATES = [("**/templates/**.html", "jinja2.ext:babel_extract")]
+
+
 def marked_strings() -> dict[Key, str]:
     """Every marked (context, msgid), with where it was found."""
     found: dict[Key, str] = {}
     for package in SOURCES:
         for path, line, msg, _, context in extract_from_dir(
-            str(ROOT / package), method_map=[("**.py", "python")], keywords=KEYWORDS
+            str(ROOT / package),
+            method_map=[("**.py", "python"), *TEMPLATES],
+            keywords=KEYWORDS,
         ):
             where = f"{package}/{path}"
             if where.startswith(PENDING):
                 continue
             found[(context, msg[0] if isinstance(msg, tuple) else msg)] = f"{where}:{line}"
     return found
+
+
+def test_the_dashboards_templates_are_read_for_marked_strings() -> None:
+    assert (None, "Sign in to the quiz dashboard") in marked_strings()
 
 
 def po_files(lang: str) -> list[Path]:

@@ -78,6 +78,10 @@ class DemoRunRepository(Protocol):
 
     async def for_post(self, post_id: int) -> list[DemoRun]: ...
 
+    async def in_channel(self, channel: ChannelRef, limit: int = 20) -> list[DemoRun]:
+        """The channel's latest runs, newest first."""
+        ...
+
     async def set_status_message(self, run_id: int, message: MessageRef) -> None: ...
 
     async def mark_running(self, run_id: int, device: str, at: datetime) -> bool:

@@ -145,7 +145,7 @@ def legend(w: Words) -> str:
         "Peak reserved and peak allocated memory in MiB; unalloc = reserved − "
         "allocated and frag = 1 − largest free block / unalloc, both when "
         "reserved peaked; retries = allocations that had to free the cache "
-        "(cudaFree + synchronise) and try again.",
+        "(cudaFree + synchronise) and try again."
     )
 
 
@@ -215,7 +215,7 @@ def caveats(chosen: Tried, w: Words) -> list[str]:
                 "expandable_segments maps memory in pages on demand (the first "
                 "allocations are a little slower); CUDA IPC (sharing CUDA tensors "
                 "between processes) and CUDA graph capture have had restrictions with it "
-                "in some releases: check your torch version's notes.",
+                "in some releases: check your torch version's notes."
             )
         )
     if MAX_SPLIT in changes:
@@ -256,5 +256,5 @@ def caveats(chosen: Tried, w: Words) -> list[str]:
 def replay_limits(w: Words) -> str:
     return w.t(
         "A replay models PyTorch's caching allocator only: other processes, CUDA "
-        "graphs' private pools and NCCL buffers are not in the trace.",
+        "graphs' private pools and NCCL buffers are not in the trace."
     )

@@ -73,9 +73,7 @@ def analyse(
     other = verdict.chosen or verdict.best
     series = [
         (
-            w.t(
-                "recorded",
-            ),
+            w.t("recorded"),
             tried[0],
         )
     ]
@@ -140,17 +138,11 @@ def _body(
     """The message body, trimmed to fit one chat message (notes go first)."""
     gpu = w.gib(loaded.gpu_memory)
     source = {
-        GpuSource.GIVEN: w.t(
-            "as given",
-        ),
-        GpuSource.ESTIMATED: w.t(
-            "estimated from the recorded OOM: reserved + free at that moment",
-        ),
+        GpuSource.GIVEN: w.t("as given"),
+        GpuSource.ESTIMATED: w.t("estimated from the recorded OOM: reserved + free at that moment"),
     }.get(
         loaded.gpu_source,
-        w.t(
-            "the snapshot does not record the GPU's size: give gpu_memory to change it",
-        ),
+        w.t("the snapshot does not record the GPU's size: give gpu_memory to change it"),
     )
     failed = program.failed_requests
     allocs, frees = w.num(program.allocs - failed), w.num(program.frees - failed)
@@ -177,9 +169,7 @@ def _body(
     must = [intro, f"```\n{table}\n```"]
     if recommendation is not None:
         must += [
-            w.t(
-                "Set, before CUDA starts:",
-            ),
+            w.t("Set, before CUDA starts:"),
             f"```\n{recommendation}\n```",
             text.saving_line(verdict, w),
         ]
@@ -190,26 +180,11 @@ def _body(
         optional += [f"- {line}" for line in text.caveats(verdict.chosen, w)]
     optional.append(f"- {text.replay_limits(w)}")
     optional.append(
-        w.t(
-            "Recorded settings: ",
-        )
-        + (
-            f"`{recorded}`"
-            if recorded
-            else w.t(
-                "torch defaults",
-            )
-        )
-        + "."
+        w.t("Recorded settings: ") + (f"`{recorded}`" if recorded else w.t("torch defaults")) + "."
     )
     combined = next((c for c, _ in shown if c.family == "combined"), None)
     if combined is not None and len(combined.label) > text.LABEL_WIDTH - 2:
-        optional.append(
-            w.t(
-                "combined: ",
-            )
-            + f"`{combined.conf}`."
-        )
+        optional.append(w.t("combined: ") + f"`{combined.conf}`.")
     if loaded.devices > 1:
         events = w.num(len(loaded.snapshot.traces[loaded.device]))
         optional.append(

@@ -29,7 +29,7 @@ def outcome_lines(ctx: RunContext, m: dict[str, Any], oom_sentence: str) -> list
     ]
     small = t(
         "; a request of 1 MiB or less goes to the small pool, whose 2 MiB "
-        "segments never use the large pool's holes",
+        "segments never use the large pool's holes"
     )
     limit = t(
         "A request fails here once its segment (its size rounded up to 2 MiB) "
@@ -117,9 +117,7 @@ def remedy_lines(ctx: RunContext, m: dict[str, Any]) -> list[str]:
     merged, retried = m["after_freeing_live_tensors"], m["retry"]
     exp, split = m["remedies"]["expandable_segments"], m["remedies"]["max_split_size_mb"]
     return [
-        t(
-            "Remedies, each on the same layout:",
-        ),
+        t("Remedies, each on the same layout:"),
         t(
             "- `empty_cache()` with the odd tensors alive: reserved stays "
             "`{reserved_after_empty_cache_with_live_tensors}` (it releases only "

@@ -189,9 +189,7 @@ def run(ctx: RunContext) -> DemoOutput:
     )
     lines = [
         ctx.title(
-            ctx.t(
-                "Gradient (activation) checkpointing",
-            ),
+            ctx.t("Gradient (activation) checkpointing"),
             label,
         ),
         *_report(ctx, metrics, where),
@@ -202,23 +200,17 @@ def run(ctx: RunContext) -> DemoOutput:
         ["none", "per-layer", f"sqrt ({sqrt_segments(layers)})"],
         [
             (
-                ctx.t(
-                    "after forward",
-                ),
+                ctx.t("after forward"),
                 [small[m]["after_forward_bytes"] / MiB for m in MODES],
                 _plot.ALLOCATED,
             ),
             (
-                ctx.t(
-                    "peak in backward",
-                ),
+                ctx.t("peak in backward"),
                 [small[m]["peak_bytes"] / MiB for m in MODES],
                 _plot.FREE,
             ),
         ],
-        ylabel=ctx.t(
-            "activations, weight grads apart (MiB)",
-        ),
+        ylabel=ctx.t("activations, weight grads apart (MiB)"),
         fmt=lambda v: ctx.num(v),
         title=ctx.t(
             "{layers} layers: checkpointing keeps {num} of {after_forward_bytes} after forward",
@@ -248,26 +240,16 @@ def _report(ctx: RunContext, m: dict[str, Any], where: str) -> list[str]:
         )
         return (
             f"- {mode}: "
-            + t(
-                "after forward ",
-            )
+            + t("after forward ")
             + f"`{fmt(r['after_forward_bytes'])}`, "
-            + t(
-                "peak in backward ",
-            )
+            + t("peak in backward ")
             + f"`{fmt(r['peak_bytes'])}`{step}"
         )
 
     kind = {
-        "cuda": t(
-            "measured on the GPU (bf16, above weights, weight grads and input)",
-        ),
-        "cpu": t(
-            "live activation bytes on CPU tensors (fp32)",
-        ),
-        "meta": t(
-            "live activation bytes on the meta device (fp32, no RAM)",
-        ),
+        "cuda": t("measured on the GPU (bf16, above weights, weight grads and input)"),
+        "cpu": t("live activation bytes on CPU tensors (fp32)"),
+        "meta": t("live activation bytes on the meta device (fp32, no RAM)"),
     }[where]
     segments, big_segments = c["sqrt_segments"], sqrt_segments(SPEC_CONFIG["layers"])
     last = last_segment_layers(layers, segments)
@@ -317,7 +299,7 @@ def _report(ctx: RunContext, m: dict[str, Any], where: str) -> list[str]:
             "Checkpointing keeps only segment inputs and recomputes the rest in "
             "backward, one segment just before its gradients, while the segments "
             "already done are freed: less activation memory for about one extra "
-            "forward pass.",
+            "forward pass."
         ),
     ]
 

@@ -132,14 +132,12 @@ def run(ctx: RunContext) -> DemoOutput:
         check is not None,
         cpu_note=ctx.t(
             "the step ran on the CPU; bytes counted from the storages torch created "
-            "(no caching allocator there)",
+            "(no caching allocator there)"
         ),
     )
     lines = [
         ctx.title(
-            ctx.t(
-                "Adam memory per parameter (mixed precision)",
-            ),
+            ctx.t("Adam memory per parameter (mixed precision)"),
             label,
         ),
         *_report(ctx, metrics, check),
@@ -202,11 +200,7 @@ def _report(ctx: RunContext, m: dict[str, Any], check: dict[str, Any] | None) ->
                 bytes_per_parameter=ctx.num(check["bytes_per_parameter"], 2),
             )
         )
-    lines.append(
-        t(
-            "ZeRO/FSDP shard these bytes across GPUs; 8-bit optimizers shrink m and v.",
-        )
-    )
+    lines.append(t("ZeRO/FSDP shard these bytes across GPUs; 8-bit optimizers shrink m and v."))
     return lines
 
 
@@ -221,16 +215,10 @@ def _stacked_plot(ctx: RunContext, ax: Any, check: dict[str, Any] | None) -> Non
         "adam_v": _plot.LIMIT,
     }
     names = {
-        "weights": t(
-            "weights",
-        ),
-        "grads": t(
-            "grads",
-        ),
+        "weights": t("weights"),
+        "grads": t("grads"),
         "master": "fp32 master",
-        "master_grads": t(
-            "fp32 grads",
-        ),
+        "master_grads": t("fp32 grads"),
         "adam_m": "Adam m",
         "adam_v": "Adam v",
     }
@@ -239,11 +227,7 @@ def _stacked_plot(ctx: RunContext, ax: Any, check: dict[str, Any] | None) -> Non
         p = check["parameters"]
         # m and v are equal halves of the measured Adam state (its step counters are bytes).
         half = check["adam_state_bytes"] / 2 / p
-        columns[
-            t(
-                "measured",
-            )
-        ] = {
+        columns[t("measured")] = {
             "weights": check["weights_bytes"] / p,
             "grads": check["grads_bytes"] / p,
             "master": check["master_bytes"] / p,
@@ -252,15 +236,9 @@ def _stacked_plot(ctx: RunContext, ax: Any, check: dict[str, Any] | None) -> Non
             "adam_v": half,
         }
     shown = {
-        ZERO: t(
-            "mixed\n(ZeRO: 16 B)",
-        ),
-        WITH_FP32_GRADS: t(
-            "mixed\n+ fp32 grads",
-        ),
-        "bf16, no master": t(
-            "bf16,\nno master",
-        ),
+        ZERO: t("mixed\n(ZeRO: 16 B)"),
+        WITH_FP32_GRADS: t("mixed\n+ fp32 grads"),
+        "bf16, no master": t("bf16,\nno master"),
     }
     labels = [shown.get(k, k) for k in columns]
     bottom = [0.0] * len(labels)
@@ -271,16 +249,10 @@ def _stacked_plot(ctx: RunContext, ax: Any, check: dict[str, Any] | None) -> Non
     for i, total in enumerate(bottom):
         digits = 0 if round(total, 2).is_integer() else 2
         _plot.bar_total(ax, i, total, f"{ctx.num(total, digits)} B")
-    ax.set_ylabel(
-        t(
-            "bytes per parameter",
-        )
-    )
+    ax.set_ylabel(t("bytes per parameter"))
     ax.margins(y=0.12)
     ax.set_title(
-        t(
-            "Mixed precision saves no optimizer memory: 16 B/parameter, 20 B with fp32 grads",
-        ),
+        t("Mixed precision saves no optimizer memory: 16 B/parameter, 20 B with fp32 grads"),
     )
     ax.legend(ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
 

@@ -99,9 +99,7 @@ def describe(ctx: RunContext, i: int, step: Step, before: Step | None) -> str:
     elif op[0] == "free":
         head = f"`free {op[1]}`"
         what = (
-            ctx.t(
-                "skipped: its malloc failed",
-            )
+            ctx.t("skipped: its malloc failed")
             if step.outcome == "skipped"
             else ctx.t(
                 "back to the cache; reserved stays {now}",
@@ -117,9 +115,7 @@ def describe(ctx: RunContext, i: int, step: Step, before: Step | None) -> str:
                 now=now,
             )
             if released
-            else ctx.t(
-                "releases nothing: no cached segment is entirely free",
-            )
+            else ctx.t("releases nothing: no cached segment is entirely free")
         )
     return f"{i}. {head} → {what}"
 
@@ -145,9 +141,7 @@ def run(ctx: RunContext) -> DemoOutput:
     conf = (
         f"`PYTORCH_CUDA_ALLOC_CONF={inputs['conf']}`"
         if inputs["conf"]
-        else t(
-            "default allocator settings",
-        )
+        else t("default allocator settings")
     )
     total = ctx.size(inputs["total_memory"], exact=True)
     capped = (
@@ -156,9 +150,7 @@ def run(ctx: RunContext) -> DemoOutput:
             cap=ctx.size(cap, exact=True),
         )
         if cap is not None
-        else t(
-            "no memory cap.",
-        )
+        else t("no memory cap.")
     )
     lines = [
         ctx.title(
@@ -221,12 +213,12 @@ def verdict(ctx: RunContext, ask: str, gpu: int, sim: int, reasons: list[str]) -
     if "cap" in reasons:
         line += " " + t(
             "The runner caps a demo below this trace's memory, so the GPU ran under "
-            "a smaller cap and the figures need not match.",
+            "a smaller cap and the figures need not match."
         )
     if "gc" in reasons:
         line += " " + t(
             "`garbage_collection_threshold` acts only under a memory cap, and the "
-            "GPU run always has one (the runner's): not comparable.",
+            "GPU run always has one (the runner's): not comparable."
         )
     return line
 
@@ -254,15 +246,9 @@ def plot(ctx: RunContext, steps: list[Step], ask: str, value: int, cap: int | No
         [step_label(ctx, s.op) for s in steps],
         scale=scale,
         legend=(
-            t(
-                "allocated",
-            ),
-            t(
-                "free, cached",
-            ),
-            t(
-                "request that failed (OOM)",
-            ),
+            t("allocated"),
+            t("free, cached"),
+            t("request that failed (OOM)"),
         ),
         oom_steps=ooms,
         failed_requests=[int(steps[i].op[2]) for i in ooms],
@@ -273,11 +259,7 @@ def plot(ctx: RunContext, steps: list[Step], ask: str, value: int, cap: int | No
         ),
     )
     _plot.number_ticks(ax, ctx.locale, digits=None)
-    ax.set_xlabel(
-        t(
-            "step (operation of the trace)",
-        )
-    )
+    ax.set_xlabel(t("step (operation of the trace)"))
     ax.set_ylabel(
         t(
             "reserved memory ({unit})",

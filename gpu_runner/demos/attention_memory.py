@@ -141,9 +141,7 @@ def run(ctx: RunContext) -> DemoOutput:
     label = run_label(ctx, any(r["measured"] for r in rows))
     lines = [
         ctx.title(
-            ctx.t(
-                "Attention memory: naive N×N scores vs scaled_dot_product_attention",
-            ),
+            ctx.t("Attention memory: naive N×N scores vs scaled_dot_product_attention"),
             label,
         ),
         *report(ctx, rows, (batch, heads, dim, dtype_name), how),
@@ -159,9 +157,7 @@ def run_label(ctx: RunContext, measured: bool) -> RunLabel:
     if ctx.cuda:
         return ctx.label(RunKind.GPU)
     what = (
-        ctx.t(
-            "peaks from torch.profiler's CPU allocation events; GPU timings n/a",
-        )
+        ctx.t("peaks from torch.profiler's CPU allocation events; GPU timings n/a")
         if measured
         else ctx.t(
             "nothing measured: every length is over the CPU measuring budget "
@@ -197,12 +193,10 @@ def report(
         ),
     ]
     methods = {
-        "cuda": t(
-            "Measured on the GPU: `max_memory_allocated()` above the start, per call.",
-        ),
+        "cuda": t("Measured on the GPU: `max_memory_allocated()` above the start, per call."),
         "cpu-profiler": t(
             "Measured on the CPU: every allocation `torch.profiler` "
-            "(`profile_memory=True`) records during the call, peak above the start.",
+            "(`profile_memory=True`) records during the call, peak above the start."
         ),
     }
     if how in methods:  # arithmetic alone: the label's closing note says so
@@ -226,9 +220,7 @@ def report(
         )
         lines.append(
             f"- N = {ctx.num(row['seq_len'])}: "
-            + t(
-                "naive ",
-            )
+            + t("naive ")
             + f"{ctx.size(row['naive_peak_bytes'])} · SDPA {ctx.size(row['sdpa_peak_bytes'])}"
             + timing
         )
@@ -237,7 +229,7 @@ def report(
             "SDPA's fused kernel (flash / memory-efficient on GPUs, a tiled kernel "
             "on CPU) never stores the N×N matrix: its extra memory is the output and "
             "per-row statistics, linear in N. In training the naive path also keeps "
-            "the soft-max output for backward.",
+            "the soft-max output for backward."
         )
     )
     return lines
@@ -279,9 +271,7 @@ def plot(ctx: RunContext, rows: list[dict[str, Any]], dtype: str) -> Any:
         [r["naive_predicted_bytes"] for r in rows],
         "--",
         color=_plot.MUTED,
-        label=t(
-            "2 × score buffer (arithmetic)",
-        ),
+        label=t("2 × score buffer (arithmetic)"),
     )
     done = [r for r in rows if r["measured"] and r["naive_peak_bytes"] is not None]
     for key, colour, marker, name in (
@@ -289,17 +279,13 @@ def plot(ctx: RunContext, rows: list[dict[str, Any]], dtype: str) -> Any:
             "naive_peak_bytes",
             _plot.FREE,
             "o",
-            t(
-                "naive, measured",
-            ),
+            t("naive, measured"),
         ),
         (
             "sdpa_peak_bytes",
             _plot.ALLOCATED,
             "s",
-            t(
-                "SDPA, measured",
-            ),
+            t("SDPA, measured"),
         ),
     ):
         if done:
@@ -316,16 +302,8 @@ def plot(ctx: RunContext, rows: list[dict[str, Any]], dtype: str) -> Any:
     ax.set_xticklabels([ctx.num(x) for x in xs])
     ax.minorticks_off()
     _plot.byte_ticks(ax, ctx.locale)
-    ax.set_xlabel(
-        t(
-            "sequence length N (log scale)",
-        )
-    )
-    ax.set_ylabel(
-        t(
-            "peak above the start (log scale)",
-        )
-    )
+    ax.set_xlabel(t("sequence length N (log scale)"))
+    ax.set_ylabel(t("peak above the start (log scale)"))
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", frameon=False, title=f"{dtype}, inference")
     ax.set_title(finding(ctx, rows), loc="left")

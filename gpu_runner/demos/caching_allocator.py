@@ -89,20 +89,14 @@ def run(ctx: RunContext) -> DemoOutput:
 
     def timing(r: dict[str, Any]) -> str:
         if r["us_per_iter"] is None and dev.simulated:
-            return t(
-                "timing n/a (simulated)",
-            )
+            return t("timing n/a (simulated)")
         if r["us_per_iter"] is None:  # no caching_allocator_disabled() in this torch
-            return t(
-                "timing n/a (this torch cannot switch the cache off)",
-            )
+            return t("timing n/a (this torch cannot switch the cache off)")
         return f"{ctx.num(r['us_per_iter'], 1)} µs/iter"
 
     lines = [
         ctx.title(
-            ctx.t(
-                "Why a caching allocator?",
-            ),
+            ctx.t("Why a caching allocator?"),
             label,
         ),
         t(
@@ -127,7 +121,7 @@ def run(ctx: RunContext) -> DemoOutput:
         t(
             "cudaFree synchronizes the device and cudaMalloc is a driver call; the "
             "cache turns both into a free-list lookup on the CPU. That is why "
-            "PyTorch keeps freed blocks reserved.",
+            "PyTorch keeps freed blocks reserved."
         ),
     ]
     fig, axes = _plot.figure(8.0, 3.4, cols=2 if not dev.simulated else 1)
@@ -136,23 +130,17 @@ def run(ctx: RunContext) -> DemoOutput:
         ["cudaMalloc", "cudaFree"],
         [
             (
-                t(
-                    "cached",
-                ),
+                t("cached"),
                 [cached["device_allocs"], cached["device_frees"]],
                 _plot.ACCENT,
             ),
             (
-                t(
-                    "uncached",
-                ),
+                t("uncached"),
                 [uncached["device_allocs"] or 0, uncached["device_frees"] or 0],
                 _plot.FREE,
             ),
         ],
-        ylabel=t(
-            "device calls",
-        ),
+        ylabel=t("device calls"),
         fmt=lambda v: ctx.num(v),
         title=t(
             "{n} tensors: {device_allocs} cudaMalloc with the cache, {count} + "
@@ -168,12 +156,8 @@ def run(ctx: RunContext) -> DemoOutput:
         _plot.grouped_bars(
             axes[1],
             [
-                t(
-                    "cached",
-                ),
-                t(
-                    "uncached",
-                ),
+                t("cached"),
+                t("uncached"),
             ],
             [
                 (
@@ -182,13 +166,9 @@ def run(ctx: RunContext) -> DemoOutput:
                     _plot.ALLOCATED,
                 )
             ],
-            ylabel=t(
-                "µs per allocate + free",
-            ),
+            ylabel=t("µs per allocate + free"),
             fmt=lambda v: ctx.num(v, 1),
-            title=t(
-                "Time per allocate + free",
-            ),
+            title=t("Time per allocate + free"),
         )
     return ctx.output(lines, metrics, fig, label)
 

@@ -158,9 +158,7 @@ def run(ctx: RunContext) -> DemoOutput:
     kept = max((s["private_pool_bytes"] or 0) for s in steps)
     lines = [
         ctx.title(
-            ctx.t(
-                "CUDA graphs keep a private memory pool",
-            ),
+            ctx.t("CUDA graphs keep a private memory pool"),
             label,
         ),
         t(
@@ -181,7 +179,7 @@ def run(ctx: RunContext) -> DemoOutput:
             "Replays reuse the captured addresses, so the pool stays reserved while "
             "the graph lives — even with no live output — and ordinary tensors "
             "cannot use it. Free the graph (then `empty_cache()`), or share one pool "
-            "between graphs (`graph_pool_handle()`).",
+            "between graphs (`graph_pool_handle()`)."
         ),
     ]
     fig, (ax,) = _plot.figure(8.0, 3.6)
@@ -190,30 +188,22 @@ def run(ctx: RunContext) -> DemoOutput:
         [t(s["step"]).replace("; ", ";\n").replace(", ", ",\n") for s in steps],
         [
             (
-                t(
-                    "reserved",
-                ),
+                t("reserved"),
                 [s["reserved_bytes"] / MiB for s in steps],
                 _plot.FREE,
             ),
             (
-                t(
-                    "allocated",
-                ),
+                t("allocated"),
                 [s["allocated_bytes"] / MiB for s in steps],
                 _plot.ALLOCATED,
             ),
             (
-                t(
-                    "graph pool",
-                ),
+                t("graph pool"),
                 [(s["private_pool_bytes"] or 0) / MiB for s in steps],
                 _plot.ACCENT,
             ),
         ],
-        ylabel=t(
-            "memory (MiB)",
-        ),
+        ylabel=t("memory (MiB)"),
         fmt=lambda v: ctx.num(v),
         title=t(
             "The graph keeps its {kept} pool reserved, output or not, until it is deleted",

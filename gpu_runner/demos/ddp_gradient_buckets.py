@@ -155,14 +155,12 @@ def run(ctx: RunContext) -> DemoOutput:
         measured is not None,
         ctx.t(
             "buckets of a real world-size-1 DDP (gloo); bytes of the gradients' and "
-            "buckets' storages, memory_allocated() n/a",
+            "buckets' storages, memory_allocated() n/a"
         ),
     )
     lines = [
         ctx.title(
-            ctx.t(
-                "DDP gradient buckets",
-            ),
+            ctx.t("DDP gradient buckets"),
             label,
         ),
         *report(ctx, metrics),
@@ -234,7 +232,7 @@ def report(ctx: RunContext, m: dict[str, Any]) -> list[str]:
     lines.append(
         t(
             "With `gradient_as_bucket_view=True` each `param.grad` is a view into "
-            "its bucket, so gradient memory is paid once instead of twice.",
+            "its bucket, so gradient memory is paid once instead of twice."
         )
     )
     return lines
@@ -245,13 +243,7 @@ def measured_lines(ctx: RunContext, m: dict[str, Any]) -> list[str]:
     t = ctx.t
     measured = m["measured"]
     agree = (
-        t(
-            "the same buckets",
-        )
-        if m["rule_matches_ddp"]
-        else t(
-            "*different buckets* (see metrics)",
-        )
+        t("the same buckets") if m["rule_matches_ddp"] else t("*different buckets* (see metrics)")
     )
     lines = [
         t(
@@ -308,30 +300,16 @@ def plot(ctx: RunContext, m: dict[str, Any]) -> Any:
         [b / MiB for b in buckets],
         bottom=[g / MiB for g in grads],
         color=_plot.FREE,
-        label=t(
-            "bucket buffers (not shared)",
-        ),
+        label=t("bucket buffers (not shared)"),
     )
     for x, n in enumerate(total):
         _plot.bar_total(right, x, n / MiB, ctx.size(n))
-    right.set_ylabel(
-        t(
-            "gradient memory (MiB)",
-        )
-    )
+    right.set_ylabel(t("gradient memory (MiB)"))
     right.set_xlabel("gradient_as_bucket_view")
     right.set_ylim(0, max(total) / MiB * 1.3)
     _plot.number_ticks(right, ctx.locale, digits=None)
     right.legend(loc="upper right", frameon=False)
-    how = (
-        t(
-            "measured",
-        )
-        if measured
-        else t(
-            "rules",
-        )
-    )
+    how = t("measured") if measured else t("rules")
     right.set_title(
         t(
             "gradient memory ({how})",
@@ -383,23 +361,15 @@ def bucket_plot(ctx: RunContext, ax: Any, m: dict[str, Any]) -> None:
         [],
         color=_plot.LIMIT,
         linewidth=1.5,
-        label=t(
-            "bucket limit",
-        ),
+        label=t("bucket limit"),
     )
     ax.legend(frameon=False, loc="upper right")
     ax.set_ylim(-0.6, 1.1)
     ax.set_yticks([])
-    ax.set_xlabel(
-        t(
-            "bucket bytes, in all-reduce order (MiB)",
-        )
-    )
+    ax.set_xlabel(t("bucket bytes, in all-reduce order (MiB)"))
     _plot.number_ticks(ax, ctx.locale, axis="x", digits=None)
     ax.set_title(
-        t(
-            "buckets: #, layers, bytes",
-        ),
+        t("buckets: #, layers, bytes"),
         loc="left",
     )
 

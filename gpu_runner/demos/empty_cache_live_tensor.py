@@ -126,9 +126,7 @@ def run(ctx: RunContext) -> DemoOutput:
     kept = shared_steps[1]
     lines = [
         ctx.title(
-            ctx.t(
-                "empty_cache() does not free a live tensor",
-            ),
+            ctx.t("empty_cache() does not free a live tensor"),
             label,
         ),
         t(
@@ -161,7 +159,7 @@ def run(ctx: RunContext) -> DemoOutput:
         t(
             "`empty_cache()` releases only segments whose blocks are all free: it "
             "never frees a tensor, a view keeps its base's whole block, and a free "
-            "block that shares a segment with a live one stays reserved.",
+            "block that shares a segment with a live one stays reserved."
         )
     )
     fig, (ax,) = _plot.figure(8.0, 3.4)
@@ -170,23 +168,17 @@ def run(ctx: RunContext) -> DemoOutput:
         ["x = empty(size)", "v = x[:16]\ndel x\nempty_cache()", "del v", "empty_cache()"],
         [
             (
-                t(
-                    "allocated",
-                ),
+                t("allocated"),
                 [s["allocated_bytes"] / MiB for s in view_steps],
                 _plot.ALLOCATED,
             ),
             (
-                t(
-                    "reserved",
-                ),
+                t("reserved"),
                 [s["reserved_bytes"] / MiB for s in view_steps],
                 _plot.FREE,
             ),
         ],
-        ylabel=t(
-            "memory (MiB)",
-        ),
+        ylabel=t("memory (MiB)"),
         fmt=lambda v: ctx.num(v),
         title=t(
             "A 16-byte view keeps {size} until del v; only then can empty_cache() release it",

@@ -151,9 +151,7 @@ def run(ctx: RunContext) -> DemoOutput:
     label = device_label(ctx, dev)
     lines = [
         ctx.title(
-            ctx.t(
-                "expandable_segments for changing sizes",
-            ),
+            ctx.t("expandable_segments for changing sizes"),
             label,
         ),
         *_report(ctx, metrics, cap),
@@ -233,7 +231,7 @@ def _report(ctx: RunContext, m: dict[str, Any], cap: int) -> list[str]:
         ),
         t(
             "With expandable segments `segment.all.current` stays 0 and "
-            "`inactive_split_bytes` excludes them: that is by design.",
+            "`inactive_split_bytes` excludes them: that is by design."
         ),
     ]
 
@@ -258,9 +256,7 @@ def _trace_plot(ctx: RunContext, ax: Any, results: dict[str, Any], cap: int) -> 
         [v / MiB for v in expandable["allocated_trace"]],
         color=_plot.ALLOCATED,
         linewidth=0.8,
-        label=t(
-            "allocated · expandable",
-        ),
+        label=t("allocated · expandable"),
     )
     _plot.mark_level(
         ax,
@@ -277,9 +273,7 @@ def _trace_plot(ctx: RunContext, ax: Any, results: dict[str, Any], cap: int) -> 
             continue
         ax.axvline(step, color=_plot.MUTED, linestyle=":", linewidth=1.0)
         ax.annotate(
-            t(
-                "retry: cache\nflushed",
-            ),
+            t("retry: cache\nflushed"),
             (step, 0.80),
             xycoords=("data", "axes fraction"),
             xytext=(3, 0),
@@ -300,16 +294,8 @@ def _trace_plot(ctx: RunContext, ax: Any, results: dict[str, Any], cap: int) -> 
             fontsize=8,
             color=_plot.LIMIT,
         )
-    ax.set_xlabel(
-        t(
-            "step (one per layer; batch 8 → 16)",
-        )
-    )
-    ax.set_ylabel(
-        t(
-            "memory (MiB)",
-        )
-    )
+    ax.set_xlabel(t("step (one per layer; batch 8 → 16)"))
+    ax.set_ylabel(t("memory (MiB)"))
     ax.set_ylim(0, cap / MiB * 1.12)
     flushes = [s for s in native["retry_steps"] if s not in native["oom_steps"]]
     ax.set_title(

@@ -45,9 +45,7 @@ def run(ctx: RunContext) -> DemoOutput:
     t = ctx.t
     lines = [
         ctx.title(
-            ctx.t(
-                "Fragmentation",
-            ),
+            ctx.t("Fragmentation"),
             label,
         ),
         t(
@@ -91,12 +89,8 @@ def run(ctx: RunContext) -> DemoOutput:
             index=ctx.num(index, 3),
         ),
         legend=(
-            t(
-                "allocated block",
-            ),
-            t(
-                "free hole (inactive split)",
-            ),
+            t("allocated block"),
+            t("free hole (inactive split)"),
         ),
         locale=ctx.locale,
     )

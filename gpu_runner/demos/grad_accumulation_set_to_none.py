@@ -89,14 +89,12 @@ def run(ctx: RunContext) -> DemoOutput:
         RunKind.GPU if ctx.cuda else RunKind.CPU,
         cpu_note=ctx.t(
             "gradient bytes counted from the storages behind .grad; "
-            "memory_allocated() and step peaks n/a",
+            "memory_allocated() and step peaks n/a"
         ),
     )
     lines = [
         ctx.title(
-            ctx.t(
-                "Gradient accumulation and zero_grad(set_to_none)",
-            ),
+            ctx.t("Gradient accumulation and zero_grad(set_to_none)"),
             label,
         ),
         *report(ctx, cfg, runs, params),
@@ -158,7 +156,7 @@ def report(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any], params: i
             "`set_to_none=True` is the default since torch 2.0: between steps the "
             "memory goes back to the allocator and is available to the next "
             "forward's activations. Accumulation saves activation memory (smaller "
-            "micro-batches), not gradient memory.",
+            "micro-batches), not gradient memory."
         )
     )
     return lines
@@ -174,9 +172,7 @@ def plot(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any]) -> Any:
     panels = [
         (
             "grad_bytes",
-            t(
-                ".grad storage",
-            ),
+            t(".grad storage"),
         )
     ]
     if gpu:
@@ -210,9 +206,7 @@ def plot(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any]) -> Any:
         for i in range(len(ys)):
             if held[i] - ys[i] > 0.5 * max(held) and (i == 0 or held[i - 1] - ys[i - 1] <= 0):
                 ax.annotate(
-                    t(
-                        "freed",
-                    ),
+                    t("freed"),
                     (i, (held[i] + ys[i]) / 2),
                     ha="center",
                     fontsize=7.5,
@@ -230,9 +224,7 @@ def plot(ctx: RunContext, cfg: dict[str, int], runs: dict[str, Any]) -> Any:
                 ax.axvline(i, color=_plot.MUTED, linewidth=0.6, linestyle=":")
         ax.legend(frameon=False, loc="upper left", ncol=2)
     axes[-1].set_xlabel(
-        t(
-            "after each forward, backward, optimizer step and zero_grad (step.micro-batch)",
-        )
+        t("after each forward, backward, optimizer step and zero_grad (step.micro-batch)")
     )
     freed = ctx.size(between_steps(runs["False"]) - between_steps(runs["True"]))
     axes[0].set_title(

@@ -154,15 +154,11 @@ def run(ctx: RunContext) -> DemoOutput:
     # Host memory on every host: a GPU, if there is one, takes no part.
     label = ctx.label(
         RunKind.CPU,
-        cpu_note=ctx.t(
-            "host memory from /proc/self/status, a fresh process per mode",
-        ),
+        cpu_note=ctx.t("host memory from /proc/self/status, a fresh process per mode"),
     )
     lines = [
         ctx.title(
-            ctx.t(
-                "Loading a checkpoint: peak host memory",
-            ),
+            ctx.t("Loading a checkpoint: peak host memory"),
             label,
         ),
         *report(ctx, weights, modes),
@@ -207,9 +203,7 @@ def report(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> l
         )
         lines.append(
             f"- *{mode}* {code[mode]}: "
-            + t(
-                "peak ",
-            )
+            + t("peak ")
             + f"*{peak}* ({ratio(ctx, r['peak_bytes'], weights)}) · {anon} / {file}"
             + t(
                 " · after a forward {used}",
@@ -223,7 +217,7 @@ def report(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> l
             "reads every page (file-backed while the load runs). Meta + "
             "`assign=True` keeps one copy; with `mmap=True` too, pages are read only "
             "when used, and they are file-backed. Since torch 2.6 `torch.load` "
-            "defaults to `weights_only=True`.",
+            "defaults to `weights_only=True`."
         )
     )
     return lines
@@ -265,9 +259,7 @@ def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> Any
     _plot.mark_level(
         ax,
         weights / MiB,
-        t(
-            "1 × the weights",
-        ),
+        t("1 × the weights"),
         colour=_plot.MUTED,
         where=0.14,
     )
@@ -278,29 +270,21 @@ def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> Any
                 [],
                 color="black",
                 linewidth=2.2,
-                label=t(
-                    "peak during the load (VmHWM)",
-                ),
+                label=t("peak during the load (VmHWM)"),
             ),
             Patch(
                 color=_plot.ALLOCATED,
-                label=t(
-                    "anonymous",
-                ),
+                label=t("anonymous"),
             ),
             Patch(
                 color=_plot.FREE,
-                label=t(
-                    "file-backed (page cache)",
-                ),
+                label=t("file-backed (page cache)"),
             ),
             Patch(
                 facecolor="white",
                 edgecolor=_plot.MUTED,
                 hatch="///",
-                label=t(
-                    "right bar: after a forward",
-                ),
+                label=t("right bar: after a forward"),
             ),
         ],
         frameon=False,
@@ -308,16 +292,8 @@ def plot(ctx: RunContext, weights: int, modes: dict[str, dict[str, Any]]) -> Any
     )
     ax.set_xticks(list(xs))
     ax.set_xticklabels(ok)
-    ax.set_xlabel(
-        t(
-            "how the checkpoint is loaded",
-        )
-    )
-    ax.set_ylabel(
-        t(
-            "resident above the start (MiB)",
-        )
-    )
+    ax.set_xlabel(t("how the checkpoint is loaded"))
+    ax.set_ylabel(t("resident above the start (MiB)"))
     _plot.number_ticks(ax, ctx.locale, digits=None)
     ax.set_ylim(0, max(tops) * 1.45)
     best = min(ok, key=lambda m: modes[m]["peak_bytes"] or 0)

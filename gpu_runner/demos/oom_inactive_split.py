@@ -159,9 +159,7 @@ def run(ctx: RunContext) -> DemoOutput:
     label = device_label(ctx, dev)
     lines = [
         ctx.title(
-            ctx.t(
-                "OOM with reserved memory unused",
-            ),
+            ctx.t("OOM with reserved memory unused"),
             label,
         ),
         *outcome_lines(ctx, metrics, _first_sentence(message)),
@@ -202,12 +200,8 @@ def _request_map(ctx: RunContext, ax: Any, snapshot: Any, m: dict[str, Any]) -> 
         snapshot,
         title=title,
         legend=(
-            t(
-                "allocated block",
-            ),
-            t(
-                "free hole (inactive split)",
-            ),
+            t("allocated block"),
+            t("free hole (inactive split)"),
         ),
         locale=ctx.locale,
     )

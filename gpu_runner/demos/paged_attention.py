@@ -183,15 +183,11 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     label = ctx.torch_label(
         check is not None,
-        cpu_note=ctx.t(
-            "the KV figures are arithmetic; the attention check ran on the CPU",
-        ),
+        cpu_note=ctx.t("the KV figures are arithmetic; the attention check ran on the CPU"),
     )
     lines = [
         ctx.title(
-            ctx.t(
-                "PagedAttention: KV cache in fixed-size blocks",
-            ),
+            ctx.t("PagedAttention: KV cache in fixed-size blocks"),
             label,
         ),
         *_report(ctx, metrics, check),
@@ -216,9 +212,7 @@ def _report(ctx: RunContext, m: dict[str, Any], check: dict[str, Any] | None) ->
             opt13b_kv_per_token=ctx.size(OPT13B_KV_PER_TOKEN),
             llama3_8b_kv_per_token=ctx.size(LLAMA3_8B_KV_PER_TOKEN),
         ),
-        t(
-            "Share of reserved KV slots holding tokens, averaged over decoding:",
-        ),
+        t("Share of reserved KV slots holding tokens, averaged over decoding:"),
         f"- max-len {MAX_LEN}: *{pct['max']}* · pow2: *{pct['pow2']}* · "
         f"exact: *{pct['exact']}* · paged ({block}): *{pct['paged']}*",
         t(
@@ -274,18 +268,14 @@ def _slots_plot(ctx: RunContext, ax: Any, m: dict[str, Any]) -> None:
         labels,
         [held] * 4,
         color=_plot.ALLOCATED,
-        label=t(
-            "tokens held",
-        ),
+        label=t("tokens held"),
     )
     ax.bar(
         labels,
         [r - held for r in reserved],
         bottom=[held] * 4,
         color=_plot.FREE,
-        label=t(
-            "reserved, empty",
-        ),
+        label=t("reserved, empty"),
     )
     for i, k in enumerate(names):
         _plot.bar_total(ax, i, reserved[i], ctx.pct(schemes[k]["utilization"]))
@@ -297,11 +287,7 @@ def _slots_plot(ctx: RunContext, ax: Any, m: dict[str, Any]) -> None:
             budget=ctx.num(budget),
         ),
     )
-    ax.set_ylabel(
-        t(
-            "KV slots (thousands)",
-        )
-    )
+    ax.set_ylabel(t("KV slots (thousands)"))
     _plot.number_ticks(ax, ctx.locale)
     ax.margins(y=0.12)
     ax.set_title(

@@ -139,14 +139,12 @@ def run(ctx: RunContext) -> DemoOutput:
     label = ctx.torch_label(
         torch is not None,
         cpu_note=ctx.t(
-            "no GPU here: no copy was timed; only pin_memory()'s availability was checked",
+            "no GPU here: no copy was timed; only pin_memory()'s availability was checked"
         ),
     )
     lines = [
         ctx.title(
-            ctx.t(
-                "Pinned vs pageable host memory",
-            ),
+            ctx.t("Pinned vs pageable host memory"),
             label,
         ),
         *(_measured_lines(ctx, size, copies) if copies is not None else []),
@@ -167,7 +165,7 @@ def run(ctx: RunContext) -> DemoOutput:
         t(
             "- pageable memory can be swapped out, so the driver first copies it "
             "into a pinned staging buffer, and `copy_(non_blocking=True)` returns "
-            "only once that CPU copy is done.",
+            "only once that CPU copy is done."
         ),
         t(
             "- pinned memory is page-locked: the GPU's DMA engine reads it directly "
@@ -175,11 +173,11 @@ def run(ctx: RunContext) -> DemoOutput:
             "stream — the next kernel on the same stream waits for it. To overlap it "
             "with compute, issue it on a side stream: `with torch.cuda.stream(s): "
             "x.copy_(src, non_blocking=True)`, then "
-            "`torch.cuda.current_stream().wait_stream(s)` before using `x`.",
+            "`torch.cuda.current_stream().wait_stream(s)` before using `x`."
         ),
         t(
             "- `DataLoader(pin_memory=True)` + `.to('cuda', non_blocking=True)` is "
-            "the usual pairing; pin too much and the host runs short of RAM.",
+            "the usual pairing; pin too much and the host runs short of RAM."
         ),
     ]
     if copies is not None:
@@ -234,48 +232,32 @@ def _measured_plot(ctx: RunContext, axes: Any, copies: dict[str, Any]) -> None:
         [("GB/s", [pg["gb_per_s"], pn["gb_per_s"]], _plot.ALLOCATED)],
         ylabel="GB/s",
         fmt=lambda v: ctx.num(v, 1),
-        title=t(
-            "Bandwidth",
-        ),
+        title=t("Bandwidth"),
     )
     _plot.grouped_bars(
         axes[1],
         ["pageable", "pinned"],
         [("µs", [pg["call_returns_us"], pn["call_returns_us"]], _plot.FREE)],
-        ylabel=t(
-            "µs until copy_() returns (log)",
-        ),
+        ylabel=t("µs until copy_() returns (log)"),
         fmt=lambda v: ctx.num(v, 1),
-        title=t(
-            "When the call returns",
-        ),
+        title=t("When the call returns"),
     )
     axes[1].set_yscale("log")
     _plot.grouped_bars(
         axes[2],
         [
-            t(
-                "same\nstream",
-            ),
-            t(
-                "side\nstream",
-            ),
+            t("same\nstream"),
+            t("side\nstream"),
         ],
         [("ms", [ov["same_stream_ms"], ov["side_stream_ms"]], _plot.ACCENT)],
-        ylabel=t(
-            "ms, copy + compute",
-        ),
+        ylabel=t("ms, copy + compute"),
         fmt=lambda v: ctx.num(v, 2),
-        title=t(
-            "Overlap needs a side stream",
-        ),
+        title=t("Overlap needs a side stream"),
     )
     _plot.mark_level(
         axes[2],
         ov["copy_ms"] + ov["compute_ms"],
-        t(
-            "copy + compute, serial",
-        ),
+        t("copy + compute, serial"),
         colour=_plot.MUTED,
     )
     fig = axes[0].figure
@@ -298,34 +280,22 @@ def _schematic(ax: Any, ctx: RunContext) -> None:
         (
             1.0,
             [
-                t(
-                    "pageable\nhost buffer",
-                ),
-                t(
-                    "pinned\nstaging",
-                ),
+                t("pageable\nhost buffer"),
+                t("pinned\nstaging"),
                 "GPU",
             ],
             [
-                t(
-                    "CPU copy",
-                ),
+                t("CPU copy"),
                 "DMA",
             ],
         ),
         (
             0.0,
             [
-                t(
-                    "pinned\nhost buffer",
-                ),
+                t("pinned\nhost buffer"),
                 "GPU",
             ],
-            [
-                t(
-                    "DMA (async)",
-                )
-            ],
+            [t("DMA (async)")],
         ),
     )
     for y, boxes, arrows in rows:
@@ -352,16 +322,14 @@ def _schematic(ax: Any, ctx: RunContext) -> None:
     ax.set_ylim(-0.5, 1.5)
     ax.axis("off")
     ax.set_title(
-        t(
-            "Pageable copies are staged; pinned ones go by DMA (no GPU here: nothing measured)",
-        ),
+        t("Pageable copies are staged; pinned ones go by DMA (no GPU here: nothing measured)"),
     )
     ax.text(
         0.5,
         -0.45,
         t(
             "non_blocking=True returns at once from pinned memory; overlap with "
-            "compute needs a side stream",
+            "compute needs a side stream"
         ),
         ha="center",
         fontsize=8.5,

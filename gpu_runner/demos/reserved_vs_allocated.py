@@ -63,9 +63,7 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     label = device_label(ctx, dev)
     t = ctx.t
-    head = t(
-        "request | its block | ∑ requested | ∑ allocated | ∑ reserved",
-    )
+    head = t("request | its block | ∑ requested | ∑ allocated | ∑ reserved")
     table = [head] + [
         f"{r['request']} | {ctx.num(r['block_bytes'])} | {ctx.num(r['requested_bytes'])} | "
         f"{ctx.num(r['allocated_bytes'])} | {ctx.num(r['reserved_bytes'])}"
@@ -73,9 +71,7 @@ def run(ctx: RunContext) -> DemoOutput:
     ]
     lines = [
         ctx.title(
-            ctx.t(
-                "Reserved vs allocated",
-            ),
+            ctx.t("Reserved vs allocated"),
             label,
         ),
         t(
@@ -97,7 +93,7 @@ def run(ctx: RunContext) -> DemoOutput:
         t(
             "Three causes: sizes round up to 512 B; small requests share 2 MiB "
             "segments, 1–10 MiB ones 20 MiB segments, larger ones round to 2 MiB; "
-            "freed blocks stay cached until `empty_cache()`.",
+            "freed blocks stay cached until `empty_cache()`."
         ),
     ]
     fig, (ax,) = _plot.figure(8.5, 4.0)
@@ -122,37 +118,27 @@ def _bars(
         ax,
         [
             *[f"+{r['request']}" for r in rows],
-            t(
-                "free all",
-            ),
+            t("free all"),
             "empty_cache()",
         ],
         [
             (
-                t(
-                    "∑ requested",
-                ),
+                t("∑ requested"),
                 [g["requested_bytes"] for g in groups],
                 _plot.MUTED,
             ),
             (
-                t(
-                    "∑ allocated",
-                ),
+                t("∑ allocated"),
                 [g["allocated_bytes"] for g in groups],
                 _plot.ALLOCATED,
             ),
             (
-                t(
-                    "∑ reserved",
-                ),
+                t("∑ reserved"),
                 [g["reserved_bytes"] for g in groups],
                 _plot.FREE,
             ),
         ],
-        ylabel=t(
-            "bytes (log scale)",
-        ),
+        ylabel=t("bytes (log scale)"),
         fmt=lambda v: "0" if v == 0 else ctx.size(v),
         vertical_labels=True,
         title=t(

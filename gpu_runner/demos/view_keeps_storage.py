@@ -74,9 +74,7 @@ def run(ctx: RunContext) -> DemoOutput:
     t = ctx.t
     lines = [
         ctx.title(
-            ctx.t(
-                "A view keeps the whole storage alive",
-            ),
+            ctx.t("A view keeps the whole storage alive"),
             label,
         )
     ]
@@ -99,15 +97,11 @@ def run(ctx: RunContext) -> DemoOutput:
         lines.append(
             t(
                 "CPU torch check: skipped in a simulated run (torch not loaded); a run "
-                "without `--simulate` includes it.",
+                "without `--simulate` includes it."
             )
         )
     else:
-        lines.append(
-            t(
-                "CPU torch check: n/a (torch not installed: pip install 'quizbot[gpu]').",
-            )
-        )
+        lines.append(t("CPU torch check: n/a (torch not installed: pip install 'quizbot[gpu]')."))
     lines += [
         f"- `{s['step']}` → "
         + t(
@@ -121,7 +115,7 @@ def run(ctx: RunContext) -> DemoOutput:
         t(
             "A slice is a view: it shares the base's storage, so the allocator block "
             "stays allocated. `.clone()` copies just the slice into a small block of "
-            "its own.",
+            "its own."
         )
     )
     fig, (ax,) = _plot.figure(8.0, 3.4)
@@ -135,23 +129,17 @@ def run(ctx: RunContext) -> DemoOutput:
         ],
         [
             (
-                t(
-                    "allocated",
-                ),
+                t("allocated"),
                 [s["allocated_bytes"] / MiB for s in steps],
                 _plot.ALLOCATED,
             ),
             (
-                t(
-                    "reserved",
-                ),
+                t("reserved"),
                 [s["reserved_bytes"] / MiB for s in steps],
                 _plot.FREE,
             ),
         ],
-        ylabel=t(
-            "memory (MiB)",
-        ),
+        ylabel=t("memory (MiB)"),
         fmt=lambda v: ctx.size(v * MiB) if v else "0",
         title=t(
             "A {keep} slice keeps its {base_bytes} base allocated; a clone does not",

@@ -6,7 +6,6 @@ import io
 import random
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
@@ -14,6 +13,7 @@ from bot.commands import CommandSet, Invocation, run_command
 from bot.domain import AnswerStatus, ChannelRef, Locale, PostKind, PostState
 from bot.practice import INTERVALS, Pick, PracticeCard, choose, review
 from bot.quiz import QuizService
+from storage.store import SqlStore
 from tests.boards.conftest import BOARDS
 from tests.conftest import user
 from tests.fakes import RecordingChat
@@ -169,14 +169,14 @@ async def test_practice_topic_and_unknown_topic(
 
 
 async def test_console_answers_the_practice_question_after_practice(
-    store: Any, bank: QuestionBank, clock: FakeClock
+    store: SqlStore, bank: QuestionBank, clock: FakeClock
 ) -> None:
     async with AsyncExitStack() as stack:
         await _console_practice(stack, store, bank, clock)
 
 
 async def _console_practice(
-    stack: AsyncExitStack, store: Any, bank: QuestionBank, clock: FakeClock
+    stack: AsyncExitStack, store: SqlStore, bank: QuestionBank, clock: FakeClock
 ) -> None:
     from adapters.console.chat import ConsoleChat
     from adapters.console.play import ConsoleSession

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import Any
 
 import pytest
 
@@ -23,6 +22,7 @@ from bot.numeric import TYPE_NUMBER, numeric_target
 from bot.quiz import QuizService
 from questions.families import default_families
 from questions.families.source import FamilySource
+from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.quiz import quiz_of
@@ -30,7 +30,7 @@ from tests.quiz import quiz_of
 
 @pytest.fixture
 async def quiz(
-    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+    store: SqlStore, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
 ) -> AsyncIterator[tuple[QuizService, Interactions]]:
     async with quiz_of(
         store,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
 import pytest
 
@@ -22,6 +21,7 @@ from bot.domain import (
 from bot.errors import UserFacingError
 from bot.messages import ANSWER, Button
 from bot.quiz import QuizService
+from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.quiz import quiz_of
@@ -153,7 +153,7 @@ async def test_channel_locale_switches_question_and_outcome_to_greek(
 
 
 async def test_editing_a_question_never_rewrites_an_earlier_post(
-    store: Any,
+    store: SqlStore,
     chat: RecordingChat,
     bank: QuestionBank,
     clock: FakeClock,

@@ -30,6 +30,7 @@ from storage.engine import create_engine
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.fake_slack import BOT_TOKEN, FakeSlack
 from tests.faults.proxy import TcpProxy
+from tests.polling import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 RETRY_TEXT = "could not be recorded"
@@ -88,21 +89,19 @@ class BotProcess:
                 stdout=out,
                 stderr=asyncio.subprocess.STDOUT,
             )
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
         async with aiohttp.ClientSession() as http:
-            while True:
+
+            async def listening() -> bool:
+                assert self.proc is not None
                 if self.proc.returncode is not None:
                     raise RuntimeError(f"serve exited with {self.proc.returncode}: {self.log}")
                 try:
                     async with http.get(f"http://127.0.0.1:{self.port}/healthz") as resp:
-                        if resp.status in (200, 503):
-                            return
+                        return resp.status in (200, 503)
                 except aiohttp.ClientConnectionError:
-                    pass
-                if loop.time() > deadline:
-                    raise TimeoutError("serve never listened")
-                await asyncio.sleep(0.1)
+                    return False
+
+            await eventually(listening, timeout=timeout, interval=0.1, what="serve to listen")
 
     async def kill(self) -> None:
         """SIGKILL: no shutdown code runs."""
@@ -175,21 +174,17 @@ async def ask(http: aiohttp.ClientSession, bot: BotProcess, fake: FakeSlack, cha
 async def wait_open(db_url: str, post_id: int, timeout: float = 30.0) -> None:
     """Until the post is open in the database (its platform message stored)."""
     engine = create_engine(db_url)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+
+    async def state() -> str | None:
+        async with engine.connect() as conn:
+            query = text("SELECT state FROM posts WHERE id = :p")
+            return (await conn.execute(query, {"p": post_id})).scalar_one_or_none()
+
+    async def is_open() -> bool:
+        return await state() == "open"
+
     try:
-        while True:
-            async with engine.connect() as conn:
-                state = (
-                    await conn.execute(
-                        text("SELECT state FROM posts WHERE id = :p"), {"p": post_id}
-                    )
-                ).scalar_one_or_none()
-            if state == "open":
-                return
-            if loop.time() > deadline:
-                raise TimeoutError(f"post {post_id} is {state}, not open")
-            await asyncio.sleep(0.05)
+        await eventually(is_open, timeout=timeout, interval=0.05, what=f"post {post_id} open")
     finally:
         await engine.dispose()
 

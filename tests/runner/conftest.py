@@ -15,7 +15,9 @@ from tests.runner.fault_demos import SOURCE, gate_path, gate_pid_path
 
 REQUIRE_SERVICES = os.environ.get("QUIZBOT_TEST_REQUIRE_SERVICES") == "1"
 REDIS_URL = os.environ.get("QUIZBOT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-_tokens = itertools.count(int(time.time() * 1000) % 10**9)
+# File-name tokens for the gate and pid files in the temporary directory: unique per
+# process (parallel test workers, other checkouts' runs), then counted up.
+_tokens = itertools.count(os.getpid() * 10**5 + int(time.time() * 1000) % 10**5)
 
 
 @pytest.fixture(scope="session")
@@ -51,17 +53,6 @@ def open_gate() -> Iterator[Callable[[int], None]]:
     for t in opened:
         gate_path(t).unlink(missing_ok=True)
         gate_pid_path(t).unlink(missing_ok=True)
-
-
-def wait_until(
-    predicate: Callable[[], object], timeout: float = 10.0, what: str = "condition"
-) -> None:
-    """Poll against a deadline (never a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.01)
 
 
 @pytest.fixture(scope="session")

@@ -3,12 +3,13 @@ the glossary's words for reserved and allocated, retries, no English left in Gre
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
 
 from bot.domain import Locale
-from tests.runner.demo_checks import LANGUAGE_CHECKS, NO_TORCH, rendered
+from tests.runner.demo_checks import LANGUAGE_CHECKS, NO_TORCH, rendered, texts
 
 
 def report(demo: str, locale: Locale) -> str:
@@ -27,3 +28,12 @@ def test_greek_says_retries_with_the_glossary_word() -> None:
     text = report("oom-inactive-split", Locale.EL)
     assert "επαναπροσπάθειες 1" in text and "επαναλήψεις" not in text
     assert "επαναπροσπάθειες" in report("expandable-segments", Locale.EL)
+
+
+@pytest.mark.parametrize("locale", list(Locale))
+@pytest.mark.parametrize("demo", NO_TORCH)
+def test_demo_text_says_what_a_step_is_not_its_internal_number(demo: str, locale: Locale) -> None:
+    out = rendered(demo, locale)
+    drawn = [t.get_text() for t in texts(out.figure)]
+    for text in [out.report, *drawn]:
+        assert not re.search(r"\b[QS]\d+\b", text), text  # "Q3's request", "του Q1"

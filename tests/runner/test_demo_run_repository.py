@@ -7,15 +7,16 @@ from datetime import timedelta
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, DemoResult, DemoState, Locale, MessageRef, Platform
 from storage.demo_runs import SqlDemoRunRepository
+from storage.store import SqlStore
 
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
 
 
-def repo(store: object) -> SqlDemoRunRepository:
-    return SqlDemoRunRepository(store.sessions)  # type: ignore[attr-defined]
+def repo(store: SqlStore) -> SqlDemoRunRepository:
+    return SqlDemoRunRepository(store.sessions)
 
 
-async def test_a_run_is_recorded_queued_with_its_thread(store: object, clock: FakeClock) -> None:
+async def test_a_run_is_recorded_queued_with_its_thread(store: SqlStore, clock: FakeClock) -> None:
     runs = repo(store)
     parent = MessageRef(CHANNEL, "q-1")
     run = await runs.create(
@@ -30,7 +31,7 @@ async def test_a_run_is_recorded_queued_with_its_thread(store: object, clock: Fa
     assert again.thread == parent
 
 
-async def test_state_changes_are_conditional(store: object, clock: FakeClock) -> None:
+async def test_state_changes_are_conditional(store: SqlStore, clock: FakeClock) -> None:
     runs = repo(store)
     run = await runs.create(CHANNEL, "fragmentation", Locale.EN, {}, clock.now())
     assert await runs.mark_running(run.id, "NVIDIA H200", clock.now())
@@ -54,7 +55,7 @@ async def test_state_changes_are_conditional(store: object, clock: FakeClock) ->
     assert done.finished_at == clock.now() + timedelta(seconds=3)
 
 
-async def test_posting_is_claimed_exactly_once(store: object, clock: FakeClock) -> None:
+async def test_posting_is_claimed_exactly_once(store: SqlStore, clock: FakeClock) -> None:
     runs = repo(store)
     run = await runs.create(CHANNEL, "fragmentation", Locale.EN, {}, clock.now())
     assert await runs.claim_posting(run.id, clock.now())
@@ -63,7 +64,9 @@ async def test_posting_is_claimed_exactly_once(store: object, clock: FakeClock) 
     assert await runs.claim_posting(run.id, clock.now())
 
 
-async def test_unfinished_lists_pending_and_unposted_runs(store: object, clock: FakeClock) -> None:
+async def test_unfinished_lists_pending_and_unposted_runs(
+    store: SqlStore, clock: FakeClock
+) -> None:
     runs = repo(store)
     queued = await runs.create(CHANNEL, "a", Locale.EN, {}, clock.now())
     posted = await runs.create(CHANNEL, "b", Locale.EN, {}, clock.now(), post_id=None)

@@ -4,7 +4,7 @@ exactly once, across failures and restarts."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -32,21 +32,12 @@ from gpu_runner.local import LocalRunner
 from storage.demo_runs import SqlDemoRunRepository
 from tests.conftest import user
 from tests.fakes import RecordingChat
+from tests.polling import eventually
 from tests.runner.fault_demos import PNG, SOURCE, pid_path
 
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
 OTHER_CHANNEL = ChannelRef(Platform.SLACK, "T1", "C2")
 H200 = "NVIDIA H200 · torch 2.13.0 · CUDA 13.0"
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    """Poll against a deadline."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await check():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        await asyncio.sleep(0.01)
 
 
 def runs_of(service: QuizService) -> SqlDemoRunRepository:
@@ -319,7 +310,7 @@ async def test_bot_restart_mid_demo_still_posts_the_result_once(
         current = await runs.get(run.id)
         return current is not None and current.state is DemoState.RUNNING
 
-    await eventually(running)
+    await eventually(running, what="the demo to run")
     await first.shutdown()  # the bot process dies mid-demo...
     await runner_a.shutdown()  # ...and its fork server with it
     open_gate(token)

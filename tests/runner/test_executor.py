@@ -12,7 +12,7 @@ import pytest
 from bot.domain import DemoJob, DemoState, Locale
 from gpu_runner.demos import DemoRequestError
 from gpu_runner.executor import Executor, ExecutorConfig
-from tests.runner.conftest import wait_until
+from tests.polling import eventually_sync
 from tests.runner.fault_demos import SOURCE, gate_pid_path, pid_path
 
 
@@ -39,7 +39,9 @@ def test_hanging_demo_is_killed_at_the_timeout_with_its_process_group(
     assert elapsed < 5.0
     helper = int(pid_path(token).read_text())
     pid_path(token).unlink()
-    wait_until(lambda: _dead(helper), 5.0, "the hanging demo's own child to be killed")
+    eventually_sync(
+        lambda: _dead(helper), timeout=5.0, what="the hanging demo's own child to be killed"
+    )
 
 
 def test_demo_that_raises_is_reported_with_its_error(fault_executor: Executor) -> None:
@@ -123,7 +125,7 @@ def test_without_a_gpu_one_demo_runs_at_a_time(
 ) -> None:
     first = fault_executor.submit(job("gate", token=token))
     second = fault_executor.submit(job("gate", token=token + 1))
-    wait_until(first.started.done, 10.0, "the first demo to start")
+    eventually_sync(first.started.done, timeout=10.0, what="the first demo to start")
     assert not second.started.done()  # queued behind the first, not running
     open_gate(token)
     assert first.result(10.0).state is DemoState.SUCCEEDED
@@ -143,7 +145,7 @@ def test_dispatch_to_a_warm_fork_server_takes_well_under_a_second(
 def test_a_dead_fork_server_fails_what_ran_and_is_restarted(token: int) -> None:
     with Executor(ExecutorConfig(registry=SOURCE, torch=False)) as ex:
         running = ex.submit(job("gate", token=token))
-        wait_until(running.started.done, 10.0, "the demo to start")
+        eventually_sync(running.started.done, timeout=10.0, what="the demo to start")
         assert ex._proc is not None
         ex._proc.kill()
         result = running.result(10.0)
@@ -152,6 +154,6 @@ def test_a_dead_fork_server_fails_what_ran_and_is_restarted(token: int) -> None:
         # The orphaned demo died with its server (it would otherwise wait for its gate).
         demo_pid = int(gate_pid_path(token).read_text())
         gate_pid_path(token).unlink()
-        wait_until(lambda: _dead(demo_pid), 5.0, "the orphaned demo to die")
-        wait_until(lambda: ex._proc is None, 10.0, "the reader to notice")
+        eventually_sync(lambda: _dead(demo_pid), timeout=5.0, what="the orphaned demo to die")
+        eventually_sync(lambda: ex._proc is None, timeout=10.0, what="the reader to notice")
         assert ex.run(job("env")).state is DemoState.SUCCEEDED

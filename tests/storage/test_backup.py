@@ -18,6 +18,7 @@ from bot.errors import StorageError
 from storage.backup import backup, restore
 from storage.store import SqlStore
 from tests.fakes import RecordingChat
+from tests.polling import eventually
 from tests.quiz import quiz_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,10 +51,7 @@ async def test_backup_taken_while_answers_are_written_keeps_every_acknowledged_a
                 i += 1
 
         task = asyncio.create_task(writer())
-        deadline = asyncio.get_running_loop().time() + 30
-        while len(acknowledged) < 50:  # poll until the writer is well under way
-            assert asyncio.get_running_loop().time() < deadline, "writer made no progress"
-            await asyncio.sleep(0.01)
+        await eventually(lambda: len(acknowledged) >= 50, timeout=30, what="the writer under way")
         before = set(acknowledged)
         target = tmp_path / "backup.db"
         await asyncio.to_thread(backup, url, target)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,13 +24,23 @@ from bot.demos import DemoDispatcher
 from bot.domain import DemoJob, DemoResult, DemoState, Platform
 from bot.features import FeatureFactory, Quiz
 from bot.ports import Chat
+from storage.store import SqlStore
 from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.helpers import endpoint_served
 from tests.adapters.features import TEAM_FEATURES
 from tests.quiz import quiz_of
 
-# Every test here talks to a real client over sockets: bound each one.
-pytestmark = pytest.mark.timeout(30)
+# Every test here talks to a real client over sockets: bound each one (a module's own
+# timeout marker wins). pytest reads no `pytestmark` from a conftest, hence the hook.
+TIMEOUT = 30.0
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:  # the whole session's items: a conftest hook is not per directory
+        if item.path.is_relative_to(HERE) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIMEOUT))
+
 
 Runner = Callable[..., AbstractAsyncContextManager[DiscordAdapter]]
 QuizWith = Callable[..., AbstractAsyncContextManager[Quiz]]
@@ -56,7 +67,9 @@ def chats() -> dict[str, Chat]:
 
 
 @pytest.fixture
-def quiz_with(store: Any, chats: dict[str, Chat], bank: QuestionBank, clock: FakeClock) -> QuizWith:
+def quiz_with(
+    store: SqlStore, chats: dict[str, Chat], bank: QuestionBank, clock: FakeClock
+) -> QuizWith:
     """``async with quiz_with(*features, **parts) as quiz``: the quiz with `features` (the
     basic commands when none are named) on this test's database, posting through the
     adapter's chat; `parts` as `tests.quiz.quiz_of` takes them (runner, demos, settings…)."""

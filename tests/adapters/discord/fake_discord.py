@@ -28,6 +28,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from tests.adapters.discord.fake_http import HttpInteractions
+from tests.adapters.discord.fake_oauth import DiscordOAuth
 from tests.adapters.discord.fake_payloads import (
     BOT_PERMISSIONS,
     EPHEMERAL,
@@ -43,6 +44,7 @@ from tests.adapters.discord.fake_rest import (
     json_response,
     read_body,
 )
+from tests.polling import eventually
 
 HEARTBEAT_MS = 41250
 
@@ -88,6 +90,7 @@ class FakeDiscord(RestRoutes):
         self._runner: web.AppRunner | None = None
         # HTTP mode: interactions are POSTed, signed, to the bot's endpoint (`fake_http`).
         self.http = HttpInteractions(self)
+        self.oauth = DiscordOAuth()  # a member's sign-in to the dashboard (OAuth2)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -95,6 +98,7 @@ class FakeDiscord(RestRoutes):
         app = web.Application(client_max_size=32 * 1024 * 1024)
         app.router.add_get("/gateway", self._gateway)
         app.router.add_get("/attachments/{id}/{name}", self._attachment)
+        app.router.add_get("/oauth2/authorize", self.oauth.authorize)
         if self.control:
             from tests.adapters.discord.fake_control import add_control_routes
 
@@ -261,31 +265,29 @@ class FakeDiscord(RestRoutes):
     async def wait_for(
         self, method: str, path: str, count: int = 1, *, timeout: float = 10
     ) -> list[Call]:
-        """Until `count` calls matched (polled on every recorded call, never on a timer)."""
+        """Until `count` calls matched (re-checked on every recorded call)."""
+        await self.until(
+            lambda: len(self.of(method, path)) >= count,
+            timeout=timeout,
+            what=f"{count}× {method} {path}",
+        )
+        return self.of(method, path)
 
-        async def enough() -> list[Call]:
-            async with self._changed:
-                await self._changed.wait_for(lambda: len(self.of(method, path)) >= count)
-            return self.of(method, path)
-
-        try:
-            return await asyncio.wait_for(enough(), timeout)
-        except TimeoutError:
-            seen = [f"{c.method} {c.path} {c.status}" for c in self.calls]
-            raise AssertionError(f"no {count}× {method} {path} within {timeout}s; {seen}") from None
-
-    async def until(self, predicate: Callable[[], bool], *, timeout: float = 10) -> None:
+    async def until(
+        self, predicate: Callable[[], bool], *, timeout: float = 10, what: str | None = None
+    ) -> None:
         """Until `predicate()` holds, re-checked on every recorded call."""
+        await eventually(
+            predicate,
+            timeout=timeout,
+            interval=0.5,  # a backstop: every recorded call wakes the check
+            what=what,
+            detail=self._seen,
+            wake=self._changed,
+        )
 
-        async def holds() -> None:
-            async with self._changed:
-                await self._changed.wait_for(predicate)
-
-        try:
-            await asyncio.wait_for(holds(), timeout)
-        except TimeoutError:
-            seen = [f"{c.method} {c.path} {c.status}" for c in self.calls]
-            raise AssertionError(f"condition not met within {timeout}s; calls: {seen}") from None
+    def _seen(self) -> str:
+        return f"calls: {[f'{c.method} {c.path} {c.status}' for c in self.calls]}"
 
     def callbacks(self, interaction: Json) -> list[Call]:
         return self.of("POST", f"/interactions/{interaction['id']}/{interaction['token']}/callback")
@@ -369,6 +371,9 @@ class FakeDiscord(RestRoutes):
 
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["path"]
+        auth = request.headers.get("Authorization", "")
+        if path == "/oauth2/token" or auth.startswith("Bearer "):
+            return await self._oauth(request, path, auth)
         body, uploaded = await read_body(request)
         files = [(name, len(data)) for name, data in uploaded]
         call = Call(request.method, path, dict(request.query), body, files, at=time.monotonic())
@@ -378,6 +383,19 @@ class FakeDiscord(RestRoutes):
             response = self.routed(request.method, path, body, files, call)
         await self.record(call, response.status)
         return response
+
+    async def _oauth(self, request: web.Request, path: str, auth: str) -> web.Response:
+        """The OAuth2 token exchange and the signed-in user's own routes."""
+        if path == "/oauth2/token":
+            if request.content_type != "application/x-www-form-urlencoded":
+                status, body = 400, {"error": "invalid_request"}  # Discord takes forms only
+            else:
+                status, body = self.oauth.token(await request.read(), auth)
+        else:
+            status, body = self.oauth.user_route(request.method, path, auth.removeprefix("Bearer "))
+        call = Call(request.method, path, dict(request.query), None, at=time.monotonic())
+        await self.record(call, status)
+        return json_response(body, status)
 
     def routed(
         self, method: str, path: str, body: Any, files: list[tuple[str, int]], call: Call

@@ -94,6 +94,8 @@ class RestRoutes(DiscordPayloads):
         parts = path.strip("/").split("/")
         if method == "GET" and path == "/users/@me":
             return json_response(self.bot)
+        if method == "GET" and path == "/users/@me/guilds":  # the bot's servers
+            return json_response([{"id": self.guild_id, "name": "Fake Guild", "permissions": "0"}])
         if method == "GET" and path == "/oauth2/applications/@me":
             return json_response(self.application())
         if method == "GET" and path in ("/gateway", "/gateway/bot"):

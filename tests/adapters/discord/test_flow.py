@@ -16,6 +16,7 @@ from bot.errors import StorageUnavailable
 from bot.features import Feature, Parts
 from bot.messages import Message
 from bot.quiz import QuizService
+from storage.store import SqlStore
 from tests.adapters.discord.conftest import QuizWith, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import (
@@ -42,7 +43,7 @@ async def test_the_gateway_connects_with_no_privileged_intent(
 
 @both_modes
 async def test_quiz_ask_posts_an_embed_with_one_button_per_choice(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter():
         message, post_id = await ask(fake, "fragmentation")
@@ -52,8 +53,10 @@ async def test_quiz_ask_posts_an_embed_with_one_button_per_choice(
         assert "0 answered" in embed["footer"]["text"]
         ids = custom_ids(message)
         assert ids == [f"quiz:answer:{post_id}:{i}" for i in range(len(ids))]
-        post = await store.posts.get(post_id)  # type: ignore[attr-defined]
-        assert post.state is PostState.OPEN and post.message.message == message["id"]
+        post = await store.posts.get(post_id)
+        assert post is not None
+        assert post.state is PostState.OPEN and post.message is not None
+        assert post.message.message == message["id"]
         # The invoker's command is acknowledged privately, in the initial response.
         (callback,) = [c for c in fake.calls if c.path.endswith("/callback")]
         assert callback.json["type"] == 4 and callback.json["data"]["flags"] == EPHEMERAL
@@ -61,7 +64,7 @@ async def test_quiz_ask_posts_an_embed_with_one_button_per_choice(
 
 @both_modes
 async def test_answer_is_recorded_then_answered_inline_in_the_users_language(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter() as adapter:
         message, post_id = await ask(fake)
@@ -77,7 +80,7 @@ async def test_answer_is_recorded_then_answered_inline_in_the_users_language(
         assert not fake.of("PATCH", rf"/webhooks/.*/{click['token']}/.*")
         assert "✅ Σωστό" in text_of(reply)
         assert question.text(Locale.EL).explanation[:40] in text_of(reply)
-        answers = await store.answers.for_post(post_id)  # type: ignore[attr-defined]
+        answers = await store.answers.for_post(post_id)
         assert [(a.user.user, a.correct) for a in answers] == [("7001", True)]
 
 
@@ -93,7 +96,7 @@ async def test_unsupported_user_language_falls_back_to_the_channels(
 
 
 async def test_a_burst_of_clicks_gets_one_answer_each_and_all_are_stored(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter():
         message, post_id = await ask(fake)
@@ -110,12 +113,12 @@ async def test_a_burst_of_clicks_gets_one_answer_each_and_all_are_stored(
             assert "✅ Correct" in text_of(reply) or "❌ Not quite" in text_of(reply)
             assert len(fake.callbacks(click)) == 1
         assert [c for c in fake.calls if c.status >= 300] == []
-        answers = await store.answers.for_post(post_id)  # type: ignore[attr-defined]
+        answers = await store.answers.for_post(post_id)
         assert len(answers) == 40
 
 
 async def test_second_click_is_told_it_was_already_answered_and_not_counted(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter():
         message, post_id = await ask(fake)
@@ -125,12 +128,12 @@ async def test_second_click_is_told_it_was_already_answered_and_not_counted(
         (reply,) = await said(fake, again)
         assert reply["flags"] == EPHEMERAL
         assert "You already answered this question (A." in text_of(reply)
-        answers = await store.answers.for_post(post_id)  # type: ignore[attr-defined]
+        answers = await store.answers.for_post(post_id)
         assert [a.choice for a in answers] == [0]
 
 
 async def test_click_on_a_question_posted_before_a_restart_is_still_answered(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter():
         message, post_id = await ask(fake)
@@ -145,7 +148,7 @@ async def test_click_on_a_question_posted_before_a_restart_is_still_answered(
         assert "✅ Correct" in text_of(reply) or "❌ Not quite" in text_of(reply)
         repeat = await fake.click(message["id"], first, user_id="7004")
         assert "already answered" in text_of((await said(fake, repeat))[0])
-    answers = await store.answers.for_post(post_id)  # type: ignore[attr-defined]
+    answers = await store.answers.for_post(post_id)
     assert sorted(a.user.user for a in answers) == ["7004", "7005"]
 
 
@@ -223,7 +226,7 @@ async def test_answered_count_is_edited_into_the_question(
 
 @both_modes
 async def test_close_is_refused_without_manage_server_in_discords_words(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter():
         _, post_id = await ask(fake)
@@ -231,23 +234,26 @@ async def test_close_is_refused_without_manage_server_in_discords_words(
         (reply,) = await said(fake, inter)
         assert reply["flags"] == EPHEMERAL
         assert "Only members with the Manage Server permission" in text_of(reply)
-        post = await store.posts.get(post_id)  # type: ignore[attr-defined]
+        post = await store.posts.get(post_id)
+        assert post is not None
         assert post.state is PostState.OPEN
 
 
 async def test_the_configured_admin_role_and_listed_users_may_close(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     role = 866666666666666666
     async with run_adapter(admin_role=role, admin_ids=["7099"]):
         _, post_id = await ask(fake)
         inter = await fake.command("close", user_id="7011", roles=(str(role),))
         await said(fake, inter)
-        post = await store.posts.get(post_id)  # type: ignore[attr-defined]
+        post = await store.posts.get(post_id)
+        assert post is not None
         assert post.state is PostState.CLOSED
         _, second = await ask(fake, user_id="7012")
         await said(fake, await fake.command("close", user_id="7099"))
-        assert (await store.posts.get(second)).state is PostState.CLOSED  # type: ignore[attr-defined]
+        stored = await store.posts.get(second)
+        assert stored is not None and stored.state is PostState.CLOSED
 
 
 async def test_leaderboard_is_shown_to_the_channel(fake: FakeDiscord, run_adapter: Runner) -> None:
@@ -298,7 +304,7 @@ async def test_sharded_client_identifies_with_the_configured_shard(
 
 
 async def test_an_answer_the_database_is_slow_to_record_is_deferred_then_shown(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter(store_deadline=0.0) as adapter:  # every write is "too slow"
         message, post_id = await ask(fake)
@@ -308,7 +314,7 @@ async def test_an_answer_the_database_is_slow_to_record_is_deferred_then_shown(
         assert callback.json == {"type": 5, "data": {"flags": EPHEMERAL}}  # stored, then deferred
         assert reply["flags"] == EPHEMERAL
         assert "Correct" in text_of(reply) or "Not quite" in text_of(reply)
-        answers = await store.answers.for_post(post_id)  # type: ignore[attr-defined]
+        answers = await store.answers.for_post(post_id)
         assert [a.user.user for a in answers] == ["7014"]
         await adapter.idle()
         assert await adapter.path.deliveries.replay_due() == 0  # shown, so marked done

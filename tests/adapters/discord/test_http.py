@@ -12,6 +12,7 @@ from nacl.signing import SigningKey
 from adapters.discord.adapter import DiscordAdapter
 from bot.errors import ConfigError
 from bot.features import Quiz
+from storage.store import SqlStore
 from tests.adapters.discord.conftest import Runner
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import ask, custom_ids, text_of
@@ -37,7 +38,7 @@ async def test_a_signed_ping_gets_a_pong_and_the_gateway_is_never_used(
 
 
 async def test_forged_stale_and_unsigned_requests_get_401_and_nothing_is_stored(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter():
         message, post_id = await ask(fake)
@@ -64,12 +65,12 @@ async def test_forged_stale_and_unsigned_requests_get_401_and_nothing_is_stored(
         ping = json.dumps(PING).encode()
         forged = http.signed_headers(ping, key=SigningKey.generate())
         assert (await http.post(PING, body=ping, headers=forged))[0] == 401
-        assert await store.answers.for_post(post_id) == []  # type: ignore[attr-defined]
+        assert await store.answers.for_post(post_id) == []
         assert len(fake.calls) == calls  # nothing said to anyone
 
 
 async def test_an_answer_is_the_http_response_itself(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter():
         message, post_id = await ask(fake)
@@ -82,7 +83,7 @@ async def test_an_answer_is_the_http_response_itself(
         # A replay of the same signed request (within its 5 minutes) counts once.
         status, again = await fake.http.post(click)
         assert status == 200 and "already answered" in text_of(again["data"])
-        (stored,) = await store.answers.for_post(post_id)  # type: ignore[attr-defined]
+        (stored,) = await store.answers.for_post(post_id)
         assert stored.user.user == "7302"
 
 
@@ -109,7 +110,7 @@ async def test_a_public_key_that_is_not_one_is_a_config_error(discord_quiz: Quiz
 
 
 async def test_a_redelivered_command_runs_once(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter():
         inter = fake.interaction(

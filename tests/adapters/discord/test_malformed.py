@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bot.domain import ChannelRef, Platform
+from storage.store import SqlStore
 from tests.adapters.discord.conftest import Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import ask, custom_ids, said, text_of
@@ -43,7 +44,7 @@ async def send_raw(fake: FakeDiscord, mode: str, raw: Any) -> int | None:
 
 @both_modes
 async def test_malformed_interactions_are_dropped_counted_and_the_bot_goes_on(
-    fake: FakeDiscord, run_adapter: Runner, store: object, mode: str
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore, mode: str
 ) -> None:
     async with run_adapter() as adapter:
         message, post_id = await ask(fake)
@@ -57,7 +58,7 @@ async def test_malformed_interactions_are_dropped_counted_and_the_bot_goes_on(
         (reply,) = await said(fake, click)
         assert "Correct" in text_of(reply) or "Not quite" in text_of(reply)
         assert await adapter.healthy()
-        answers = await store.answers.for_post(post_id)  # type: ignore[attr-defined]
+        answers = await store.answers.for_post(post_id)
         assert [a.user.user for a in answers] == ["7202"]
         dropped = adapter.service.metrics.dropped_payloads
         for _, _, kind in BROKEN:
@@ -78,19 +79,19 @@ async def test_malformed_interactions_are_dropped_counted_and_the_bot_goes_on(
     ],
 )
 async def test_clicks_naming_nothing_valid_get_a_clear_private_line(
-    fake: FakeDiscord, run_adapter: Runner, store: object, custom_id: str, expected: str
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore, custom_id: str, expected: str
 ) -> None:
     async with run_adapter():
         message, post_id = await ask(fake)
         click = await fake.click(message["id"], custom_id.format(post=post_id), user_id="7203")
         (reply,) = await said(fake, click)
         assert reply["flags"] == EPHEMERAL and expected in text_of(reply)
-        assert await store.answers.for_post(post_id) == []  # type: ignore[attr-defined]
+        assert await store.answers.for_post(post_id) == []
 
 
 @both_modes
 async def test_a_click_on_a_post_of_another_channel_is_refused(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     elsewhere = ChannelRef(Platform.DISCORD, fake.guild_id, "899999999999999999")
     async with run_adapter() as adapter:
@@ -101,4 +102,4 @@ async def test_a_click_on_a_post_of_another_channel_is_refused(
         click = await fake.click(message["id"], f"quiz:answer:{post.id}:0", user_id="7204")
         (reply,) = await said(fake, click)
         assert reply["flags"] == EPHEMERAL and "question of another channel" in text_of(reply)
-        assert await store.answers.for_post(post.id) == []  # type: ignore[attr-defined]
+        assert await store.answers.for_post(post.id) == []

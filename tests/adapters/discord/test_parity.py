@@ -15,6 +15,7 @@ from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.demos import DemoDispatcher
 from bot.ports import Chat
+from storage.store import SqlStore
 from tests.adapters.discord.conftest import BankCatalog, DemoKit, InstantRunner, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
 from tests.adapters.discord.helpers import ADMIN, ask, final_edit, modal_for, said, text_of
@@ -210,7 +211,7 @@ async def test_every_subcommand_works_end_to_end(
 
 
 async def test_practice_is_private_with_its_own_answer_buttons(
-    fake: FakeDiscord, run_adapter: Runner, full: DemoKit, store: object
+    fake: FakeDiscord, run_adapter: Runner, full: DemoKit, store: SqlStore
 ) -> None:
     async with run_adapter(quiz=full.quiz):
         inter = await fake.command("practice", {"topic": "fragmentation"}, user_id="7502")

@@ -11,6 +11,7 @@ import pytest
 
 from adapters.discord.rest import DiscordError, DiscordNotInChannel, DiscordRest, route_of
 from bot.metrics import QuizMetrics
+from storage.store import SqlStore
 from tests.adapters.discord.conftest import Runner
 from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.helpers import ask, channel_of, said, text_of
@@ -91,7 +92,7 @@ async def test_missing_permissions_is_not_in_channel(fake: FakeDiscord, rest: Di
 
 
 async def test_ask_where_the_bot_may_not_post_says_so_and_keeps_nothing_pending(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     fake.fail("POST", rf"/channels/{fake.channel_id}/messages", 403, 50013)
     async with run_adapter():
@@ -100,7 +101,7 @@ async def test_ask_where_the_bot_may_not_post_says_so_and_keeps_nothing_pending(
         # In Discord's words: the permissions to grant, not Slack's /invite.
         assert "cannot post in this channel" in text_of(reply)
         assert "View Channel" in text_of(reply) and "/invite" not in text_of(reply)
-    open_posts = await store.posts.open_in_channel(channel_of(fake))  # type: ignore[attr-defined]
+    open_posts = await store.posts.open_in_channel(channel_of(fake))
     assert open_posts == []
 
 

@@ -19,6 +19,7 @@ from bot.config import load_settings
 from bot.errors import ConfigError
 from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.helpers import ADMIN, ask, custom_ids, final_edit, said, text_of
+from tests.polling import eventually
 from tests.questions.test_team_files import HEADER, ROW
 
 pytestmark = pytest.mark.timeout(40)
@@ -48,12 +49,12 @@ def environment(fake: FakeDiscord, tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 async def until(check: Callable[[], Awaitable[bool]], task: asyncio.Task[None]) -> None:
     """Poll `check` against a deadline while `serve` runs (it must not end)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 20
-    while not await check():
+
+    async def while_serving() -> bool:
         assert not task.done(), task.exception()
-        assert loop.time() < deadline, "serve never got there"
-        await asyncio.sleep(0.05)
+        return await check()
+
+    await eventually(while_serving, timeout=20, interval=0.05, what=f"serve: {check.__name__}")
 
 
 async def test_serve_keeps_running_through_malformed_gateway_payloads(

@@ -9,6 +9,7 @@ from bot.domain import MessageRef, PostState, UserRef
 from bot.features import Feature, Parts
 from bot.messages import ANSWER, Button, Image, Message
 from bot.quiz import QuizService
+from storage.store import SqlStore
 from tests.adapters.discord.conftest import QuizWith, Runner
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import ADMIN, ask, channel_of, custom_ids, said, text_of
@@ -21,7 +22,7 @@ def ref(fake: FakeDiscord, message_id: str) -> MessageRef:
 
 
 async def test_reveal_goes_in_a_thread_started_from_the_question(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter() as adapter:
         message, post_id = await ask(fake)
@@ -47,7 +48,8 @@ async def test_reveal_goes_in_a_thread_started_from_the_question(
         assert close_edit.json["components"] == []
         assert "closed" in close_edit.json["embeds"][0]["footer"]["text"]
         await fake.until(lambda: bool(fake.callbacks(inter)))
-        assert (await store.posts.get(post_id)).state is PostState.CLOSED  # type: ignore[attr-defined]
+        stored = await store.posts.get(post_id)
+        assert stored is not None and stored.state is PostState.CLOSED
 
 
 async def test_without_thread_permission_the_reveal_is_a_reply(
@@ -128,15 +130,17 @@ async def test_question_deleted_before_the_close_still_gets_its_reveal(
 
 
 async def test_a_429_with_via_header_is_retried(
-    fake: FakeDiscord, run_adapter: Runner, store: object
+    fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     fake.rate_limit("POST", rf"/channels/{fake.channel_id}/messages", retry_after=0.05)
     async with run_adapter():
         message, post_id = await ask(fake)
         posts = fake.of("POST", rf"/channels/{fake.channel_id}/messages")
         assert [c.status for c in posts] == [429, 200]
-        post = await store.posts.get(post_id)  # type: ignore[attr-defined]
-        assert post.state is PostState.OPEN and post.message.message == message["id"]
+        post = await store.posts.get(post_id)
+        assert post is not None
+        assert post.state is PostState.OPEN and post.message is not None
+        assert post.message.message == message["id"]
 
 
 async def test_private_message_outside_an_interaction_is_a_dm(

@@ -25,6 +25,7 @@ from bot.config import Settings
 from bot.domain import ChannelRef, Platform, Post
 from bot.features import FeatureFactory, Quiz
 from bot.quiz import QuizService
+from storage.store import SqlStore
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 from tests.quiz import quiz_of
@@ -58,7 +59,9 @@ QuizWith = Callable[..., AbstractAsyncContextManager[Quiz]]
 
 
 @pytest.fixture
-def quiz_with(store: Any, slack_chat: SlackChat, bank: QuestionBank, clock: FakeClock) -> QuizWith:
+def quiz_with(
+    store: SqlStore, slack_chat: SlackChat, bank: QuestionBank, clock: FakeClock
+) -> QuizWith:
     """``async with quiz_with(*features, **parts) as quiz``: the quiz with `features` (the
     basic commands when none are named) on this test's database, posting through the
     Slack client; `parts` as `tests.quiz.quiz_of` takes them (runner, settings…)."""

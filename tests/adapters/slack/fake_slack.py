@@ -4,8 +4,8 @@ uploads and a Socket Mode WebSocket, speaking Slack's wire formats to the real
 
 Arguments are merged from the query string, a form body and a JSON body (slack_sdk sends
 `chat.*` as JSON and `params=` methods as a query string). Every call is recorded; tests
-wait on the record with `wait_until` (a condition, polled on every change, with a
-deadline) and never sleep.
+wait on the record with `wait_until` (`tests.polling.eventually`, woken on every
+change, with a deadline) and never sleep.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from typing import Any, Self
 from aiohttp import WSMsgType, web
 
 from tests.adapters.slack.block_kit import block_kit_problems
+from tests.adapters.slack.fake_oidc import SlackOidc
+from tests.polling import eventually
 
 BOT_TOKEN = "xoxb-fake-bot-token"
 APP_TOKEN = "xapp-fake-app-token"
@@ -98,6 +100,7 @@ class FakeSlack:
         self._changed: asyncio.Condition | None = None
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.oidc = SlackOidc()  # Sign in with Slack (OpenID Connect)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -121,6 +124,7 @@ class FakeSlack:
         app.router.add_get("/files/{file_id}/{name}", self._shared_file)
         app.router.add_post("/response/{name}", self._response_url)
         app.router.add_get("/socket", self._socket)
+        app.router.add_get("/openid/connect/authorize", self.oidc.authorize)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -219,12 +223,18 @@ class FakeSlack:
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
         """Wait until `predicate()` holds, re-checked after every recorded change."""
         assert self._changed is not None
-        try:
-            async with asyncio.timeout(timeout), self._changed:
-                await self._changed.wait_for(predicate)
-        except TimeoutError:
+
+        def seen() -> str:
             summary = [(c.method, c.status, c.response.get("error")) for c in self.calls]
-            raise AssertionError(f"condition not met in {timeout} s; calls: {summary}") from None
+            return f"calls: {summary}"
+
+        await eventually(
+            predicate,
+            timeout=timeout,
+            interval=0.5,  # a backstop: every recorded change wakes the check
+            detail=seen,
+            wake=self._changed,
+        )
 
     async def wait_for_calls(
         self, method: str, count: int = 1, timeout: float = 10.0
@@ -336,6 +346,10 @@ class FakeSlack:
             await self._notify()
 
     def _answer(self, method: str, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if method == "openid.connect.token":  # client credentials, no token
+            return self.oidc.token(args)
+        if method == "openid.connect.userInfo":  # the signed-in user's own token
+            return self.oidc.user_info(token)
         wanted = self.app_token if method in _APP_TOKEN_METHODS else self.bot_token
         if not token:
             return {"ok": False, "error": "not_authed"}

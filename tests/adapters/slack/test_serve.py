@@ -15,6 +15,7 @@ from bot.config import load_settings
 from bot.errors import ConfigError
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.fake_slack import BOT_TOKEN, FakeSlack
+from tests.polling import eventually
 
 
 def free_port() -> int:
@@ -41,16 +42,17 @@ async def test_serve_runs_slack_http_mode_until_stopped(
     url = f"http://127.0.0.1:{port}/slack/events"
     body = rq.form_body(rq.slash_command("ask", response_url=fake_slack.response_url("a")))
     async with aiohttp.ClientSession() as http:
-        deadline = asyncio.get_running_loop().time() + 20
-        while True:  # poll until the port is up
+
+        async def answered() -> bool:  # poll until the port is up
             assert not task.done(), task.exception()
             try:
                 async with http.post(url, data=body, headers=rq.signed_headers(body)) as resp:
                     assert resp.status == 200
-                    break
+                    return True
             except aiohttp.ClientConnectionError:
-                assert asyncio.get_running_loop().time() < deadline, "serve never listened"
-                await asyncio.sleep(0.05)
+                return False
+
+        await eventually(answered, timeout=20, interval=0.05, what="serve to listen")
     await fake_slack.wait_until(lambda: bool(fake_slack.calls_to("chat.postMessage")))
     stop.set()
     await asyncio.wait_for(task, 20)

@@ -1,0 +1,148 @@
+"""What the dashboard's pages read: values and the repository port (`storage/dashboard.py`).
+
+Every figure comes from an aggregate kept by the close (`score_day_totals`,
+`score_questions`, the boards' histograms, `scores`), never from a scan of the answers;
+the member's own answer history is an index range on their answers. Every method takes
+the workspace (or a channel, which names it) and reads nothing outside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Protocol
+
+from bot.domain import ChannelRef, PostKind, Question, Schedule, UserRef
+from bot.team import Workspace
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """One day or week of a channel or workspace: answers, correct answers, players."""
+
+    starts: date
+    answered: int
+    correct: int
+    players: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionStats:
+    question_id: str
+    topic: str
+    asked: int
+    answered: int
+    correct: int
+
+    @property
+    def rate(self) -> float:
+        return self.correct / self.answered if self.answered else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Streak:
+    user: UserRef
+    channel: ChannelRef
+    current: int
+    best: int
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One answer of the member, with the question as it was shown."""
+
+    answer_id: int
+    answered_at: datetime
+    channel: ChannelRef
+    kind: PostKind
+    question: Question
+    choice: int
+    correct: bool
+    value: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class WebClinicJob:
+    """A snapshot sent from the dashboard: progress, then the result (its uploader's)."""
+
+    id: int
+    member: UserRef
+    name: str
+    done: bool
+    status: str
+    title: str
+    body: str
+    png: bytes | None
+    created_at: datetime
+
+
+class DashboardRepository(Protocol):
+    async def channels(self, workspace: Workspace) -> list[ChannelRef]:
+        """The workspace's channels (by id); empty: the workspace is unknown here."""
+        ...
+
+    async def days(
+        self, workspace: Workspace, channel: ChannelRef | None, first: date, last: date
+    ) -> list[Activity]:
+        """Per local day in [first, last] (days without answers left out)."""
+        ...
+
+    async def weeks(
+        self, workspace: Workspace, channel: ChannelRef | None, first: date, last: date
+    ) -> list[Activity]:
+        """Per ISO week starting in [first, last] (`first` a Monday)."""
+        ...
+
+    async def questions(
+        self, workspace: Workspace, channel: ChannelRef | None
+    ) -> list[QuestionStats]:
+        """Each question asked in the channel (None: the workspace), summed over its
+        channels."""
+        ...
+
+    async def streaks(
+        self, workspace: Workspace, channel: ChannelRef | None, limit: int = 10
+    ) -> list[Streak]: ...
+
+    async def schedules(
+        self, workspace: Workspace, channel: ChannelRef | None
+    ) -> list[tuple[Schedule, str]]:
+        """Enabled schedules, each with its channel's time zone."""
+        ...
+
+    async def history(
+        self, member: UserRef, limit: int = 20, before: int | None = None
+    ) -> list[HistoryEntry]:
+        """The member's answers, newest first (`before`: an answer id, for the next page)."""
+        ...
+
+    async def clinic_start(self, member: UserRef, name: str, now: datetime) -> int: ...
+
+    async def clinic_status(self, job: int, status: str, now: datetime) -> None: ...
+
+    async def clinic_finish(
+        self, job: int, title: str, body: str, png: bytes | None, now: datetime
+    ) -> None: ...
+
+    async def clinic_job(self, member: UserRef, job: int) -> WebClinicJob | None:
+        """The job, if `member` sent it (anyone else: None)."""
+        ...
+
+    async def clinic_jobs(self, member: UserRef, limit: int = 10) -> Sequence[WebClinicJob]: ...
+
+    async def clinic_purge(self, older_than: datetime) -> int: ...
+
+    async def forget_clinic(self, member: UserRef) -> None:
+        """Delete the member's uploads' results (forget-me)."""
+        ...
+
+
+__all__ = [
+    "Activity",
+    "DashboardRepository",
+    "HistoryEntry",
+    "QuestionStats",
+    "Streak",
+    "WebClinicJob",
+]

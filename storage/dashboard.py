@@ -1,0 +1,316 @@
+"""The dashboard's reads (`bot.dashboard.ports`): from the aggregates the close keeps,
+each statement an index range of one workspace's rows; and its clinic uploads."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.bank import question_from_dict
+from bot.dashboard.ports import Activity, HistoryEntry, QuestionStats, Streak, WebClinicJob
+from bot.domain import BoardWindow, ChannelRef, Platform, PostKind, Schedule, UserRef
+from bot.team import Workspace
+from storage.models import (
+    AnswerRow,
+    ChannelRow,
+    MemberRow,
+    PostRow,
+    QuestionVersionRow,
+    ScheduleRow,
+    ScoreDayTotalRow,
+    ScoreHistogramRow,
+    ScoreQuestionRow,
+    ScoreRow,
+    WebClinicRow,
+)
+from storage.schedules import _to_schedule
+from storage.score_fold import channel_board, workspace_board
+
+
+def _ref(row: ChannelRow) -> ChannelRef:
+    return ChannelRef(Platform(row.platform), row.workspace, row.channel)
+
+
+class SqlDashboard:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def _channel_rows(
+        self, s: AsyncSession, ws: Workspace, channel: ChannelRef | None
+    ) -> list[ChannelRow]:
+        where: list[Any] = [ChannelRow.platform == str(ws.platform), ChannelRow.workspace == ws.id]
+        if channel is not None:
+            where.append(ChannelRow.channel == channel.channel)
+        return list((await s.execute(select(ChannelRow).where(*where))).scalars())
+
+    async def channels(self, workspace: Workspace) -> list[ChannelRef]:
+        async with self._sessions() as s:
+            rows = await self._channel_rows(s, workspace, None)
+        return [_ref(r) for r in sorted(rows, key=lambda r: r.channel)]
+
+    async def days(
+        self, workspace: Workspace, channel: ChannelRef | None, first: date, last: date
+    ) -> list[Activity]:
+        return await self._activity(workspace, channel, first, last, BoardWindow.DAY)
+
+    async def weeks(
+        self, workspace: Workspace, channel: ChannelRef | None, first: date, last: date
+    ) -> list[Activity]:
+        return await self._activity(workspace, channel, first, last, BoardWindow.WEEK)
+
+    async def _activity(
+        self,
+        ws: Workspace,
+        channel: ChannelRef | None,
+        first: date,
+        last: date,
+        window: BoardWindow,
+    ) -> list[Activity]:
+        """Answers from `score_day_totals` (summed into weeks here); players from the
+        day or week board's histogram: the channel's, or the workspace's (a member who
+        played in two channels is one player)."""
+        end = last + timedelta(days=6) if window is BoardWindow.WEEK else last
+        async with self._sessions() as s:
+            rows = await self._channel_rows(s, ws, channel)
+            if not rows:
+                return []
+            ids = [r.id for r in rows]
+            t = ScoreDayTotalRow
+            totals: dict[date, list[int]] = defaultdict(lambda: [0, 0])
+            for day, answered, correct in await s.execute(
+                select(t.day, func.sum(t.answered), func.sum(t.correct))
+                .where(t.channel_id.in_(ids), t.day >= first, t.day <= end)
+                .group_by(t.day)
+            ):
+                key = day - timedelta(days=day.weekday()) if window is BoardWindow.WEEK else day
+                totals[key][0] += int(answered or 0)
+                totals[key][1] += int(correct or 0)
+            board = (
+                channel_board(rows[0].id, window)
+                if channel is not None
+                else workspace_board(str(ws.platform), ws.id, window)
+            )
+            h = ScoreHistogramRow
+            players = dict(
+                (
+                    await s.execute(
+                        select(h.starts, func.sum(h.players))
+                        .where(h.board == board, h.starts >= first, h.starts <= last)
+                        .group_by(h.starts)
+                    )
+                ).all()
+            )
+        return [
+            Activity(day, a, c, int(players.get(day) or 0))
+            for day, (a, c) in sorted(totals.items())
+            if first <= day <= last
+        ]
+
+    async def questions(
+        self, workspace: Workspace, channel: ChannelRef | None
+    ) -> list[QuestionStats]:
+        q = ScoreQuestionRow
+        async with self._sessions() as s:
+            ids = [r.id for r in await self._channel_rows(s, workspace, channel)]
+            if not ids:
+                return []
+            found = await s.execute(
+                select(
+                    q.question_id,
+                    func.max(q.topic),
+                    func.sum(q.asked),
+                    func.sum(q.answered),
+                    func.sum(q.correct),
+                )
+                .where(q.channel_id.in_(ids))
+                .group_by(q.question_id)
+            )
+            return [
+                QuestionStats(qid, topic, int(n), int(a), int(c)) for qid, topic, n, a, c in found
+            ]
+
+    async def streaks(
+        self, workspace: Workspace, channel: ChannelRef | None, limit: int = 10
+    ) -> list[Streak]:
+        async with self._sessions() as s:
+            rows = {r.id: r for r in await self._channel_rows(s, workspace, channel)}
+            if not rows:
+                return []
+            found = await s.execute(
+                select(
+                    ScoreRow.channel_id, ScoreRow.current_streak, ScoreRow.best_streak, MemberRow
+                )
+                .join(MemberRow, MemberRow.id == ScoreRow.member_id)
+                .where(ScoreRow.channel_id.in_(list(rows)), ScoreRow.current_streak > 0)
+                .order_by(ScoreRow.current_streak.desc(), ScoreRow.best_streak.desc())
+                .limit(limit)
+            )
+            return [
+                Streak(
+                    UserRef(Platform(m.platform), m.workspace, m.user_id, m.display_name),
+                    _ref(rows[cid]),
+                    current,
+                    best,
+                )
+                for cid, current, best, m in found
+            ]
+
+    async def history(
+        self, member: UserRef, limit: int = 20, before: int | None = None
+    ) -> list[HistoryEntry]:
+        async with self._sessions() as s:
+            mid = (
+                await s.execute(
+                    select(MemberRow.id).where(
+                        MemberRow.platform == str(member.platform),
+                        MemberRow.workspace == member.workspace,
+                        MemberRow.user_id == member.user,
+                    )
+                )
+            ).scalar_one_or_none()
+            if mid is None:
+                return []
+            where: list[Any] = [AnswerRow.member_id == mid]
+            if before is not None:
+                where.append(AnswerRow.id < before)
+            found = await s.execute(
+                select(AnswerRow, PostRow.kind, ChannelRow, QuestionVersionRow.data)
+                .join(PostRow, PostRow.id == AnswerRow.post_id)
+                .join(ChannelRow, ChannelRow.id == PostRow.channel_id)
+                .join(QuestionVersionRow, QuestionVersionRow.hash == PostRow.question_hash)
+                .where(*where)
+                .order_by(AnswerRow.id.desc())
+                .limit(limit)
+            )
+            return [
+                HistoryEntry(
+                    a.id,
+                    a.answered_at,
+                    _ref(ch),
+                    PostKind(kind),
+                    question_from_dict(json.loads(data)),
+                    a.choice,
+                    a.correct,
+                    a.value,
+                )
+                for a, kind, ch, data in found
+            ]
+
+    async def schedules(
+        self, workspace: Workspace, channel: ChannelRef | None
+    ) -> list[tuple[Schedule, str]]:
+        """The enabled schedules of the channel (None: the workspace), each with its
+        channel's time zone: one statement, however many channels."""
+        where: list[Any] = [
+            ScheduleRow.enabled.is_(True),
+            ChannelRow.platform == str(workspace.platform),
+            ChannelRow.workspace == workspace.id,
+        ]
+        if channel is not None:
+            where.append(ChannelRow.channel == channel.channel)
+        async with self._sessions() as s:
+            rows = await s.execute(
+                select(ScheduleRow, ChannelRow)
+                .join(ChannelRow, ChannelRow.id == ScheduleRow.channel_id)
+                .where(*where)
+                .order_by(ScheduleRow.id)
+            )
+            return [(_to_schedule(r, ch), ch.timezone) for r, ch in rows.all()]
+
+    # -- the clinic's uploads ------------------------------------------------------------
+
+    async def clinic_start(self, member: UserRef, name: str, now: datetime) -> int:
+        row = WebClinicRow(
+            platform=str(member.platform),
+            workspace=member.workspace,
+            user_id=member.user,
+            name=name[:200],
+            done=False,
+            status="",
+            title="",
+            body="",
+            png=None,
+            created_at=now,
+            updated_at=now,
+        )
+        async with self._sessions.begin() as s:
+            s.add(row)
+            await s.flush()
+            return int(row.id)
+
+    async def clinic_status(self, job: int, status: str, now: datetime) -> None:
+        async with self._sessions.begin() as s:
+            await s.execute(
+                update(WebClinicRow)
+                .where(WebClinicRow.id == job, WebClinicRow.done.is_(False))
+                .values(status=status, updated_at=now)
+            )
+
+    async def clinic_finish(
+        self, job: int, title: str, body: str, png: bytes | None, now: datetime
+    ) -> None:
+        async with self._sessions.begin() as s:
+            await s.execute(
+                update(WebClinicRow)
+                .where(WebClinicRow.id == job)
+                .values(done=True, title=title, body=body, png=png, updated_at=now)
+            )
+
+    async def clinic_job(self, member: UserRef, job: int) -> WebClinicJob | None:
+        async with self._sessions() as s:
+            row = (
+                await s.execute(select(WebClinicRow).where(WebClinicRow.id == job, *_owned(member)))
+            ).scalar_one_or_none()
+        return _job(row, member) if row is not None else None
+
+    async def clinic_jobs(self, member: UserRef, limit: int = 10) -> Sequence[WebClinicJob]:
+        async with self._sessions() as s:
+            rows = (
+                await s.execute(
+                    select(WebClinicRow)
+                    .where(*_owned(member))
+                    .order_by(WebClinicRow.id.desc())
+                    .limit(limit)
+                )
+            ).scalars()
+            return [_job(r, member) for r in rows]
+
+    async def clinic_purge(self, older_than: datetime) -> int:
+        async with self._sessions.begin() as s:
+            done = await s.execute(delete(WebClinicRow).where(WebClinicRow.updated_at < older_than))
+        return int(done.rowcount)  # type: ignore[attr-defined]
+
+    async def forget_clinic(self, member: UserRef) -> None:
+        async with self._sessions.begin() as s:
+            await s.execute(delete(WebClinicRow).where(*_owned(member)))
+
+
+def _owned(member: UserRef) -> tuple[Any, ...]:
+    return (
+        WebClinicRow.platform == str(member.platform),
+        WebClinicRow.workspace == member.workspace,
+        WebClinicRow.user_id == member.user,
+    )
+
+
+def _job(row: WebClinicRow, member: UserRef) -> WebClinicJob:
+    return WebClinicJob(
+        row.id,
+        member,
+        row.name,
+        row.done,
+        row.status,
+        row.title,
+        row.body,
+        row.png,
+        row.created_at,
+    )
+
+
+__all__ = ["SqlDashboard"]
