@@ -1,6 +1,15 @@
 """Benchmark of generated questions: one channel draws 10,000, each validated like a bank file.
 
     .venv/bin/python bench/generate.py [--count 10000] [--channel slack:T1:C1]
+    .venv/bin/python bench/generate.py --form [--per-family 1000] [--seed 7]
+    .venv/bin/python bench/generate.py --exhaustive
+
+``--form`` measures what the form of the choices gives away, per family, on 1,000
+questions: the answer's rank among the four values (each 25 % +- 5) and the best of the
+form-only rules of `questions.families.guessers` (at most 35 %); the tests run the same
+on a smaller sample with a sampling margin. ``--exhaustive`` builds every scenario of every
+family whose space has at most 10,000 and checks that each one assembles, with its whole
+explanation (every step and note, both locales) and a prompt within the bank's limit.
 
 The draws are those of `questions.families.next_for_channel` for one channel (the family
 asked least so far, the channel's next index in it), kept incrementally instead of by
@@ -42,11 +51,88 @@ def pin_to_one_cpu() -> str:
     return f"pinned to CPU {cpu}"
 
 
+def form(per_family: int, seed: int) -> None:
+    """Rank shares and the best form-only rule per family, against the limits."""
+    from questions.families.guessers import HIT_MAX, RANK_SHARE, hit_rates, rank_shares
+
+    families = default_families()
+    low, high = RANK_SHARE
+    worst_rank, worst_hit, uniform = 0.0, 0.0, 0
+    print(f"form: {per_family:,} questions per family, seed {seed}")
+    print(f"{'family':<26} {'ms/q':>6}  ranks (smallest..largest)   best form-only rule")
+    for family in families:
+        cpu0 = time.thread_time()
+        questions = [generate(family, seed, i) for i in range(per_family)]
+        ms = (time.thread_time() - cpu0) * 1000 / per_family
+        shares = rank_shares(questions)
+        rates = hit_rates(questions)
+        best = max(rates, key=lambda name: rates[name])
+        worst_rank = max(worst_rank, *(abs(x - 0.25) for x in shares))
+        worst_hit = max(worst_hit, rates[best])
+        uniform += all(low <= x <= high for x in shares)
+        ranks = " ".join(f"{x:.3f}" for x in shares)
+        print(f"{family.id:<26} {ms:>6.2f}  {ranks}   {best} {rates[best]:.3f}")
+    target("ranks_uniform", f"{uniform}/{len(families)} families", "all", uniform == len(families))
+    target("rank_share_deviation", f"{worst_rank:.3f}", "<= 0.050", worst_rank <= 0.05)
+    target("best_form_only_rule", f"{worst_hit:.3f}", f"<= {HIT_MAX:.2f}", worst_hit <= HIT_MAX)
+
+
+def exhaustive(limit: int = 10_000) -> None:
+    """Every scenario of the enumerable families: assembled, in full, prompt in bounds."""
+    from bot.domain import Locale
+    from questions.families.assemble import ANSWER, assemble, with_compounds
+    from questions.families.model import GeneratedQuestion
+    from questions.schema import PROMPT_MAX
+
+    families = [f for f in default_families() if f.space.size <= limit]
+    total = failures = 0
+    for family in families:
+        bad = 0
+        for scenario in range(family.space.size):
+            total += 1
+            try:
+                draft = family.build(*family.space.decode(scenario))
+                g: GeneratedQuestion = assemble(family, draft, seed=0, index=0, scenario=scenario)
+            except AssertionError as exc:
+                bad += 1
+                print(f"    {family.id} scenario {scenario}: {exc}")
+                continue
+            pool = {c.misconception: c for c in with_compounds(draft).candidates}
+            for locale in Locale:
+                text = g.question.text(locale)
+                shown = text.choices[g.question.answer]
+                lead = "Not" if locale is Locale.EN else "Όχι"
+                parts = [s.render(locale).replace(ANSWER, shown) for s in draft.steps]
+                parts += [
+                    f"{lead} {c}: {pool[m].why.render(locale)}"
+                    for c, m in zip(text.choices, g.misconceptions, strict=True)
+                    if m is not None
+                ]
+                if text.explanation != " ".join(parts) or len(text.prompt) > PROMPT_MAX:
+                    bad += 1
+                    print(f"    {family.id} scenario {scenario} {locale}: cut or too long")
+        failures += bad
+        print(f"{family.id:<26} {family.space.size:>6} scenarios, {bad} failing")
+    skipped = [f.id for f in default_families() if f.space.size > limit]
+    print(f"not enumerated (over {limit:,} scenarios; sampled by the tests): {', '.join(skipped)}")
+    target("scenarios_in_full", f"{total - failures:,}/{total:,}", "all", failures == 0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--channel", default="slack:T1:C1")
+    parser.add_argument("--form", action="store_true", help="rank and form-only rules")
+    parser.add_argument("--per-family", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--exhaustive", action="store_true", help="every small space whole")
     args = parser.parse_args()
+    if args.form:
+        form(args.per_family, args.seed)
+        return
+    if args.exhaustive:
+        exhaustive()
+        return
 
     print(f"generate: {args.count:,} questions for channel {args.channel!r}, {pin_to_one_cpu()}")
     families = default_families()

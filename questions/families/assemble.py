@@ -1,20 +1,27 @@
 """From a `Draft` to a `GeneratedQuestion`: distractors, choice order, text, metadata.
 
-Distractors are the draft's candidates in order of preference, skipping any whose shown
-value equals the answer's or an earlier pick's (a misconception can coincide with the
-truth for some scenarios); only if fewer than three remain do scaled values stand in.
-The correct position and the distractors' order come from a `random.Random` seeded by the
-family and scenario number, so a scenario always looks the same.
+Every distractor is one of the draft's named misconceptions: no scaled or filler values.
+The candidates whose shown value differs from the answer's (and, for rounded sizes, lies
+at least 2 % from it) and from each other are split into those below and those above the
+answer; the answer's rank among the four values is drawn (uniformly, or by the family's
+`rank_weights`; the nearest feasible rank when one side has too few), and the distractors
+are drawn at random from each side, so that neither the rank nor a fixed set of
+distractors gives the answer away (see `questions.families.guessers`). The rank, the draw
+and the choice order come from a `random.Random` seeded by the family and scenario
+number: a scenario always looks the same. The explanation is the draft's steps and then
+one note per distractor, all of them.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 from typing import Any, Final
 
 from bot.bank import question_from_dict, question_to_dict
 from bot.domain import Locale
+from bot.i18n import Text
 from questions.families.model import (
     Candidate,
     Draft,
@@ -22,32 +29,25 @@ from questions.families.model import (
     GeneratedQuestion,
     NumericAnswer,
     Style,
-    Text,
 )
-from questions.families.units import (
+from questions.families.sizes import (
     COUNT,
     UNIT_BYTES,
-    exact_size,
-    format_number,
+    common_unit,
+    exact_in,
     in_unit,
     magnitude_unit,
     natural_unit,
-    rounded_size,
+    number,
+    rounded,
 )
 from questions.schema import EXPLANATION_MAX
 
 GENERATED_KEY: Final = "generated"
 ANSWER: Final = "{answer}"  # a step may name the answer as the choices show it
 CHOICES: Final = 4
-_NOT = Text("Not {value}: {why}", "Όχι {value}: {why}")
-_FALLBACK_SIZE = (
-    (2.0, "factor-of-two", Text("that is twice the right figure.", "είναι το διπλάσιο.")),
-    (0.5, "factor-of-two", Text("that is half the right figure.", "είναι το μισό.")),
-    (4.0, "factor-of-four", Text("that is four times too much.", "είναι το τετραπλάσιο.")),
-    (3.0, "factor-of-three", Text("that is three times too much.", "είναι το τριπλάσιο.")),
-)
-_FALLBACK_COUNT = (1, 2, -1, 3, 4)
-_MISCOUNT = Text("that miscounts the steps above.", "λάθος μέτρημα των βημάτων.")
+SEPARATION: Final = 0.02  # a rounded distractor lies at least 2 % from the answer
+SPACING: Final = 0.01  # and 1 % from every other distractor
 
 
 class _Shower:
@@ -68,16 +68,33 @@ class _Shower:
     def acceptable(self, value: float) -> bool:
         if not math.isfinite(value) or value < 0:
             return False
-        if self.style is Style.ROUNDED_SIZE:
-            return True
+        if self.style is Style.ROUNDED_SIZE:  # shown as at least the last decimal
+            return bool(in_unit(value, self.unit) >= 10**-self.decimals)
         return value == int(value)
+
+    def apart(self, a: float, b: float, gap: float) -> bool:
+        """Rounded sizes must differ by more than the display could blur."""
+        if self.style is not Style.ROUNDED_SIZE:
+            return True
+        return abs(a - b) >= gap * max(a, b)
+
+    def key(self, value: float) -> str:
+        """What must differ between two choices: the exact value, or the rounded text."""
+        if self.style is Style.ROUNDED_SIZE:
+            return self.show(value, Locale.EN)
+        return str(int(value))
+
+    def settle(self, values: list[float]) -> None:
+        """Exact sizes: all four in one unit, the largest that shows every one exactly."""
+        if self.style is Style.EXACT_SIZE:
+            self.unit = common_unit([int(v) for v in values])
 
     def show(self, value: float, locale: Locale) -> str:
         if self.style is Style.COUNT:
-            return format_number(value, 0, locale)
+            return number(value, 0, locale)
         if self.style is Style.EXACT_SIZE:
-            return exact_size(int(value), locale)
-        return rounded_size(value, self.unit, self.decimals, locale)
+            return exact_in(int(value), self.unit, locale)
+        return rounded(value, self.unit, self.decimals, locale)
 
     def number(self, value: float, unit: str) -> float:
         """The number behind a choice, in `unit`."""
@@ -87,35 +104,71 @@ class _Shower:
         return scaled if self.style is Style.EXACT_SIZE else round(scaled, 6)
 
 
-def _fallbacks(draft: Draft) -> list[Candidate]:
-    if draft.style is Style.COUNT:
-        return [Candidate("miscount", draft.answer + delta, _MISCOUNT) for delta in _FALLBACK_COUNT]
-    out = []
-    for factor, name, why in _FALLBACK_SIZE:
-        value = draft.answer * factor
-        if draft.style is Style.EXACT_SIZE:
-            value = max(512, int(value) // 512 * 512)
-        out.append(Candidate(name, value, why))
-    return out
-
-
-def pick_distractors(draft: Draft, shower: _Shower) -> list[Candidate]:
-    """Three candidates whose shown values differ from the answer's and from each other."""
-    seen = {shower.show(draft.answer, Locale.EN)}
-    picked: list[Candidate] = []
-    for candidate in (*draft.candidates, *_fallbacks(draft)):
-        if len(picked) == CHOICES - 1:
-            break
-        if not shower.acceptable(candidate.value):
+def distractor_pool(draft: Draft, shower: _Shower) -> tuple[list[Candidate], list[Candidate]]:
+    """The usable candidates below and above the answer (distinct, and apart when rounded)."""
+    seen = {shower.key(draft.answer)}
+    below: list[Candidate] = []
+    above: list[Candidate] = []
+    for candidate in draft.candidates:
+        value = candidate.value
+        if not shower.acceptable(value):
             continue
-        shown = shower.show(candidate.value, Locale.EN)
-        if shown in seen:
+        shown = shower.key(value)
+        if shown in seen or not shower.apart(value, draft.answer, SEPARATION):
+            continue
+        if not all(shower.apart(value, c.value, SPACING) for c in (*below, *above)):
             continue
         seen.add(shown)
-        picked.append(candidate)
-    if len(picked) < CHOICES - 1:
-        raise AssertionError(f"only {len(picked)} distinct distractors for {draft.inputs}")
-    return picked
+        (below if value < draft.answer else above).append(candidate)
+    return below, above
+
+
+def with_compounds(draft: Draft) -> Draft:
+    """The draft with two-error candidates added: a safety net for the rare scenario whose
+    single misconceptions coincide (the family tests count how often it is needed)."""
+    singles = list(draft.candidates)
+    extra = []
+    for i, first in enumerate(singles):
+        for second in singles[i + 1 :]:
+            value = first.value + second.value - draft.answer
+            if value > 0:
+                # a short name of each error where the family gives one, else its note
+                why = (
+                    Text("two errors: {a} and {b}.", a=first.label, b=second.label)
+                    if first.label is not None and second.label is not None
+                    else Text("two errors at once: {a} {b}", a=first.why, b=second.why)
+                )
+                extra.append(
+                    Candidate(f"{first.misconception}-with-{second.misconception}", value, why)
+                )
+    # labelled pairs first: their notes are the short ones
+    extra.sort(key=lambda c: "at once" in str(getattr(c.why, "msgid", "")))
+    return replace(draft, candidates=(*singles, *extra))
+
+
+def feasible_ranks(below: int, above: int) -> list[int]:
+    """The ranks the answer can take with `below` and `above` candidates to draw from."""
+    return [r for r in range(CHOICES) if below >= r and above >= CHOICES - 1 - r]
+
+
+def pick_distractors(
+    draft: Draft,
+    shower: _Shower,
+    rng: random.Random,
+    weights: tuple[float, ...] = (1.0, 1.0, 1.0, 1.0),
+) -> list[Candidate]:
+    """Three named misconceptions placing the answer at a drawn rank (by `weights`)."""
+    below, above = distractor_pool(draft, shower)
+    if len(below) + len(above) < CHOICES - 1:
+        below, above = distractor_pool(with_compounds(draft), shower)
+    ranks = feasible_ranks(len(below), len(above))
+    if not ranks:
+        raise AssertionError(
+            f"only {len(below)} + {len(above)} usable distractors for {draft.inputs}"
+        )
+    wanted = rng.choices(range(CHOICES), weights=weights)[0]
+    rank = min(ranks, key=lambda r: (abs(r - wanted), rng.random()))
+    return rng.sample(below, rank) + rng.sample(above, CHOICES - 1 - rank)
 
 
 def numeric_unit(shower: _Shower, values: list[float], answer_at: int) -> str | None:
@@ -132,14 +185,19 @@ def numeric_unit(shower: _Shower, values: list[float], answer_at: int) -> str | 
 
 
 def compose_explanation(steps: list[str], notes: list[str]) -> str:
-    """The steps, then as many misconception notes as fit in the bank's limit."""
-    text = " ".join(steps)
-    if len(text) > EXPLANATION_MAX:  # a safety net; the family tests keep steps shorter
+    """The steps, then every misconception note, within the bank's limit.
+
+    The families keep steps and notes short enough for all of them (the family tests
+    check it in both locales); should a scenario ever overrun, middle steps go first,
+    never the first step, the conclusion or a note.
+    """
+    kept = list(steps)
+    while len(kept) > 2 and len(" ".join([*kept, *notes])) > EXPLANATION_MAX:
+        del kept[-2]
+    text = " ".join([*kept, *notes])
+    if len(text) > EXPLANATION_MAX:  # a last safety net: cut at a sentence
         cut = text.rfind(". ", 0, EXPLANATION_MAX - 1)
         return text[: cut + 1] if cut > 0 else text[: EXPLANATION_MAX - 1] + "…"
-    for note in notes:
-        if len(text) + 1 + len(note) <= EXPLANATION_MAX:
-            text = f"{text} {note}"
     return text
 
 
@@ -150,29 +208,29 @@ def assemble(
     if GENERATED_KEY in draft.inputs:
         raise ValueError(f"a draft's inputs must not use the key {GENERATED_KEY!r}")
     shower = _Shower(draft)
-    distractors: list[Candidate | None] = list(pick_distractors(draft, shower))
     rng = random.Random(f"{family.id}:{scenario}")
+    distractors: list[Candidate | None] = list(
+        pick_distractors(draft, shower, rng, family.rank_weights)
+    )
     rng.shuffle(distractors)
     answer_at = rng.randrange(CHOICES)
     distractors.insert(answer_at, None)
     values = [draft.answer if c is None else c.value for c in distractors]
+    shower.settle(values)
 
     texts: dict[str, dict[str, Any]] = {}
     for locale in Locale:
         notes = [
-            _NOT.get(locale).format(value=shower.show(c.value, locale), why=c.why.get(locale))
+            Text("Not {value}: {why}", value=shower.show(c.value, locale), why=c.why).render(locale)
             for c in distractors
             if c is not None
         ]
+        shown_answer = shower.show(draft.answer, locale)
         texts[locale.value] = {
-            "prompt": draft.prompt.get(locale),
+            "prompt": draft.prompt.render(locale),
             "choices": [shower.show(v, locale) for v in values],
             "explanation": compose_explanation(
-                [
-                    s.get(locale).replace(ANSWER, shower.show(draft.answer, locale))
-                    for s in draft.steps
-                ],
-                notes,
+                [s.render(locale).replace(ANSWER, shown_answer) for s in draft.steps], notes
             ),
         }
 

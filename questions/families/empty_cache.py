@@ -8,22 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.i18n import Text
+from gpu_runner.sim import allocation_size, round_size
 from questions.families.misconceptions import requested_live_bytes
-from questions.families.model import Candidate, Draft, Family, Style, Text
+from questions.families.model import Candidate, Draft, Family, Style
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_DOCS,
     RESERVED,
-    SEGMENTS,
+    STATS_DOCS,
     conclusion,
-    join,
     narrate_run,
-    op_text,
+    ops_text,
     setup,
-    size,
     trace_prompt,
 )
-from questions.families.reserved import SIZES
+from questions.families.reserved import JITTER, SIZES
 from questions.families.space import Space, grid
 from questions.families.trace import (
     TRACE_DEMO,
@@ -31,16 +31,25 @@ from questions.families.trace import (
     empty_cache,
     free,
     malloc,
+    new_allocator,
     replay_value,
     run_trace,
     trace_inputs,
 )
 
+RELEASED = "reserved_bytes.all.freed"  # what reserved memory gave back: empty_cache here
 PAIRS = ("ab", "ac", "ad", "bc", "bd", "cd")
 SPACE = Space(
     (
         grid(
-            "release", s1=SIZES, s2=SIZES, s3=SIZES, s4=SIZES, freed=PAIRS, ask=(RESERVED, SEGMENTS)
+            "release",
+            s1=SIZES,
+            s2=SIZES,
+            s3=SIZES,
+            s4=SIZES,
+            jitter=JITTER,
+            freed=PAIRS,
+            ask=(RESERVED, RELEASED),
         ),
     )
 )
@@ -48,57 +57,120 @@ EMPTY_CACHE_DOCS = "https://pytorch.org/docs/stable/generated/torch.cuda.empty_c
 
 
 def _ops(params: dict[str, Any]) -> list[Op]:
-    ops = [malloc(name, int(params[f"s{i}"])) for i, name in enumerate("abcd", start=1)]
+    jitter = int(params["jitter"])
+    ops = [malloc(name, int(params[f"s{i}"]) + jitter) for i, name in enumerate("abcd", start=1)]
     ops += [free(name) for name in str(params["freed"])]
     ops.append(empty_cache())
     return ops
 
 
-def _candidates(ask: str, run_stats: dict[str, int], before: int, live: int) -> list[Candidate]:
-    nothing = Text(
-        "that assumes empty_cache() releases nothing; whole free segments do go.",
-        "υποθέτει ότι το empty_cache() δεν αποδεσμεύει τίποτα· τα εντελώς ελεύθερα τμήματα "
-        "φεύγουν.",
+def _touched(inputs: dict[str, Any]) -> int:
+    """Bytes of the segments that held a freed tensor (replayed up to the frees)."""
+    ops = inputs["ops"]
+    freed = _freed(ops)
+    alloc = new_allocator(inputs)
+    where = {str(op[1]): alloc.malloc(int(op[2])).ptr for op in ops if op[0] == "malloc"}
+    return sum(
+        seg["total_size"]
+        for seg in alloc.memory_snapshot()
+        if any(seg["address"] <= where[name] < seg["address"] + seg["total_size"] for name in freed)
     )
-    everything = Text(
-        "that frees live tensors too; empty_cache() never touches them.",
-        "αποδεσμεύει και ζωντανούς τανυστές· το empty_cache() δεν τους αγγίζει ποτέ.",
+
+
+def _reserved(inputs: dict[str, Any], stats: dict[str, int], before: int) -> list[Candidate]:
+    ops = inputs["ops"]
+    freed_blocks = sum(
+        round_size(int(op[2]), (0,) * 16)
+        for op in ops
+        if op[0] == "malloc" and op[1] in _freed(ops)
     )
-    if ask == SEGMENTS:
-        return [
-            Candidate("empty-cache-releases-nothing", before, nothing),
-            Candidate(
-                "one-segment-per-live-tensor",
-                live,
-                Text(
-                    "that counts one segment per live tensor; small ones share segments.",
-                    "μετρά ένα τμήμα ανά ζωντανό τανυστή· οι μικροί μοιράζονται τμήματα.",
-                ),
-            ),
-            Candidate(
-                "one-segment-per-freed-tensor",
-                max(0, before - 2),
-                Text(
-                    "that drops one segment per freed tensor; a shared one stays.",
-                    "αφαιρεί ένα τμήμα ανά αποδεσμευμένο τανυστή· ένα κοινό τμήμα μένει.",
-                ),
-            ),
-            Candidate("empty-cache-frees-everything", 0, everything),
-        ]
+    freed_requests = sum(int(op[2]) for op in ops if op[0] == "malloc" and op[1] in _freed(ops))
+    live = [int(op[2]) for op in ops if op[0] == "malloc" and op[1] not in _freed(ops)]
     return [
-        Candidate("empty-cache-releases-nothing", before, nothing),
+        Candidate(
+            "empty-cache-releases-nothing",
+            before,
+            Text("as if empty_cache() released nothing; whole free segments go."),
+        ),
         Candidate(
             "empty-cache-trims-used-segments",
-            run_stats[ALLOCATED],
-            Text(
-                "that also trims free parts of segments in use; only whole free segments go.",
-                "αφαιρεί και ελεύθερα κομμάτια τμημάτων σε χρήση· φεύγουν μόνο εντελώς "
-                "ελεύθερα τμήματα.",
-            ),
+            stats[ALLOCATED],
+            Text("trims used segments too; only whole free segments go."),
         ),
-        requested_live_bytes(run_stats["requested_bytes.all.current"]),
-        Candidate("empty-cache-frees-everything", 0, everything),
+        requested_live_bytes(stats["requested_bytes.all.current"]),
+        Candidate(
+            "empty-cache-frees-everything",
+            0,
+            Text("frees live tensors too; empty_cache() never touches them."),
+        ),
+        Candidate(
+            "freed-blocks-released",
+            before - freed_blocks,
+            Text("gives back the freed blocks; only whole free segments go."),
+        ),
+        Candidate(
+            "freed-requests-released",
+            before - freed_requests,
+            Text("gives back the freed tensors' bytes; only whole free segments go."),
+        ),
+        Candidate(
+            "one-segment-per-live-tensor",
+            sum(allocation_size(round_size(n, (0,) * 16)) for n in live),
+            Text("a segment per live tensor; small tensors share one."),
+        ),
+        Candidate(
+            "shared-segments-released",
+            before - _touched(inputs),
+            Text("every segment a freed tensor was in; one with a live block stays."),
+        ),
     ]
+
+
+def _released(inputs: dict[str, Any], stats: dict[str, int], before: int) -> list[Candidate]:
+    ops = inputs["ops"]
+    freed = _freed(ops)
+    freed_sizes = [int(op[2]) for op in ops if op[0] == "malloc" and op[1] in freed]
+    return [
+        Candidate(
+            "empty-cache-releases-nothing",
+            0,
+            Text("as if empty_cache() released nothing; whole free segments go."),
+        ),
+        Candidate(
+            "empty-cache-frees-everything",
+            before,
+            Text("frees live tensors too; empty_cache() never touches them."),
+        ),
+        Candidate(
+            "freed-blocks-released",
+            sum(round_size(n, (0,) * 16) for n in freed_sizes),
+            Text("the freed blocks; only whole free segments go back."),
+        ),
+        Candidate(
+            "freed-requests-released",
+            sum(freed_sizes),
+            Text("the freed tensors' bytes; only whole free segments go back."),
+        ),
+        Candidate(
+            "empty-cache-trims-used-segments",
+            before - stats[ALLOCATED],
+            Text("all cached free bytes; free parts of used segments stay."),
+        ),
+        Candidate(
+            "freed-tensors-own-segments",
+            sum(allocation_size(round_size(n, (0,) * 16)) for n in freed_sizes),
+            Text("a whole segment per freed tensor; small tensors share segments."),
+        ),
+        Candidate(
+            "shared-segments-released",
+            _touched(inputs),
+            Text("every segment a freed tensor was in; one with a live block stays."),
+        ),
+    ]
+
+
+def _freed(ops: list[Op]) -> set[str]:
+    return {str(op[1]) for op in ops if op[0] == "free"}
 
 
 def build(variant: str, params: dict[str, Any]) -> Draft:
@@ -107,21 +179,22 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     inputs = trace_inputs(ops, ask)
     run = run_trace(inputs)
     answer = run.value(ask)
-    before = replay_value(inputs, ops=ops[:-1])
+    before = replay_value(inputs, ops=ops[:-1], ask=RESERVED)
     steps = (
         narrate_run(run.results),
-        conclusion(ask, str(answer) if ask == SEGMENTS else size(answer)),
+        conclusion(ask),
     )
+    candidates = (_reserved if ask == RESERVED else _released)(inputs, run.stats, before)
     return Draft(
         topic="caching-allocator",
         difficulty=2,
         inputs=inputs,
-        prompt=trace_prompt(setup(""), join(op_text(op) for op in ops), ask),
+        prompt=trace_prompt(setup(""), ops_text(ops), ask),
         steps=steps,
         answer=answer,
-        style=Style.COUNT if ask == SEGMENTS else Style.EXACT_SIZE,
-        candidates=tuple(_candidates(ask, run.stats, before, live=2)),
-        references=(ALLOCATOR_DOCS, EMPTY_CACHE_DOCS),
+        style=Style.EXACT_SIZE,
+        candidates=tuple(candidates),
+        references=(ALLOCATOR_DOCS, EMPTY_CACHE_DOCS, STATS_DOCS),
         demo=TRACE_DEMO,
     )
 
@@ -132,9 +205,10 @@ FAMILY = Family(
     kind="allocator-trace",
     difficulty=(2, 2),
     description=(
-        "Four tensors, two deleted, then empty_cache(): what stays reserved, how many "
-        "segments remain (only entirely free segments are released)"
+        "Four tensors, two deleted, then empty_cache(): what stays reserved, and how much "
+        "it gave back (only entirely free segments are released)"
     ),
     space=SPACE,
     build=build,
+    rank_weights=(1.3, 0.75, 0.9, 1.0),  # few misconceptions release less than the answer
 )

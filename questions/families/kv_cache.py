@@ -1,65 +1,47 @@
-"""Family `kv-cache-size`: KV-cache bytes of a decoder for a batch of sequences.
+"""Family `kv-cache-size`: KV-cache bytes per GPU for a batch of sequences of a published
+decoder served with tensor parallelism.
 
-bytes = 2 (key and value) × layers × KV heads × head dim × bytes per value × tokens × batch
-(PagedAttention paper, section 2; with grouped-query attention only the KV heads count).
+bytes = 2 (key and value) × layers × KV heads per GPU × head dim × bytes per value × tokens
+× sequences (PagedAttention paper, section 2; with grouped-query attention only the KV
+heads count). With tensor parallelism over t GPUs each GPU keeps max(1, KV heads / t)
+heads: vLLM replicates a KV head when there are fewer than GPUs
+(``ModelConfig.get_num_kv_heads``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from itertools import product
+from typing import Any, Final
 
-from bot.domain import Locale
+from bot.formats import Number
+from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
-from questions.families.model import Candidate, Draft, Family, Style, Text
+from questions.families.misconceptions import compounds
+from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.models import DECODERS, LARGEST_GPU_BYTES, Decoder
+from questions.families.sizes import MIB
 from questions.families.space import Space, grid
-from questions.families.units import format_number
 
-DTYPES = {"fp16": 2, "bf16": 2, "fp8": 1, "fp32": 4}
-SPACE = Space(
-    (
-        grid(
-            "decoder",
-            layers=(24, 28, 32, 40, 48, 60, 64, 80),
-            heads=(
-                (32, 32),
-                (32, 8),
-                (32, 4),
-                (40, 40),
-                (40, 8),
-                (64, 8),
-                (48, 8),
-                (16, 16),
-                (64, 64),
-                (32, 1),
-                (56, 8),
-                (96, 8),
-            ),
-            head_dim=(64, 80, 96, 128),
-            dtype=tuple(DTYPES),
-            batch=(1, 2, 4, 8, 16, 32, 64),
-            tokens=(512, 1024, 2048, 4096, 8192, 16384, 32768, 131072),
-        ),
-    )
-)
-PROMPT = Text(
-    "A decoder with {L} layers, {q} query heads and {kv} key-value heads of dimension {d} "
-    "keeps its KV cache in {dtype}. How much memory does the cache take for {batch}?",
-    "Ένας decoder με {L} επίπεδα, {q} query heads και {kv} KV heads διάστασης {d} κρατά την "
-    "KV cache σε {dtype}. Πόση μνήμη καταλαμβάνει η cache για {batch};",
-)
-ONE_SEQUENCE = Text("one sequence of {t} tokens", "μία ακολουθία {t} tokens")
-SEQUENCES = Text("{b} sequences of {t} tokens each", "{b} ακολουθίες των {t} tokens η καθεμία")
+DTYPES: Final = {"bf16": 2, "fp16": 2, "fp8": 1}  # vLLM's kv_cache_dtype auto / fp8
+TOKENS: Final = (2048, 4096, 8192, 16384, 32768, 131072)
+BATCHES: Final = (1, 4, 8, 16, 32, 64, 128, 256)
+# the tensor-parallel sizes each model is served with (weights must fit beside the cache)
+TP: Final = {7: (1, 2), 15: (1, 2, 4), 40: (2, 4, 8), 80: (4, 8), 500: (8,)}
+# Gemma 2 uses a 4,096-token sliding window on every other layer: beyond it those layers
+# keep fewer tokens, so its questions stay within the window
+WINDOW: Final = {"Gemma-2-2B": 4096, "Gemma-2-9B": 4096, "Gemma-2-27B": 4096}
 
 
-def num(value: int) -> Text:
-    return Text(format_number(value, 0, Locale.EN), format_number(value, 0, Locale.EL))
+def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
+    return max(1, kv_heads // tp)
 
 
 def kv_cache_bytes(inputs: dict[str, Any]) -> int:
+    per_gpu = kv_heads_per_gpu(inputs["kv_heads"], inputs["tensor_parallel"])
     return int(
         2
         * inputs["layers"]
-        * inputs["kv_heads"]
+        * per_gpu
         * inputs["head_dim"]
         * inputs["dtype_bytes"]
         * inputs["tokens"]
@@ -67,116 +49,207 @@ def kv_cache_bytes(inputs: dict[str, Any]) -> int:
     )
 
 
+def _tp_options(model: Decoder) -> tuple[int, ...]:
+    return next(options for limit, options in TP.items() if model.params_b <= limit)
+
+
+def _cases() -> tuple[tuple[str, str, int, int, int], ...]:
+    """(model, dtype, tp, batch, tokens) whose cache lies between 256 MiB and the largest
+    GPU (192 GB) per GPU: what an engineer sizes a deployment for."""
+    out = []
+    for model, dtype, batch, tokens in product(DECODERS, DTYPES, BATCHES, TOKENS):
+        if tokens > min(model.context, WINDOW.get(model.name, model.context)):
+            continue
+        for tp in _tp_options(model):
+            per_token = 2 * model.layers * kv_heads_per_gpu(model.kv_heads, tp) * model.head_dim
+            total = per_token * DTYPES[dtype] * tokens * batch
+            if 256 * MIB <= total <= LARGEST_GPU_BYTES:
+                out.append((model.name, dtype, tp, batch, tokens))
+    return tuple(out)
+
+
+SPACE = Space((grid("serve", case=_cases()),))
+PROMPT = Text(
+    "{model} ({L} layers, {q} query heads, {kv} KV heads of dimension {d}) is served {t}, "
+    "KV cache in {dtype}. How much KV-cache memory does each GPU hold for {batch}?"
+)
+
+
+def _batch(batch: int, tokens: int) -> Localized:
+    if batch == 1:
+        return Text("one sequence of {t} tokens", t=Number(tokens))
+    return Text("{b} sequences of {t} tokens each", b=batch, t=Number(tokens))
+
+
+def _gpus(tp: int) -> Localized:
+    if tp == 1:
+        return Text("on one GPU")
+    return Text("with tensor parallelism over {t} GPUs", t=tp)
+
+
 def _candidates(i: dict[str, Any], answer: int) -> list[Candidate]:
+    tp, kv, q = i["tensor_parallel"], i["kv_heads"], i["q_heads"]
+    per_gpu = kv_heads_per_gpu(kv, tp)
     out = [
         Candidate(
             "keys-only",
-            answer // 2,
-            Text(
-                "that counts keys only; values are cached too.",
-                "μετρά μόνο τα κλειδιά· αποθηκεύονται και οι τιμές.",
-            ),
-        )
+            answer / 2,
+            Text("counts keys only; values are cached too."),
+            Text("keys only"),
+            "kv",
+        ),
+        Candidate(
+            "one-layer-only",
+            answer / i["layers"],
+            Text("one layer; every layer caches its own keys and values."),
+            Text("one layer"),
+            "layers",
+        ),
     ]
-    if i["q_heads"] != i["kv_heads"]:
+    if q != kv:
         out.append(
             Candidate(
                 "query-heads-cached",
-                answer * i["q_heads"] // i["kv_heads"],
-                Text(
-                    "that uses the {q} query heads; only the {kv} KV heads are cached.",
-                    "χρησιμοποιεί τα {q} query heads· αποθηκεύονται μόνο τα {kv} KV heads.",
-                ).fill(q=str(i["q_heads"]), kv=str(i["kv_heads"])),
+                answer * max(1, q // tp) / per_gpu,
+                Text("uses the query heads; only the {kv} KV heads are cached.", kv=kv),
+                Text("query heads"),
+                "heads",
             )
         )
-    wrong = 4 if i["dtype_bytes"] < 4 else 2
+    wrong = 2 if i["dtype_bytes"] == 1 else 4
     out.append(
         Candidate(
-            "wrong-bytes-per-value",
-            answer * wrong // i["dtype_bytes"],
+            "fp8-as-two-bytes" if wrong == 2 else "fp32-cache",
+            answer * wrong / i["dtype_bytes"],
             Text(
-                "that takes {w} bytes per value; {dtype} has {b}.",
-                "παίρνει {w} bytes ανά τιμή· το {dtype} έχει {b}.",
-            ).fill(w=str(wrong), dtype=i["dtype"], b=str(i["dtype_bytes"])),
+                "takes {w} bytes per value; {dtype} has {b}.",
+                w=wrong,
+                dtype=i["dtype"],
+                b=i["dtype_bytes"],
+            ),
+            Text("{w}-byte values", w=wrong),
+            "bytes",
         )
     )
     if i["batch"] > 1:
         out.append(
             Candidate(
                 "batch-forgotten",
-                answer // i["batch"],
-                Text(
-                    "that is one sequence; each of the {b} has its own cache.",
-                    "είναι μία ακολουθία· καθεμία από τις {b} έχει δική της cache.",
-                ).fill(b=str(i["batch"])),
+                answer / i["batch"],
+                Text("one sequence; each of the {b} has its own cache.", b=i["batch"]),
+                Text("one sequence"),
+                "batch",
             )
         )
-    out.append(
-        Candidate(
-            "one-layer-only",
-            answer // i["layers"],
-            Text(
-                "that is one layer; every layer caches its own keys and values.",
-                "είναι ένα επίπεδο· κάθε επίπεδο κρατά τα δικά του κλειδιά και τιμές.",
-            ),
+    if tp > 1:
+        out.append(
+            Candidate(
+                "tensor-parallel-forgotten",
+                answer * kv / per_gpu,
+                Text("the cache of all {t} GPUs; each keeps {h} of the KV heads.", t=tp, h=per_gpu),
+                Text("all GPUs"),
+                "tp",
+            )
         )
-    )
-    return out
+        if kv < tp:
+            out.append(
+                Candidate(
+                    "replicated-head-divided",
+                    answer * kv / tp,
+                    Text(
+                        "splits the {kv} KV heads {t} ways; a head is replicated, not cut.",
+                        kv=kv,
+                        t=tp,
+                    ),
+                    Text("heads split"),
+                    "tp",
+                )
+            )
+    if i["tokens"] < i["context"]:
+        out.append(
+            Candidate(
+                "full-context-reserved",
+                answer * i["context"] / i["tokens"],
+                Text(
+                    "the full {c}-token context per sequence; pages follow the tokens.",
+                    c=Number(i["context"]),
+                ),
+                Text("the full context"),
+                "tokens",
+            )
+        )
+    return out + compounds(answer, out)
 
 
 def build(variant: str, params: dict[str, Any]) -> Draft:
-    q_heads, kv_heads = params["heads"]
+    name, dtype, tp, batch, tokens = params["case"]
+    model = next(d for d in DECODERS if d.name == name)
     inputs: dict[str, Any] = {
         "kind": "kv-cache-size",
-        "layers": params["layers"],
-        "q_heads": q_heads,
-        "kv_heads": kv_heads,
-        "head_dim": params["head_dim"],
-        "dtype": params["dtype"],
-        "dtype_bytes": DTYPES[str(params["dtype"])],
-        "batch": params["batch"],
-        "tokens": params["tokens"],
+        "model": name,
+        "layers": model.layers,
+        "q_heads": model.q_heads,
+        "kv_heads": model.kv_heads,
+        "head_dim": model.head_dim,
+        "dtype": dtype,
+        "dtype_bytes": DTYPES[dtype],
+        "tensor_parallel": tp,
+        "batch": batch,
+        "tokens": tokens,
+        "context": min(model.context, WINDOW.get(name, model.context)),
     }
     answer = kv_cache_bytes(inputs)
-    batch = (ONE_SEQUENCE if inputs["batch"] == 1 else SEQUENCES).fill(
-        b=str(inputs["batch"]), t=num(inputs["tokens"])
+    per_gpu = kv_heads_per_gpu(model.kv_heads, tp)
+    per_token_layer = 2 * per_gpu * model.head_dim * DTYPES[dtype]
+    heads = (
+        Text("{kv} KV heads", kv=model.kv_heads)
+        if tp == 1
+        else Text("{h} of the {kv} KV heads per GPU", h=per_gpu, kv=model.kv_heads)
+        if model.kv_heads >= tp
+        else Text("1 KV head per GPU (replicated)")
     )
-    per_token_layer = 2 * kv_heads * inputs["head_dim"] * inputs["dtype_bytes"]
     steps = (
         Text(
-            "Per token and layer the cache holds a key and a value: 2 × {kv} KV heads × {d} × "
+            "Per token and layer a GPU keeps a key and a value for {heads}: 2 × {h} × {d} × "
             "{B} bytes = {p} bytes.",
-            "Ανά token και επίπεδο η cache κρατά ένα κλειδί και μία τιμή: 2 × {kv} KV heads × "
-            "{d} × {B} bytes = {p} bytes.",
-        ).fill(
-            kv=str(kv_heads),
-            d=str(inputs["head_dim"]),
-            B=str(inputs["dtype_bytes"]),
-            p=num(per_token_layer),
+            heads=heads,
+            h=per_gpu,
+            d=model.head_dim,
+            B=DTYPES[dtype],
+            p=Number(per_token_layer),
         ),
         Text(
             "Times {L} layers and {batch}: {v} bytes = {answer}.",
-            "Επί {L} επίπεδα και {batch}: {v} bytes = {answer}.",
-        ).fill(L=str(inputs["layers"]), batch=batch, v=num(answer), answer=ANSWER),
+            L=model.layers,
+            batch=_batch(batch, tokens),
+            v=Number(answer),
+            answer=ANSWER,
+        ),
     )
     prompt = PROMPT.fill(
-        L=str(inputs["layers"]),
-        q=str(q_heads),
-        kv=str(kv_heads),
-        d=str(inputs["head_dim"]),
-        dtype=str(inputs["dtype"]),
-        batch=batch,
+        model=name,
+        L=model.layers,
+        q=model.q_heads,
+        kv=model.kv_heads,
+        d=model.head_dim,
+        t=_gpus(tp),
+        dtype=dtype,
+        batch=_batch(batch, tokens),
     )
     return Draft(
         topic="kv-cache",
-        difficulty=3 if q_heads != kv_heads else 2,
+        difficulty=3 if model.q_heads != model.kv_heads or tp > 1 else 2,
         inputs=inputs,
         prompt=prompt,
         steps=steps,
         answer=answer,
         style=Style.ROUNDED_SIZE,
         candidates=tuple(_candidates(inputs, answer)),
-        references=("https://arxiv.org/abs/2309.06180", "https://arxiv.org/abs/2305.13245"),
+        references=(
+            "https://arxiv.org/abs/2309.06180",
+            "https://arxiv.org/abs/2305.13245",
+            "https://github.com/vllm-project/vllm/blob/main/vllm/config/model.py",
+        ),
     )
 
 
@@ -186,9 +259,10 @@ FAMILY = Family(
     kind="formula",
     difficulty=(2, 3),
     description=(
-        "KV-cache bytes from layers, query/KV heads, head dim, dtype, batch and sequence "
-        "length (grouped-query attention included)"
+        "KV-cache bytes per GPU of a published decoder (layers, query/KV heads, head dim) "
+        "for a batch and sequence length, in bf16/fp16/fp8, under tensor parallelism"
     ),
     space=SPACE,
     build=build,
+    rank_weights=(1.15, 0.9, 0.9, 1.05),  # measured: evens out the ranks
 )

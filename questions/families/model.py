@@ -13,25 +13,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bot.domain import Locale, NumericTarget, Question
+from bot.domain import NumericTarget, Question
+from bot.i18n import Localized
 from questions.families.space import Space
-
-
-@dataclass(frozen=True, slots=True)
-class Text:
-    """One piece of wording in both locales; `{value}` and friends are filled by `fill`."""
-
-    en: str
-    el: str
-
-    def get(self, locale: Locale) -> str:
-        return self.el if locale is Locale.EL else self.en
-
-    def fill(self, **values: Text | str) -> Text:
-        def pick(locale: Locale) -> dict[str, str]:
-            return {k: v.get(locale) if isinstance(v, Text) else v for k, v in values.items()}
-
-        return Text(self.en.format(**pick(Locale.EN)), self.el.format(**pick(Locale.EL)))
 
 
 class Style(StrEnum):
@@ -46,13 +30,18 @@ class Style(StrEnum):
 class Candidate:
     """A tempting wrong value and the misconception it comes from.
 
-    `why` is one sentence with `{value}` where the shown value goes, e.g. "{value} counts
-    the requested bytes, but blocks are rounded up to 512 B."
+    `why` is one short clause saying what the value computes and why that is wrong, e.g.
+    "the request itself; blocks are rounded up to 512 B."; the question shows it as
+    "Not 1,000 bytes: the request itself; ...".
     """
 
     misconception: str
     value: float
-    why: Text
+    why: Localized
+    # a short name of the error ("keys only"), for a two-error candidate's note, and the
+    # factor of the formula it gets wrong (two errors combine only on different factors)
+    label: Localized | None = None
+    factor: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +49,11 @@ class Draft:
     topic: str
     difficulty: int
     inputs: dict[str, Any]  # canonical and replayable (JSON values only)
-    prompt: Text
-    steps: tuple[Text, ...]  # the computation, in order; the explanation starts with them
+    prompt: Localized
+    steps: tuple[Localized, ...]  # the computation, in order; the explanation starts with them
     answer: float
     style: Style
-    candidates: tuple[Candidate, ...]  # in order of preference
+    candidates: tuple[Candidate, ...]  # every named misconception that applies
     references: tuple[str, ...]
     demo: str | None = None
 
@@ -80,6 +69,12 @@ class Family:
     description: str
     space: Space
     build: Callable[[str, dict[str, Any]], Draft] = field(repr=False, compare=False)
+    # How often the answer is meant to be the smallest, second, third, largest value.
+    # Uniform unless some scenarios cannot place the answer at an end (too few
+    # misconceptions on one side): then the ends are drawn a little more often elsewhere,
+    # so that over the family every rank still comes out at about 25 % (measured by
+    # tests/questions/families/test_form.py and bench/generate.py).
+    rank_weights: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)
 
     def summary(self) -> dict[str, Any]:
         """What `questions families --format json` prints for this family."""

@@ -1,4 +1,4 @@
-"""Wording shared by the trace families: the setup, the ops, the asked statistic, and a
+"""Localized shared by the trace families: the setup, the ops, the asked statistic, and a
 short account of what the allocator did at each op (rendered from a `TraceRun`)."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from bot.domain import Locale
-from questions.families.model import Text
+from bot.i18n import Join, Localized, Text
+from questions.families.assemble import ANSWER
+from questions.families.sizes import ExactSize
 from questions.families.trace import OpResult
-from questions.families.units import exact_size
 
 RESERVED: Final = "reserved_bytes.all.current"
 ALLOCATED: Final = "allocated_bytes.all.current"
@@ -17,6 +17,8 @@ SEGMENTS: Final = "segment.all.current"
 INACTIVE_SPLIT: Final = "inactive_split_bytes.all.current"
 NUM_OOMS: Final = "num_ooms"
 NUM_RETRIES: Final = "num_alloc_retries"
+TENSORS: Final = "allocation.all.current"  # live blocks: the tensors that were allocated
+FREED: Final = "reserved_bytes.all.freed"  # what reserved memory gave back so far
 
 ASK_API: Final = {
     RESERVED: "torch.cuda.memory_reserved()",
@@ -38,96 +40,87 @@ def api(ask: str) -> str:
     return ASK_API.get(ask, f'memory_stats()["{ask}"]')
 
 
-def size(nbytes: int) -> Text:
-    return Text(exact_size(nbytes, Locale.EN), exact_size(nbytes, Locale.EL))
+def size(nbytes: int) -> ExactSize:
+    return ExactSize(nbytes)
 
 
-def setup(conf: str, cap: int | None = None) -> Text:
+def verbatim(text: str) -> Join:
+    """Text shown as it is in every locale (code, settings)."""
+    return Join((text,), "")
+
+
+def setup(conf: str, cap: int | None = None) -> Localized:
     """ "Default allocator settings" or the conf string, plus the memory cap if any."""
-    text = (
-        Text("PYTORCH_CUDA_ALLOC_CONF={conf}", "PYTORCH_CUDA_ALLOC_CONF={conf}").fill(conf=conf)
-        if conf
-        else Text("Default allocator settings", "Προεπιλεγμένες ρυθμίσεις allocator")
+    text: Localized = (
+        verbatim(f"PYTORCH_CUDA_ALLOC_CONF={conf}") if conf else Text("Default allocator settings")
     )
     if cap is not None:
         text = Text(
-            "{text}, a {cap} cap (set_per_process_memory_fraction)",
-            "{text}, όριο {cap} (set_per_process_memory_fraction)",
-        ).fill(text=text, cap=size(cap))
+            "{settings}, a cap of {cap} (set_per_process_memory_fraction)",
+            settings=text,
+            cap=size(cap),
+        )
     return text
 
 
-def op_text(op: list[Any] | tuple[Any, ...]) -> Text:
+def op_text(op: list[Any] | tuple[Any, ...]) -> Localized:
     if op[0] == "malloc":
-        return Text("{name} = {size}", "{name} = {size}").fill(name=op[1], size=size(op[2]))
+        return Join((str(op[1]), " = ", size(op[2])), "")
     if op[0] == "free":
-        return Text(f"del {op[1]}", f"del {op[1]}")
-    return Text("empty_cache()", "empty_cache()")
+        return verbatim(f"del {op[1]}")
+    return verbatim("empty_cache()")
 
 
-def join(parts: Iterable[Text], end: str = "") -> Text:
-    """Parts joined by "; " (en) and "· " (el; ";" is the Greek question mark)."""
-    items = list(parts)
-    return Text("; ".join(p.en for p in items) + end, "· ".join(p.el for p in items) + end)
+def ops_text(ops: Iterable[list[Any] | tuple[Any, ...]]) -> Localized:
+    return Join(op_text(op) for op in ops)
 
 
-def trace_prompt(settings: Text, ops: Text, ask: str) -> Text:
-    """ "<settings>; uint8 tensors on the GPU: <ops>. What does <api> report then?"."""
+def trace_prompt(settings: Localized, ops: Localized, ask: str) -> Localized:
+    """ "<settings>; uint8 tensors on an empty GPU: <ops>. What does <api> report then?"."""
     return Text(
         "{settings}; uint8 tensors on an empty GPU: {ops}. What does {api} report then?",
-        "{settings}· τανυστές uint8 σε άδεια GPU: {ops}. Τι αναφέρει μετά το {api};",
-    ).fill(settings=settings, ops=ops, api=api(ask))
-
-
-def conclusion(ask: str, value: Text | str) -> Text:
-    """The last step: "So <api> = <value>."."""
-    return Text("So {api} = {v}.", "Άρα {api} = {v}.").fill(api=api(ask), v=value)
-
-
-def pool(small: bool) -> str:
-    return "small pool" if small else "large pool"
-
-
-def narrate(result: OpResult, *, expandable: bool = False) -> Text:
-    """What one op did, in a few words: "a = 5 MiB: new 20 MiB segment (large pool)"."""
-    head = op_text(result.op)
-    if result.op[0] == "free":
-        return Text("{head}: block cached", "{head}: το μπλοκ μένει στην cache").fill(head=head)
-    if result.op[0] == "empty_cache":
-        if result.released:
-            return Text("{head} releases {n}", "{head}: αποδεσμεύει {n}").fill(
-                head=head, n=size(result.released)
-            )
-        return Text("{head} releases nothing", "{head}: δεν αποδεσμεύει τίποτα").fill(head=head)
-    if result.oom and not result.released:
-        return Text(
-            "{head}: over the cap, nothing cached to release: OOM",
-            "{head}: πάνω από το όριο, τίποτα στην cache για αποδέσμευση: OOM",
-        ).fill(head=head)
-    if result.oom:
-        return Text(
-            "{head}: OOM, even after releasing {n} of cache",
-            "{head}: OOM, ακόμη και μετά την αποδέσμευση {n} της cache",
-        ).fill(head=head, n=size(result.released))
-    if result.reused:
-        return Text(
-            "{head}: fits a cached free block", "{head}: χωρά σε ελεύθερο μπλοκ της cache"
-        ).fill(head=head)
-    new = (
-        Text("maps {n} more", "χαρτογραφεί (maps) {n} ακόμη")
-        if expandable
-        else Text("new {n} segment", "νέο τμήμα {n}")
-    ).fill(n=size(result.grown))
-    if result.retried:
-        return Text(
-            "{head}: no room; releasing {r} of cache, then {new}",
-            "{head}: δεν χωρά· αποδεσμεύονται {r} της cache, μετά {new}",
-        ).fill(head=head, r=size(result.released), new=new)
-    return Text("{head}: {new} ({pool})", "{head}: {new} ({pool})").fill(
-        head=head, new=new, pool=pool(result.small)
+        settings=settings,
+        ops=ops,
+        api=api(ask),
     )
 
 
-def narrate_run(results: Iterable[OpResult], *, expandable: bool = False) -> Text:
+def conclusion(ask: str) -> Localized:
+    """The last step: "So <api> = <the answer as the choices show it>."."""
+    return Text("So {api} = {value}.", api=api(ask), value=ANSWER)
+
+
+def narrate(result: OpResult, *, expandable: bool = False) -> Localized:
+    """What one op did, in a few words: "a: new 20 MiB segment"."""
+    kind = result.op[0]
+    if kind == "free":
+        return Text("del {name}: cached", name=result.name)
+    if kind == "empty_cache":
+        if result.released:
+            return Text("empty_cache() releases {n}", n=size(result.released))
+        return Text("empty_cache() releases nothing")
+    head = result.name
+    if result.oom and not result.released:
+        return Text("{head}: over the cap, OOM", head=head)
+    if result.oom:
+        return Text("{head}: OOM even after releasing {n}", head=head, n=size(result.released))
+    if result.reused:
+        return Text("{head}: reuses a cached block", head=head)
+    new = (
+        Text("maps {n} more", n=size(result.grown))
+        if expandable
+        else Text("new {n} segment", n=size(result.grown))
+    )
+    if result.retried:
+        return Text(
+            "{head}: releases {r} of cache, retries: {new}",
+            head=head,
+            r=size(result.released),
+            new=new,
+        )
+    return Join((head, ": ", new), "")
+
+
+def narrate_run(results: Iterable[OpResult], *, expandable: bool = False) -> Localized:
     """Every op's account, as one sentence."""
-    return join((narrate(r, expandable=expandable) for r in results), end=".")
+    return Join((narrate(r, expandable=expandable) for r in results), end=".")

@@ -61,11 +61,17 @@ def default_families() -> FamilyRegistry:
     """Every shipped family (imported here so that listing them costs one import)."""
     from questions.families import (
         activations,
+        autocast_cache,
+        chunked_prefill,
         empty_cache,
         expandable,
         fragmentation,
+        gc_threshold,
         kv_cache,
+        lm_head,
         max_split,
+        moe,
+        non_split,
         oom_cap,
         reserved,
         rounding,
@@ -85,9 +91,15 @@ def default_families() -> FamilyRegistry:
                 oom_cap,
                 roundup,
                 empty_cache,
+                gc_threshold,
+                non_split,
                 kv_cache,
                 training_state,
                 activations,
+                lm_head,
+                autocast_cache,
+                moe,
+                chunked_prefill,
             )
         )
     )

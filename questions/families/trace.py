@@ -14,11 +14,12 @@ allocator did, so that a family can explain it step by step.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gpu_runner.sim import Block, CachingAllocator, GiB, OutOfMemoryError
+from gpu_runner.sim import Block, CachingAllocator, GiB, OutOfMemoryError, SegmentInfo
 
 KIND: Final = "allocator-trace"
 TRACE_DEMO: Final = "allocator-trace"  # the runner demo that replays `inputs` (issue 16.7)
@@ -185,6 +186,21 @@ def run_trace(inputs: Mapping[str, Any]) -> TraceRun:
 
 _RESERVED = "reserved_bytes.all.current"
 _GROWN = "reserved_bytes.all.allocated"  # cumulative increases: new segments, mapped pages
+
+
+def snapshot_after(inputs: Mapping[str, Any]) -> list[SegmentInfo]:
+    """``memory_snapshot()`` at the end of the trace (segments and their blocks)."""
+    alloc = new_allocator(inputs)
+    handles: dict[str, Block] = {}
+    for op in inputs["ops"]:
+        if op[0] == "malloc":
+            with contextlib.suppress(OutOfMemoryError):
+                handles[op[1]] = alloc.malloc(op[2])
+        elif op[0] == "free":
+            alloc.free(handles.pop(op[1]))
+        else:
+            alloc.empty_cache()
+    return alloc.memory_snapshot()
 
 
 def replay_value(inputs: Mapping[str, Any], **changes: Any) -> int:

@@ -2,57 +2,49 @@
 
 Per parameter: w bytes of weights, g of gradients, k of optimizer states. Stage 1 shards
 the optimizer states over the N GPUs, stage 2 also the gradients, stage 3 also the
-weights (ZeRO paper, section 5; activations and buffers not counted).
+weights (ZeRO paper, section 5; activations and buffers not counted). The models and GPU
+counts are published ones, and every scenario's states fit a GPU of 16 to 192 GB.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from itertools import product
+from typing import Any, Final, NamedTuple
 
-from bot.domain import Locale
+from bot.formats import Number
+from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
-from questions.families.model import Candidate, Draft, Family, Style, Text
+from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.models import DECODERS, LARGEST_GPU_BYTES
+from questions.families.sizes import GIB
 from questions.families.space import Space, grid
-from questions.families.units import exact_decimals, format_number
 
 
 class Recipe(NamedTuple):
     weights: int
     grads: int
     optimizer: int
-    name: Text
+    name: Localized
 
 
-RECIPES = {
+RECIPES: Final = {
     "mixed-adam": Recipe(
         2,
         2,
         12,
         Text(
             "mixed-precision Adam (16-bit weights and gradients; fp32 master weights, "
-            "momentum and variance)",
-            "Adam μικτής ακρίβειας (βάρη και κλίσεις 16 bit· fp32 master βάρη, momentum και "
-            "variance)",
+            "momentum and variance)"
         ),
     ),
     "fp32-adam": Recipe(
-        4,
-        4,
-        8,
-        Text(
-            "fp32 Adam (32-bit weights, gradients, momentum and variance)",
-            "Adam σε fp32 (βάρη, κλίσεις, momentum και variance 32 bit)",
-        ),
+        4, 4, 8, Text("fp32 Adam (32-bit weights, gradients, momentum and variance)")
     ),
     "bf16-adam": Recipe(
         2,
         2,
         4,
-        Text(
-            "pure bf16 Adam (bf16 weights, gradients, momentum and variance; no fp32 copy)",
-            "Adam μόνο σε bf16 (βάρη, κλίσεις, momentum και variance σε bf16· χωρίς αντίγραφο "
-            "fp32)",
-        ),
+        Text("pure bf16 Adam (bf16 weights, gradients, momentum and variance; no fp32 copy)"),
     ),
     "mixed-sgd": Recipe(
         2,
@@ -60,40 +52,17 @@ RECIPES = {
         8,
         Text(
             "mixed-precision SGD with momentum (16-bit weights and gradients; fp32 master "
-            "weights and momentum)",
-            "SGD με momentum μικτής ακρίβειας (βάρη και κλίσεις 16 bit· fp32 master βάρη και "
-            "momentum)",
+            "weights and momentum)"
         ),
     ),
 }
-PARAMS_B = (0.35, 0.77, 1.3, 1.5, 2.7, 3, 6.7, 7, 8, 13, 14, 20, 30, 34, 40, 65, 70, 72, 110, 175)
-SPACE = Space(
-    (
-        grid(
-            "zero",
-            params=PARAMS_B,
-            recipe=tuple(RECIPES),
-            stage=(0, 1, 2, 3),
-            gpus=(2, 4, 8, 16, 32, 64, 128, 256, 512),
-        ),
-    )
-)
-PROMPT = Text(
-    "A {p}B-parameter model is trained with {recipe} under ZeRO stage {s} on {n} GPUs. How "
-    "much memory do the model states take per GPU?",
-    "Ένα μοντέλο {p}B παραμέτρων εκπαιδεύεται με {recipe} σε ZeRO stage {s} σε {n} GPU. "
-    "Πόση μνήμη καταλαμβάνουν οι καταστάσεις του μοντέλου ανά GPU;",
-)
-SHARDED = {
-    0: Text("nothing is sharded", "τίποτα δεν μοιράζεται"),
-    1: Text("the optimizer states are sharded", "μοιράζονται οι καταστάσεις του βελτιστοποιητή"),
-    2: Text(
-        "gradients and optimizer states are sharded",
-        "μοιράζονται κλίσεις και καταστάσεις του βελτιστοποιητή",
-    ),
-    3: Text("everything is sharded", "μοιράζονται όλα"),
+GPUS: Final = (8, 16, 32, 64, 128, 256, 512, 1024)
+FORMULA: Final = {
+    0: "(w + g + k)P",
+    1: "(w + g)P + kP/N",
+    2: "wP + (g + k)P/N",
+    3: "(w + g + k)P/N",
 }
-FORMULA = {0: "(w + g + k)Ψ", 1: "(w + g)Ψ + kΨ/N", 2: "wΨ + (g + k)Ψ/N", 3: "(w + g + k)Ψ/N"}
 
 
 def per_gpu_bytes(params: float, w: int, g: int, k: int, stage: int, gpus: int) -> float:
@@ -101,13 +70,49 @@ def per_gpu_bytes(params: float, w: int, g: int, k: int, stage: int, gpus: int) 
     return params * (replicated + (w + g + k - replicated) / gpus)
 
 
+def _cases() -> tuple[tuple[str, str, int, int], ...]:
+    """(model, recipe, stage, gpus) whose states per GPU lie between 1 GiB and 192 GB."""
+    out = []
+    for model, recipe, stage, gpus in product(DECODERS, RECIPES, range(4), GPUS):
+        r = RECIPES[recipe]
+        psi = model.params_b * 1e9
+        value = per_gpu_bytes(psi, r.weights, r.grads, r.optimizer, stage, gpus)
+        if GIB <= value <= LARGEST_GPU_BYTES and (stage > 0 or gpus == 8):
+            out.append((model.name, recipe, stage, gpus))
+    return tuple(out)
+
+
+SPACE = Space((grid("zero", case=_cases()),))
+
+
+def published_decimals(billions: float) -> int:
+    """The decimals the figure is published with (8.03, 72.7, 405): the shortest repr's,
+    since 8.03 is not exact in binary and a float test would drop its decimals."""
+    text = repr(billions)
+    return 0 if text.endswith(".0") or "." not in text else len(text.split(".")[1])
+
+
+PROMPT = Text(
+    "{model} ({p} billion parameters) is trained with {recipe}, ZeRO stage {s}, on {n} "
+    "GPUs. How much memory do the model states take per GPU?"
+)
+SHARDED: Final = {
+    0: Text("nothing is sharded"),
+    1: Text("the optimizer states are sharded"),
+    2: Text("gradients and optimizer states are sharded"),
+    3: Text("everything is sharded"),
+}
+
+
 def build(variant: str, params: dict[str, Any]) -> Draft:
-    recipe = RECIPES[str(params["recipe"])]
-    stage, gpus = int(params["stage"]), int(params["gpus"])
-    psi = round(float(params["params"]) * 1e9)
+    name, recipe_id, stage, gpus = params["case"]
+    model = next(d for d in DECODERS if d.name == name)
+    recipe = RECIPES[recipe_id]
+    psi = round(model.params_b * 1e9)
     w, g, k = recipe.weights, recipe.grads, recipe.optimizer
     inputs: dict[str, Any] = {
         "kind": "training-state-per-gpu",
+        "model": name,
         "params": psi,
         "weight_bytes": w,
         "grad_bytes": g,
@@ -118,58 +123,121 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     answer = per_gpu_bytes(psi, w, g, k, stage, gpus)
     steps = (
         Text(
-            "Per parameter: {w} bytes of weights, {g} of gradients, {k} of optimizer states.",
-            "Ανά παράμετρο: {w} bytes βάρη, {g} κλίσεις, {k} καταστάσεις βελτιστοποιητή.",
-        ).fill(w=str(w), g=str(g), k=str(k)),
+            "Per parameter (P of them): {w} bytes of weights, {g} of gradients, {k} of optimizer "
+            "states.",
+            w=w,
+            g=g,
+            k=k,
+        ),
         Text(
             "In stage {s} {what} over the N = {n} GPUs: {f} = {answer} per GPU.",
-            "Στο stage {s} {what} στις N = {n} GPU: {f} = {answer} ανά GPU.",
-        ).fill(s=str(stage), what=SHARDED[stage], n=str(gpus), f=FORMULA[stage], answer=ANSWER),
+            s=stage,
+            what=SHARDED[stage],
+            n=gpus,
+            f=FORMULA[stage],
+            answer=ANSWER,
+        ),
     )
     candidates = [
         Candidate(
             f"zero-stage-{other}",
             per_gpu_bytes(psi, w, g, k, other, gpus),
-            Text("that is stage {o}, where {what}.", "είναι το stage {o}, όπου {what}.").fill(
-                o=str(other), what=SHARDED[other]
-            ),
+            Text("that is stage {o}, where {what}.", o=other, what=SHARDED[other]),
         )
-        for other in sorted(range(4), key=lambda o: abs(o - stage))
+        for other in range(4)
         if other != stage
     ]
-    candidates.insert(
-        1,
+    candidates += [
         Candidate(
             "optimizer-states-forgotten",
             per_gpu_bytes(psi, w, g, 0, stage, gpus),
-            Text(
-                "that leaves out the {k} bytes of optimizer states per parameter.",
-                "παραλείπει τα {k} bytes καταστάσεων βελτιστοποιητή ανά παράμετρο.",
-            ).fill(k=str(k)),
+            Text("leaves out the {k} bytes of optimizer states per parameter.", k=k),
         ),
-    )
+        Candidate(
+            "weights-only",
+            per_gpu_bytes(psi, w, 0, 0, stage, gpus),
+            Text("the weights alone; gradients and optimizer states are there too."),
+        ),
+        Candidate(
+            "shards-over-nodes",
+            per_gpu_bytes(psi, w, g, k, stage, max(1, gpus // 8)),
+            Text(
+                "shards over the {m} nodes; ZeRO shards over all {n} GPUs.",
+                m=max(1, gpus // 8),
+                n=gpus,
+            ),
+        ),
+        Candidate(
+            "sixteen-bytes-rule",
+            per_gpu_bytes(psi, 2, 2, 12, stage, gpus),
+            Text(
+                "mixed Adam's 2 + 2 + 12 bytes per parameter; this recipe's are {w} + {g} + {k}.",
+                w=w,
+                g=g,
+                k=k,
+            ),
+        ),
+        Candidate(
+            "gradients-forgotten",
+            per_gpu_bytes(psi, w, 0, k, stage, gpus),
+            Text("leaves out the {g} bytes of gradients per parameter.", g=g),
+        ),
+    ]
+    if stage > 0 and gpus > 8:
+        candidates.append(
+            Candidate(
+                "shards-within-a-node",
+                per_gpu_bytes(psi, w, g, k, stage, 8),
+                Text("shards within one 8-GPU node; ZeRO shards over all {n} GPUs.", n=gpus),
+            )
+        )
+    if g == 2:
+        candidates.append(
+            Candidate(
+                "fp32-gradients",
+                per_gpu_bytes(psi, w, 4, k, stage, gpus),
+                Text("keeps 4-byte gradients; this recipe's gradients are 16-bit."),
+            )
+        )
+    # two errors at once: another stage with one term off, near that stage's own figure
+    tweaks = [("gradients-forgotten", w, 0, k, Text("no gradients"))]
+    if g == 2:
+        tweaks.append(("fp32-gradients", w, 4, k, Text("4-byte gradients")))
     if k == 12:
-        candidates.insert(
-            2,
+        tweaks.append(("master-weights-forgotten", w, g, 8, Text("no master weights")))
+    for other in range(4):
+        if other == stage:
+            continue
+        for tweak, tw, tg, tk, what in tweaks:
+            candidates.append(
+                Candidate(
+                    f"zero-stage-{other}-and-{tweak}",
+                    per_gpu_bytes(psi, tw, tg, tk, other, gpus),
+                    Text("stage {o}, {what}: two errors.", o=other, what=what),
+                )
+            )
+    if k == 12:
+        candidates.append(
             Candidate(
                 "master-weights-forgotten",
                 per_gpu_bytes(psi, w, g, 8, stage, gpus),
-                Text(
-                    "that forgets the fp32 master weights (4 of the 12 optimizer bytes).",
-                    "ξεχνά τα fp32 master βάρη (4 από τα 12 bytes του βελτιστοποιητή).",
-                ),
-            ),
+                Text("forgets the fp32 master weights (4 of the 12 optimizer bytes)."),
+            )
         )
-    billions = float(params["params"])
-    decimals = exact_decimals(billions) or 0
+    if k >= 8:
+        candidates.append(
+            Candidate(
+                "one-optimizer-state",
+                per_gpu_bytes(psi, w, g, k - 4, stage, gpus),
+                Text("one optimizer state too few; this one keeps {k} bytes.", k=k),
+            )
+        )
     prompt = PROMPT.fill(
-        p=Text(
-            format_number(billions, decimals, Locale.EN),
-            format_number(billions, decimals, Locale.EL),
-        ),
+        model=name,
+        p=Number(model.params_b, published_decimals(model.params_b)),
         recipe=recipe.name,
-        s=str(stage),
-        n=str(gpus),
+        s=stage,
+        n=gpus,
     )
     return Draft(
         topic="distributed-sharding",
@@ -193,8 +261,8 @@ FAMILY = Family(
     kind="formula",
     difficulty=(2, 3),
     description=(
-        "Model-state memory per GPU (weights, gradients, optimizer states) for a precision "
-        "and optimizer recipe under ZeRO stage 0-3 on N GPUs"
+        "Model-state memory per GPU (weights, gradients, optimizer states) of a published "
+        "model for a precision and optimizer recipe under ZeRO stage 0-3 on N GPUs"
     ),
     space=SPACE,
     build=build,
