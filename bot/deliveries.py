@@ -21,11 +21,11 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from bot.clock import Clock
 from bot.domain import Delivery
+from bot.lifecycle import Lifecycle
 from bot.logs import ThrottledLog, problem_key
 from bot.metrics import QuizMetrics
 from bot.ports import DeliveryLog
@@ -42,7 +42,7 @@ class _Replay:
     max_age: timedelta
 
 
-class Deliveries:
+class Deliveries(Lifecycle):
     def __init__(
         self,
         deliveries: DeliveryLog,
@@ -63,16 +63,10 @@ class Deliveries:
         self._tasks = TaskSupervisor("deliveries")
         self._problems = ThrottledLog(log)
 
-    async def __aenter__(self) -> Self:
+    async def initialize(self) -> None:
         self._tasks.spawn(self._every_interval(), name="deliveries-replay")
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def shutdown(self) -> None:
         await self._tasks.cancel()
 
     def add_replayer(self, platform: str, replay: Replayer, max_age: timedelta) -> None:

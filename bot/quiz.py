@@ -60,6 +60,7 @@ DEFAULT_WINDOW = timedelta(hours=24)
 # the reconciler (longer than the platform clients' request timeouts).
 DEFAULT_REVEAL_LEASE = timedelta(minutes=2)
 _REMEMBERED_LOCALES = 10_000
+EDIT_STRIPES = 64  # locks serializing edits of a post's message, by post id
 # Why the bot could not post a question, in each platform's words (the console always can).
 NOT_IN_CHANNEL = {
     Platform.SLACK: N_("I cannot post in this channel yet: add me with /invite, then try again."),
@@ -142,6 +143,9 @@ class QuizService:
         self.hooks: QuizHooks = hooks or NoHooks()  # the features' registry
         self._count_interval = count_update_interval
         self._count_pending: set[int] = set()
+        # A post's message is edited under its stripe's lock: a count edit that read the
+        # post open cannot land after the close's edit took the buttons away.
+        self._edit_locks = tuple(asyncio.Lock() for _ in range(EDIT_STRIPES))
         self.tasks = TaskSupervisor("quiz")
         self.metrics = metrics or QuizMetrics()  # its own registry unless one is given
         self.problems = ThrottledLog(log)
@@ -400,6 +404,9 @@ class QuizService:
                 return AnswerReply(outcome, message)
         return AnswerReply(outcome, outcome_message(outcome, locale))
 
+    def _edit_lock(self, post_id: int) -> asyncio.Lock:
+        return self._edit_locks[post_id % EDIT_STRIPES]
+
     def _schedule_count_update(self, post: Post, question: Question) -> None:
         """Coalesce "N answered" edits: at most one per post per interval."""
         if post.message is None or post.id in self._count_pending:
@@ -409,13 +416,23 @@ class QuizService:
         async def flush() -> None:
             try:
                 await asyncio.sleep(self._count_interval)
-                fresh = await self.store.posts.get(post.id)
-                if fresh is None or fresh.message is None or fresh.state is not PostState.OPEN:
-                    return
-                settings = await self.store.settings.get(fresh.channel)
-                await self.chat(fresh.channel).update_message(
-                    fresh.message, question_message(fresh, question, settings.timezone)
-                )
+                async with self._edit_lock(post.id):
+                    fresh = await self.store.posts.get(post.id)
+                    if fresh is None or fresh.message is None:
+                        return
+                    if fresh.state is not PostState.OPEN:
+                        return
+                    settings = await self.store.settings.get(fresh.channel)
+                    chat = self.chat(fresh.channel)
+                    await chat.update_message(
+                        fresh.message, question_message(fresh, question, settings.timezone)
+                    )
+                    # Another process may have closed it meanwhile: the closed face wins.
+                    after = await self.store.posts.get(post.id)
+                    if after is not None and after.state is not PostState.OPEN:
+                        await chat.update_message(
+                            fresh.message, question_message(after, question, settings.timezone)
+                        )
             except Exception as exc:
                 self.problems.problem(
                     f"count update: {type(exc).__name__}",
@@ -502,7 +519,9 @@ class QuizService:
         assert post.message is not None
         settings = await self.store.settings.get(post.channel)
         chat = self.chat(post.channel)
-        await chat.update_message(post.message, question_message(post, question, settings.timezone))
+        async with self._edit_lock(post.id):
+            face = question_message(post, question, settings.timezone)
+            await chat.update_message(post.message, face)
         message = reveal_message(reveal, post.locale)
         extra = [
             b for add in self.hooks.reveal_buttons if (b := add(reveal, post.locale)) is not None

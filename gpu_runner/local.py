@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
-from typing import Self
 
 from bot.clinic import (
     DEFAULT_MAX_MB,
@@ -17,13 +15,14 @@ from bot.clinic import (
     clinic_failed_error,
 )
 from bot.domain import DemoJob, DemoResult
+from bot.lifecycle import Lifecycle
 from gpu_runner.clinic.submit import clinic_result, stage_snapshot, threadsafe_progress
 from gpu_runner.demos import Registry
 from gpu_runner.executor import Execution, Executor, ExecutorConfig
 from gpu_runner.wire import ClinicRequest
 
 
-class LocalRunner:
+class LocalRunner(Lifecycle):
     """Runs demos on this host: one at a time per GPU (or one in all without a GPU).
 
     Also offers what `bot.demos.TrackingRunner` asks for: `started()` (the device line once
@@ -44,18 +43,6 @@ class LocalRunner:
         self.executor = executor or Executor(config, registry)
         self.clinic_max_bytes = clinic_max_bytes
         self._runs: dict[int, Execution] = {}
-
-    async def __aenter__(self) -> Self:
-        await self.initialize()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
 
     async def initialize(self) -> None:
         await asyncio.to_thread(self.executor.start)

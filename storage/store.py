@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-from types import TracebackType
-from typing import Self
 
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -12,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from bot.clock import Clock, SystemClock
 from bot.errors import StorageError
+from bot.lifecycle import Lifecycle
 from storage._session import sessionmaker
 from storage.answers import SqlAnswerRepository
 from storage.dashboard import SqlDashboard
@@ -34,7 +33,7 @@ from storage.web import SqlWebSessions
 log = logging.getLogger(__name__)
 
 
-class SqlStore:
+class SqlStore(Lifecycle):
     """All repositories on one engine.
 
     ``migrate=True`` upgrades the schema at start: the embedded SQLite default creates its
@@ -72,18 +71,6 @@ class SqlStore:
         self.members = SqlMemberData(self.sessions, self.refs, self.clock)
         self.dashboard = SqlDashboard(self.sessions)
         self.web = SqlWebSessions(self.sessions)
-
-    async def __aenter__(self) -> Self:
-        await self.initialize()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
 
     async def initialize(self) -> None:
         try:

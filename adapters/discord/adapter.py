@@ -22,8 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
 
@@ -38,6 +37,7 @@ from adapters.discord.slash import quiz_command
 from bot.config import Settings
 from bot.errors import ConfigError, PlatformError
 from bot.features import Quiz
+from bot.lifecycle import Lifecycle
 from bot.logs import problem_key
 from bot.metrics import QuizMetrics
 from bot.tasks import TaskSupervisor
@@ -75,7 +75,7 @@ def discord_rest(settings: Settings, metrics: QuizMetrics | None = None) -> Disc
     )
 
 
-class DiscordAdapter:
+class DiscordAdapter(Lifecycle):
     """Discord's requests into the core. It posts through `rest` when given one (opened and
     closed by its owner: `quizbot serve`), else through a client of its own."""
 
@@ -175,22 +175,10 @@ class DiscordAdapter:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        if self.gateway is not None:
-            self.gateway.hook()  # a discord.py without the hook point stops here
-        await self.initialize()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
-
     async def initialize(self) -> None:
         """Check the token (and find the application id), sync `/quiz`, connect."""
+        if self.gateway is not None:
+            self.gateway.hook()  # a discord.py without the hook point stops here
         await self.rest.initialize()
         try:
             self.application_id = await self._application_id()

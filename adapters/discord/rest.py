@@ -25,6 +25,7 @@ import aiohttp
 import yarl
 
 from bot.errors import NotInChannel, PlatformError
+from bot.lifecycle import Lifecycle
 from bot.logs import ThrottledLog
 from bot.metrics import QuizMetrics
 
@@ -66,7 +67,7 @@ def route_of(method: str, path: str) -> str:
     return f"{method} {_IDS_IN_PATH.sub('/:id', redacted(path))}"
 
 
-class DiscordRest:
+class DiscordRest(Lifecycle):
     """Start it (``async with``) before use; `call` returns the decoded JSON (None for an
     empty answer) or raises `PlatformError`."""
 
@@ -92,13 +93,6 @@ class DiscordRest:
         self._sleep = sleep
         self._session: aiohttp.ClientSession | None = None
         self._problems = ThrottledLog(log)
-
-    async def __aenter__(self) -> DiscordRest:
-        await self.initialize()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     async def initialize(self) -> None:
         if self._session is None:

@@ -16,8 +16,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
-from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, cast
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
@@ -45,6 +44,7 @@ from bot.errors import ConfigError, NotInChannel, PlatformError
 from bot.features import Quiz
 from bot.forms import Form
 from bot.i18n import N_, translator
+from bot.lifecycle import Lifecycle
 from bot.logs import ThrottledLog
 from bot.messages import ANSWER, Message
 from bot.tasks import AckFirst, TaskSupervisor
@@ -58,7 +58,7 @@ FORM_EXPIRED = N_("The form could not be opened in time; please click again.")
 REPLAY_MAX_AGE = timedelta(minutes=25)
 
 
-class SlackAdapter:
+class SlackAdapter(Lifecycle):
     """The quiz on Slack. Start it with ``async with``; in HTTP mode `mount` it on an
     aiohttp application (``POST /slack/events``), in Socket Mode it connects by itself."""
 
@@ -91,18 +91,6 @@ class SlackAdapter:
         )
 
     # -- lifecycle ---------------------------------------------------------------------
-
-    async def __aenter__(self) -> Self:
-        await self.initialize()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
 
     async def initialize(self) -> None:
         self.config.check()

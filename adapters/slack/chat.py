@@ -12,8 +12,7 @@ import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -34,6 +33,7 @@ from adapters.slack.render import SlackMessage, render, render_form
 from bot.domain import ChannelRef, MessageRef, UserRef
 from bot.errors import PlatformError
 from bot.forms import Form
+from bot.lifecycle import Lifecycle
 from bot.logs import ThrottledLog
 from bot.messages import Attachment, Image, Message
 from bot.metrics import QuizMetrics
@@ -94,7 +94,7 @@ def retry_handlers(max_rate_limit_retries: int, sleep: Sleep) -> list[AsyncRetry
     ]
 
 
-class SlackChat:
+class SlackChat(Lifecycle):
     """Outbound Slack calls. Start it (``async with``) before use: it owns the HTTP session
     shared by every Web API call and `response_url` reply.
 
@@ -120,18 +120,6 @@ class SlackChat:
         self._client: AsyncWebClient | None = None
         self.metrics = metrics
         self._problems = ThrottledLog(log)
-
-    async def __aenter__(self) -> Self:
-        await self.initialize()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
 
     async def initialize(self) -> None:
         if self._session is None:

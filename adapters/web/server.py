@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from types import TracebackType
-from typing import Protocol, Self
+from typing import Protocol
 
 from aiohttp import web
+
+from bot.lifecycle import Lifecycle
 
 from .bodies import BODY_DEADLINE, LINGERING_TIME, PROTOCOL_LOG, AbortedBody, BodyGuard
 
@@ -33,7 +34,7 @@ class MetricsSource(Protocol):
         ...
 
 
-class WebServer:
+class WebServer(Lifecycle):
     """``/healthz`` and ``/metrics`` on ``host:port`` (port 0: any free port, see `port`)."""
 
     def __init__(
@@ -74,18 +75,6 @@ class WebServer:
     def url(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         return f"http://{host}:{self.port}"
-
-    async def __aenter__(self) -> Self:
-        await self.initialize()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
 
     async def initialize(self) -> None:
         runner = web.AppRunner(

@@ -14,8 +14,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from bot.demos.messages import result_message, status_message
 from bot.demos.runs import DemoCatalog, DemoRun, DemoRunRepository, TrackingRunner
@@ -31,6 +30,7 @@ from bot.domain import (
 )
 from bot.errors import UserFacingError
 from bot.i18n import translator
+from bot.lifecycle import Lifecycle
 from bot.messages import Button, ButtonStyle, Image, Message
 from bot.ports import DemoRunner
 from bot.quiz import QuizService
@@ -45,7 +45,7 @@ SchedulePolicy = Callable[[int], Awaitable[DemoPolicy | None]]
 """The demo policy of a schedule, by schedule id (None: use the channel's)."""
 
 
-class DemoDispatcher:
+class DemoDispatcher(Lifecycle):
     """Runs demos for reveals (channel policy AUTO), buttons and `/quiz demo`."""
 
     def __init__(
@@ -71,18 +71,6 @@ class DemoDispatcher:
     @property
     def enabled(self) -> bool:
         return self.runner.enabled
-
-    async def __aenter__(self) -> Self:
-        await self.initialize()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
 
     async def initialize(self) -> None:
         """Pick up the runs a previous process left pending."""

@@ -22,13 +22,13 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from types import TracebackType
-from typing import Self, TypeVar
+from typing import TypeVar
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.clock import Clock, OffsetClock
 from bot.domain import ChannelRef, DemoPolicy, Post, Schedule
+from bot.lifecycle import Lifecycle
 from bot.metrics import QuizMetrics
 from bot.quiz import DEFAULT_REVEAL_LEASE, QuizService
 from bot.scheduling.claims import Claimed, claim_slots
@@ -67,7 +67,7 @@ class _Entry:
     next_slot: datetime | None  # the first slot this scheduler has not handled yet
 
 
-class Scheduler:
+class Scheduler(Lifecycle):
     """Posts scheduled questions and keeps reveals and resends going; an async context
     manager (`initialize` loads the table, catches up, then starts APScheduler)."""
 
@@ -106,18 +106,6 @@ class Scheduler:
         self._saved_versions: set[str] = set()  # question versions this process stored
 
     # -- lifecycle ---------------------------------------------------------------------
-
-    async def __aenter__(self) -> Self:
-        await self.initialize()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
 
     async def initialize(self) -> None:
         """Load every enabled schedule, catch up after downtime, start the trigger."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import timedelta
 
@@ -13,17 +14,19 @@ from bot.domain import (
     AnswerStatus,
     ChannelRef,
     Locale,
+    MessageRef,
     Platform,
     PostKind,
     PostState,
     QuestionText,
 )
 from bot.errors import UserFacingError
-from bot.messages import ANSWER, Button
+from bot.messages import ANSWER, Button, Message
 from bot.quiz import QuizService
 from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
+from tests.polling import eventually
 from tests.quiz import quiz_of
 
 ALICE, BOB, CAROL = user("alice"), user("bob"), user("carol")
@@ -219,3 +222,44 @@ async def test_new_channels_start_with_the_configured_locale_and_time_zone(
             post = await q.service.ask(fresh)
             assert post is not None and post.locale is Locale.EL
             assert "(Europe/Athens)" in chat.of("post")[0].message.footer  # type: ignore[union-attr]
+
+
+class HeldEditChat(RecordingChat):
+    """A platform that holds an edit with buttons (the "N answered" count) until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def update_message(self, ref: MessageRef, message: Message) -> None:
+        if message.buttons and not self.release.is_set():
+            self.held.set()
+            await self.release.wait()
+        await super().update_message(ref, message)
+
+
+async def test_a_count_edit_in_flight_never_brings_the_buttons_back_after_the_close(
+    store: SqlStore, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
+) -> None:
+    chat = HeldEditChat()
+    async with quiz_of(store, {Platform.SLACK: chat}, bank, clock, features=[]) as q:
+        post = await q.service.ask(channel)
+        assert post is not None and post.message is not None
+        question = bank.get(post.question_id)
+        assert question is not None
+        await q.service.record_answer(post.id, ALICE, question.answer)
+        await asyncio.wait_for(chat.held.wait(), 10)  # the count edit read the post open
+        closing = asyncio.create_task(q.service.close(post.id))
+
+        async def closed() -> bool:
+            now = await store.posts.get(post.id)
+            return now is not None and now.state is PostState.CLOSED
+
+        await eventually(closed)  # the close committed while the count edit was held
+        chat.release.set()
+        assert await asyncio.wait_for(closing, 10) is not None
+        await q.service.drain_updates()
+    edits = [s.message for s in chat.of("update") if s.ref == post.message]
+    assert any(m is not None and m.buttons for m in edits)  # the count edit went out
+    assert edits[-1] is not None and edits[-1].buttons == ()  # and the closed face is last

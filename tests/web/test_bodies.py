@@ -9,9 +9,10 @@ import logging
 import time
 
 import pytest
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 from adapters.web import WebServer
+from adapters.web.bodies import streamed, streams_body
 from bot.metrics import MetricsRegistry, QuizMetrics
 
 HEAD = (
@@ -162,3 +163,116 @@ async def test_a_routes_own_exception_keeps_its_traceback(
         writer.close()
     assert answer.startswith(b"HTTP/1.1 500"), answer
     assert any(r.exc_info and "a bug in a route" in str(r.exc_info[1]) for r in caplog.records)
+
+
+def streaming(deadline: float) -> tuple[WebServer, QuizMetrics, list[int]]:
+    """The server with an upload route that streams multipart bodies (the dashboard's way)."""
+    server, metrics = serving(deadline)
+    sizes: list[int] = []
+
+    @streams_body
+    async def upload(request: web.Request) -> web.Response:
+        async with streamed(request):
+            reader = await request.multipart()
+        size = 0
+        while True:
+            async with streamed(request):
+                part = await reader.next()
+            if part is None:
+                break
+            assert isinstance(part, BodyPartReader)
+            while True:
+                async with streamed(request):
+                    chunk = await part.read_chunk(64 * 1024)
+                if not chunk:
+                    break
+                size += len(chunk)
+        sizes.append(size)
+        return web.Response(text=str(size))
+
+    server.app.router.add_post("/upload", upload)
+    return server, metrics, sizes
+
+
+def multipart_head(path: str, length: int) -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: quizbot\r\n"
+        f"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def multipart(data: bytes) -> bytes:
+    return (
+        b'--b\r\nContent-Disposition: form-data; name="file"; filename="f.bin"\r\n\r\n'
+        + data
+        + b"\r\n--b--\r\n"
+    )
+
+
+async def test_a_streamed_upload_over_the_in_memory_limit_reaches_its_route_whole() -> None:
+    server, metrics, sizes = streaming(deadline=5.0)
+    data = bytes(range(256)) * (12 * 1024)  # 3 MiB: over aiohttp's 1 MiB in-memory limit
+    body = multipart(data)
+    async with server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(multipart_head("/upload", len(body)) + body)
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(4096), 10.0)
+        writer.close()
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    assert sizes == [len(data)]
+    assert metrics.http_aborted_bodies.value(reason="deadline") == 0
+
+
+async def dribble(port: int, head: bytes, seconds: float) -> tuple[bytes, float]:
+    """Send `head`, then one byte every 50 ms; the answer and how long it was held."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(head + b'--b\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\n')
+    started = time.monotonic()
+    answer = b""
+    while time.monotonic() - started < seconds:
+        try:
+            writer.write(b"x")
+            await writer.drain()
+            chunk = await asyncio.wait_for(reader.read(4096), 0.05)
+        except TimeoutError:
+            continue
+        except ConnectionError:
+            break
+        if not chunk:
+            break
+        answer += chunk
+    writer.close()
+    return answer, time.monotonic() - started
+
+
+@pytest.mark.parametrize("path", ["/upload", "/slack/events"])
+async def test_a_dribbled_multipart_body_is_closed_at_its_deadline_streamed_or_not(
+    path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, metrics, sizes = streaming(deadline=0.3)
+    async with server:
+        # 4,000 bytes announced: the streamed route's deadline is 0.3 s + 4,000 / 256 KiB/s.
+        answer, held = await dribble(server.port, multipart_head(path, 4000), 5.0)
+        await until(lambda: metrics.http_aborted_bodies.value(reason="deadline") == 1)
+    assert answer.startswith(b"HTTP/1.1 408"), answer
+    assert held < 2.0, f"held {held:.1f} s"
+    assert sizes == []
+    assert not any(r.exc_info for r in caplog.records)
+
+
+async def test_a_streamed_upload_cut_short_is_counted_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server, metrics, sizes = streaming(deadline=10.0)
+    caplog.set_level(logging.DEBUG, logger="aiohttp")
+    async with server:
+        for _ in range(3):
+            _, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(multipart_head("/upload", 100_000) + multipart(b"x" * 500)[:300])
+            await writer.drain()
+            writer.close()
+            await writer.wait_closed()
+        await until(lambda: metrics.http_aborted_bodies.value(reason="disconnected") == 3)
+    assert sizes == []
+    assert not any(r.exc_info for r in caplog.records)

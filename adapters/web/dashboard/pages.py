@@ -19,6 +19,7 @@ from urllib.parse import quote, urlencode
 
 from aiohttp import web
 
+from adapters.web.bodies import is_cut, streamed, streams_body
 from adapters.web.dashboard import tokens
 from adapters.web.dashboard.uploads import Refused, receive
 from bot.admin import EVERYONE, NOBODY, AdminCheck, AdminStatus, admin_refusal, known
@@ -77,6 +78,7 @@ class PageServer:
 
         return check
 
+    @streams_body
     async def serve(self, request: web.Request) -> web.StreamResponse:
         site = self.site
         found = await site.session(request)
@@ -125,6 +127,8 @@ class PageServer:
         except Exception as exc:
             if req.upload is not None:
                 req.upload.discard()
+            if is_cut(exc):
+                raise  # a slow, cut or malformed upload: the body guard answers it
             self.problems.problem(problem_key("dashboard page", exc), "page failed", exc=exc)
             body = failure_message(locale, exc).body
             return site.refusal(request, 500, body, locale, signed_in=session)
@@ -157,7 +161,8 @@ class PageServer:
             return _with(req, form=form, upload=got.upload)
         if request.content_type not in ("application/x-www-form-urlencoded", "multipart/form-data"):
             raise Refused(403, t(EXPIRED))  # no form, so no CSRF token
-        posted = await request.post()
+        async with streamed(request):
+            posted = await request.post()
         form = {str(k)[:32]: str(v)[:2000] for k, v in posted.items() if isinstance(v, str)}
         if not tokens.same(form.get("csrf", ""), session.csrf):
             raise Refused(403, t(EXPIRED))

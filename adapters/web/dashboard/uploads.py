@@ -18,6 +18,7 @@ from pathlib import Path
 
 from aiohttp import BodyPartReader, web
 
+from adapters.web.bodies import streamed
 from adapters.web.dashboard.tokens import same
 from bot.i18n import N_, Translator
 from bot.intake import FileRoute, SentFile, accepted
@@ -79,15 +80,18 @@ async def receive(
     length = check_length(request, route.max_bytes, t)
     if not request.content_type.startswith("multipart/"):
         raise Refused(403, t(EXPIRED))  # not the page's form: no CSRF token in it
-    reader = await request.multipart()
+    async with streamed(request):
+        reader = await request.multipart()
     fields: dict[str, str] = {}
     first = True
     while True:
-        part = await reader.next()
+        async with streamed(request):
+            part = await reader.next()
         if not isinstance(part, BodyPartReader):
             raise Refused(400, t("Choose a file to send."))
         if first:
-            token = (await part.read_chunk(FIELD_MAX)).decode("utf-8", "replace")
+            async with streamed(request):
+                token = (await part.read_chunk(FIELD_MAX)).decode("utf-8", "replace")
             if part.name != "csrf" or not same(token, csrf):
                 raise Refused(403, t(EXPIRED))
             first = False
@@ -95,23 +99,30 @@ async def receive(
         if not part.filename:
             if part.name == "file":
                 raise Refused(400, t("Choose a file to send."))
-            value = (await part.read_chunk(FIELD_MAX)).decode("utf-8", "replace")
+            async with streamed(request):
+                value = (await part.read_chunk(FIELD_MAX)).decode("utf-8", "replace")
             fields[str(part.name)[:32]] = value
             continue
         sent = sent_file(part.filename[:200], max(0, length - 1024), fields)
         work = await accepted(route, sent, problems)
         if isinstance(work, Message):
             return Received(fields, None, work)
-        path = await _stream(part, sent.name, route.max_bytes, t)
+        path = await _stream(request, part, sent.name, route.max_bytes, t)
         return Received(fields, Upload(sent, path, work))
 
 
-async def _stream(part: BodyPartReader, name: str, limit: int, t: Translator) -> Path:
+async def _stream(
+    request: web.Request, part: BodyPartReader, name: str, limit: int, t: Translator
+) -> Path:
     path = private_temp_file(name)
     size = 0
     try:
         with path.open("wb") as out:
-            while chunk := await part.read_chunk(CHUNK):
+            while True:
+                async with streamed(request):
+                    chunk = await part.read_chunk(CHUNK)
+                if not chunk:
+                    break
                 size += len(chunk)
                 if size > limit:
                     raise Refused(

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from playwright.sync_api import Browser, sync_playwright
 
 from adapters.web.dashboard import OAuthApp
 from bot.clock import FakeClock
@@ -43,9 +44,6 @@ T = TypeVar("T")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Last in the session: Playwright's sync API keeps an event loop running in the
-    # test's thread until the session ends, and no asyncio test can run after it.
-    items.sort(key=lambda item: "dashboard/browser/" in item.nodeid)
     if Path(CHROMIUM).exists():
         return
     for item in items:
@@ -54,6 +52,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.xfail(reason="no chromium", run=False, strict=True))
             else:
                 item.add_marker(pytest.mark.skip(reason=f"no chromium: {INSTALL}"))
+
+
+@pytest.fixture(scope="module")
+def browser(browser_type_launch_args: dict[str, Any]) -> Iterator[Browser]:
+    """chromium, for one module. Playwright's sync API keeps an event loop running in the
+    test's thread while it is started, so it is stopped when the module's tests are done:
+    pytest-xdist may hand this worker asyncio tests afterwards (pytest-playwright's own
+    `browser` lives for the session)."""
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(**browser_type_launch_args)
+        try:
+            yield launched
+        finally:
+            launched.close()
 
 
 @pytest.fixture(scope="session")
