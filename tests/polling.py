@@ -14,6 +14,9 @@ from contextlib import suppress
 from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
+# How long a wait lasts by default: generous, since a passing wait costs nothing extra and
+# the suite runs on every core of a busy 2-core machine (pytest's own limit is 60 s).
+WAIT = 30.0
 
 
 def _name(check: Callable[[], object], what: str | None) -> str:
@@ -65,7 +68,7 @@ async def eventually(
 async def eventually(
     check: Callable[[], Any],
     *,
-    timeout: float = 10.0,
+    timeout: float = WAIT,
     interval: float = 0.01,
     what: str | None = None,
     detail: Callable[[], object] | None = None,
@@ -101,7 +104,7 @@ async def eventually(
 def eventually_sync(
     check: Callable[[], T],
     *,
-    timeout: float = 10.0,
+    timeout: float = WAIT,
     interval: float = 0.01,
     what: str | None = None,
     detail: Callable[[], object] | None = None,

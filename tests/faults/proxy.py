@@ -6,27 +6,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from types import TracebackType
-from typing import Self
+
+from bot.lifecycle import Lifecycle
 
 
-class TcpProxy:
+class TcpProxy(Lifecycle):
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self.port = 0
         self._server: asyncio.Server | None = None
         self._pipes: set[asyncio.StreamWriter] = set()
 
-    async def __aenter__(self) -> Self:
+    async def initialize(self) -> None:
         await self.accept()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def shutdown(self) -> None:
         await self.refuse()
 
     async def accept(self) -> None:

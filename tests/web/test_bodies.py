@@ -46,6 +46,28 @@ async def until(condition: object, seconds: float = 5.0) -> None:
         await asyncio.sleep(0.01)
 
 
+async def dribble(port: int, head: bytes, seconds: float) -> tuple[bytes, float]:
+    """Send `head`, then one byte every 50 ms: the answer, and how long it was held."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(head)
+    started = time.monotonic()
+    answer = b""
+    while time.monotonic() - started < seconds:
+        try:
+            writer.write(b"x")
+            await writer.drain()
+            chunk = await asyncio.wait_for(reader.read(4096), 0.05)
+        except TimeoutError:
+            continue
+        except ConnectionError:
+            break
+        if not chunk:
+            break
+        answer += chunk
+    writer.close()
+    return answer, time.monotonic() - started
+
+
 async def test_bodies_cut_short_are_counted_and_logged_once_without_a_traceback(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -71,25 +93,7 @@ async def test_a_dribbling_body_is_closed_at_the_read_deadline(
 ) -> None:
     server, metrics = serving(deadline=0.3)
     async with server:
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(HEAD)
-        started = time.monotonic()
-        answer = b""
-        # One byte every 50 ms, for as long as the server keeps the connection.
-        while time.monotonic() - started < 5.0:
-            try:
-                writer.write(b"x")
-                await writer.drain()
-                chunk = await asyncio.wait_for(reader.read(4096), 0.05)
-            except TimeoutError:
-                continue
-            except ConnectionError:
-                break
-            if not chunk:
-                break
-            answer += chunk
-        held = time.monotonic() - started
-        writer.close()
+        answer, held = await dribble(server.port, HEAD, 5.0)
         assert answer.startswith(b"HTTP/1.1 408"), answer
         assert held < 2.0, f"held {held:.1f} s"
         assert metrics.http_aborted_bodies.value(reason="deadline") == 1
@@ -224,28 +228,6 @@ async def test_a_streamed_upload_over_the_in_memory_limit_reaches_its_route_whol
     assert metrics.http_aborted_bodies.value(reason="deadline") == 0
 
 
-async def dribble(port: int, head: bytes, seconds: float) -> tuple[bytes, float]:
-    """Send `head`, then one byte every 50 ms; the answer and how long it was held."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(head + b'--b\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\n')
-    started = time.monotonic()
-    answer = b""
-    while time.monotonic() - started < seconds:
-        try:
-            writer.write(b"x")
-            await writer.drain()
-            chunk = await asyncio.wait_for(reader.read(4096), 0.05)
-        except TimeoutError:
-            continue
-        except ConnectionError:
-            break
-        if not chunk:
-            break
-        answer += chunk
-    writer.close()
-    return answer, time.monotonic() - started
-
-
 @pytest.mark.parametrize("path", ["/upload", "/slack/events"])
 async def test_a_dribbled_multipart_body_is_closed_at_its_deadline_streamed_or_not(
     path: str, caplog: pytest.LogCaptureFixture
@@ -253,7 +235,8 @@ async def test_a_dribbled_multipart_body_is_closed_at_its_deadline_streamed_or_n
     server, metrics, sizes = streaming(deadline=0.3)
     async with server:
         # 4,000 bytes announced: the streamed route's deadline is 0.3 s + 4,000 / 256 KiB/s.
-        answer, held = await dribble(server.port, multipart_head(path, 4000), 5.0)
+        preamble = b'--b\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\n'
+        answer, held = await dribble(server.port, multipart_head(path, 4000) + preamble, 5.0)
         await until(lambda: metrics.http_aborted_bodies.value(reason="deadline") == 1)
     assert answer.startswith(b"HTTP/1.1 408"), answer
     assert held < 2.0, f"held {held:.1f} s"

@@ -27,6 +27,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from bot.lifecycle import Lifecycle
 from tests.adapters.discord.fake_http import HttpInteractions
 from tests.adapters.discord.fake_oauth import DiscordOAuth
 from tests.adapters.discord.fake_payloads import (
@@ -44,7 +45,7 @@ from tests.adapters.discord.fake_rest import (
     json_response,
     read_body,
 )
-from tests.polling import eventually
+from tests.polling import WAIT, eventually
 
 HEARTBEAT_MS = 41250
 
@@ -68,7 +69,7 @@ class _Injected:
     respond: Callable[[], web.Response]
 
 
-class FakeDiscord(RestRoutes):
+class FakeDiscord(RestRoutes, Lifecycle):
     def __init__(self, *, port: int = 0, control: bool = False, **ids: Any) -> None:
         super().__init__(**ids)
         self.port = port
@@ -94,7 +95,7 @@ class FakeDiscord(RestRoutes):
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    async def __aenter__(self) -> FakeDiscord:
+    async def initialize(self) -> None:
         app = web.Application(client_max_size=32 * 1024 * 1024)
         app.router.add_get("/gateway", self._gateway)
         app.router.add_get("/attachments/{id}/{name}", self._attachment)
@@ -111,9 +112,8 @@ class FakeDiscord(RestRoutes):
         server = site._server
         assert server is not None and server.sockets  # type: ignore[attr-defined]
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def shutdown(self) -> None:
         await self.http.close()
         for ws, _, _ in list(self._sockets):
             await ws.close()
@@ -130,7 +130,7 @@ class FakeDiscord(RestRoutes):
 
     # -- driving the bot -----------------------------------------------------------------
 
-    async def wait_identified(self, timeout: float = 10) -> None:
+    async def wait_identified(self, timeout: float = WAIT) -> None:
         await asyncio.wait_for(self._identified.wait(), timeout)
 
     async def dispatch(self, event: str, data: Json) -> float:
@@ -263,7 +263,7 @@ class FakeDiscord(RestRoutes):
         return [c for c in self.calls if c.method == method and pattern.fullmatch(c.path)]
 
     async def wait_for(
-        self, method: str, path: str, count: int = 1, *, timeout: float = 10
+        self, method: str, path: str, count: int = 1, *, timeout: float = WAIT
     ) -> list[Call]:
         """Until `count` calls matched (re-checked on every recorded call)."""
         await self.until(
@@ -274,7 +274,7 @@ class FakeDiscord(RestRoutes):
         return self.of(method, path)
 
     async def until(
-        self, predicate: Callable[[], bool], *, timeout: float = 10, what: str | None = None
+        self, predicate: Callable[[], bool], *, timeout: float = WAIT, what: str | None = None
     ) -> None:
         """Until `predicate()` holds, re-checked on every recorded call."""
         await eventually(

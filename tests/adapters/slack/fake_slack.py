@@ -16,14 +16,14 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from bot.lifecycle import Lifecycle
 from tests.adapters.slack.block_kit import block_kit_problems
 from tests.adapters.slack.fake_oidc import SlackOidc
-from tests.polling import eventually
+from tests.polling import WAIT, eventually
 
 BOT_TOKEN = "xoxb-fake-bot-token"
 APP_TOKEN = "xapp-fake-app-token"
@@ -69,7 +69,7 @@ class Call:
         ]
 
 
-class FakeSlack:
+class FakeSlack(Lifecycle):
     def __init__(
         self,
         *,
@@ -104,19 +104,7 @@ class FakeSlack:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-    async def start(self) -> None:
+    async def initialize(self) -> None:
         self._changed = asyncio.Condition()
         app = web.Application(client_max_size=16 * 1024 * 1024)
         app.router.add_route("*", "/api/{method}", self._api)
@@ -133,7 +121,7 @@ class FakeSlack:
         assert server is not None
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
 
-    async def stop(self) -> None:
+    async def shutdown(self) -> None:
         for ws in list(self._sockets):
             await ws.close()
         if self._runner is not None:
@@ -220,7 +208,7 @@ class FakeSlack:
     def calls_to(self, *methods: str, ok_only: bool = True) -> list[Call]:
         return [c for c in self.calls if c.method in methods and (c.ok or not ok_only)]
 
-    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float = WAIT) -> None:
         """Wait until `predicate()` holds, re-checked after every recorded change."""
         assert self._changed is not None
 
@@ -237,7 +225,7 @@ class FakeSlack:
         )
 
     async def wait_for_calls(
-        self, method: str, count: int = 1, timeout: float = 10.0
+        self, method: str, count: int = 1, timeout: float = WAIT
     ) -> list[Call]:
         await self.wait_until(lambda: len(self.calls_to(method)) >= count, timeout)
         return self.calls_to(method)
@@ -253,7 +241,7 @@ class FakeSlack:
     def open_connections(self) -> int:
         return sum(not ws.closed for ws in self._sockets)
 
-    async def wait_connected(self, timeout: float = 10.0) -> None:
+    async def wait_connected(self, timeout: float = WAIT) -> None:
         await self.wait_until(lambda: self.open_connections > 0, timeout)
 
     async def push(
@@ -282,7 +270,7 @@ class FakeSlack:
         await live[-1].send_str(json.dumps(envelope))
         return envelope_id
 
-    async def wait_for_ack(self, envelope_id: str, timeout: float = 10.0) -> dict[str, Any]:
+    async def wait_for_ack(self, envelope_id: str, timeout: float = WAIT) -> dict[str, Any]:
         await self.wait_until(
             lambda: any(a["envelope_id"] == envelope_id for a in self.acks), timeout
         )
