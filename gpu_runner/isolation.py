@@ -25,6 +25,7 @@ Both are Linux features; elsewhere the functions do nothing and say so in the lo
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import logging
 import os
@@ -46,6 +47,7 @@ _FIX: Final = (
     "make it readable by that user (chmod o+rx on it and the directories above it, or "
     "install Python outside /root), or set QUIZBOT_DEMO_USER to a user who can read it"
 )
+CHILD_PACKAGES: Final = ("gpu_runner", "bot")  # what a demo child imports of ours
 _NUMERIC_USER = re.compile(r"^([0-9]{1,10})(?::([0-9]{1,10}))?$")
 
 
@@ -198,9 +200,21 @@ def needed_paths() -> list[str]:
         sys.base_prefix,
         sys.prefix,
         os.path.dirname(os.__file__),
+        *_packages(),
         *sys.path,
     ]
     return list(dict.fromkeys(p for p in found if p and os.path.isdir(p)))
+
+
+def _packages() -> list[str]:
+    """The directories of the packages a demo child imports: an editable install imports
+    them from the checkout through a finder, not through sys.path, and only they are
+    exposed (never the checkout itself, which may hold the bot's SQLite file)."""
+    found = []
+    for name in CHILD_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        found += list(spec.submodule_search_locations or []) if spec else []
+    return [os.path.realpath(p) for p in found]
 
 
 def _unreadable_as(creds: DemoCredentials) -> list[tuple[str, str]]:
