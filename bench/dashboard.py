@@ -41,7 +41,7 @@ from aiohttp import web
 from adapters.web import WebServer
 from adapters.web.dashboard import build_dashboard
 from bench import leaderboard as lb
-from bench._common import PG_DEFAULT, drop_pg, percentile, pg_database, target
+from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
 from bot.app import assemble
 from bot.clinic import ClinicJob, ClinicResult, ProgressCallback
 from bot.clock import FakeClock
@@ -256,6 +256,12 @@ async def run_db(name: str, url: str, history: lb.History, args: argparse.Namesp
     pages, growth = await measure(url, args.samples, args.upload_mib if name == "sqlite" else 0)
     for page, times in pages.items():
         ms = percentile(times, 95) * 1000
+        print(
+            f"  {name} {page}: median {median(times) * 1000:.1f} ms, p95 {ms:.1f} ms, "
+            f"max {max(times) * 1000:.1f} ms ({len(times)} requests)"
+        )
+    for page, times in pages.items():
+        ms = percentile(times, 95) * 1000
         target(f"{name} page {page} p95", f"{ms:.1f} ms", f"<= {GOAL_MS:.0f} ms", ms <= GOAL_MS)
     if growth is not None:
         target(
@@ -266,17 +272,31 @@ async def run_db(name: str, url: str, history: lb.History, args: argparse.Namesp
         )
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--answers", type=int, default=1_000_000)
-    p.add_argument("--members", type=int, default=1000)
-    p.add_argument("--channels", type=int, default=10)
+    p.add_argument("--answers", type=int, default=1_000_000, help="answers in the history")
+    p.add_argument("--members", type=int, default=1000, help="members of the one workspace")
+    p.add_argument("--channels", type=int, default=10, help="channels of the workspace")
     # 1,000 members in at most 3 channels each: 720 days hold 1,000,000 distinct answers
-    p.add_argument("--days", type=int, default=720)
-    p.add_argument("--samples", type=int, default=60)
-    p.add_argument("--upload-mib", type=int, default=100)
+    p.add_argument(
+        "--days",
+        type=int,
+        default=720,
+        help="days of history, one scheduled question per channel a day; a member answers "
+        "at most once a day in each of at most 3 channels, so answers <= members x "
+        "min(3, channels) x days",
+    )
+    p.add_argument("--samples", type=int, default=60, help="requests per page (after 5 warm-ups)")
+    p.add_argument("--upload-mib", type=int, default=100, help="the clinic upload (0: none)")
     p.add_argument("--pg", default=os.environ.get("QUIZBOT_BENCH_PG", PG_DEFAULT))
-    return p.parse_args()
+    args = p.parse_args(argv)
+    if problem := lb.size_problem(args.answers, args.members, args.channels, 1, args.days):
+        p.error(problem)
+    if args.samples < 1:
+        p.error(f"--samples must be at least 1 (got {args.samples})")
+    if args.upload_mib < 0:
+        p.error(f"--upload-mib cannot be negative (got {args.upload_mib})")
+    return args
 
 
 async def main(args: argparse.Namespace) -> None:

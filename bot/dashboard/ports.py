@@ -49,6 +49,18 @@ class Streak:
 
 
 @dataclass(frozen=True, slots=True)
+class Overview:
+    """What the team overview shows, read in one go (one session, the workspace's
+    channels looked up once)."""
+
+    days: list[Activity]
+    weeks: list[Activity]
+    questions: list[QuestionStats]
+    streaks: list[Streak]
+    schedules: list[tuple[Schedule, str]]
+
+
+@dataclass(frozen=True, slots=True)
 class HistoryEntry:
     """One answer of the member, with the question as it was shown."""
 
@@ -82,33 +94,19 @@ class DashboardRepository(Protocol):
         """The workspace's channels (by id); empty: the workspace is unknown here."""
         ...
 
-    async def days(
-        self, workspace: Workspace, channel: ChannelRef | None, first: date, last: date
-    ) -> list[Activity]:
-        """Per local day in [first, last] (days without answers left out)."""
-        ...
-
-    async def weeks(
-        self, workspace: Workspace, channel: ChannelRef | None, first: date, last: date
-    ) -> list[Activity]:
-        """Per ISO week starting in [first, last] (`first` a Monday)."""
-        ...
-
-    async def questions(
-        self, workspace: Workspace, channel: ChannelRef | None
-    ) -> list[QuestionStats]:
-        """Each question asked in the channel (None: the workspace), summed over its
-        channels."""
-        ...
-
-    async def streaks(
-        self, workspace: Workspace, channel: ChannelRef | None, limit: int = 10
-    ) -> list[Streak]: ...
-
-    async def schedules(
-        self, workspace: Workspace, channel: ChannelRef | None
-    ) -> list[tuple[Schedule, str]]:
-        """Enabled schedules, each with its channel's time zone."""
+    async def overview(
+        self,
+        workspace: Workspace,
+        channel: ChannelRef | None,
+        days: tuple[date, date],
+        weeks: tuple[date, date],
+        streaks: int = 10,
+    ) -> Overview:
+        """The channel's (None: the workspace's) overview: activity per local day in
+        `days` and per ISO week starting in `weeks` (periods without answers left out;
+        players: the day or week board's, so a member who played in two channels is one
+        workspace player); each question asked, summed over the channels; the longest
+        current streaks; the enabled schedules, each with its channel's time zone."""
         ...
 
     async def history(
@@ -142,6 +140,7 @@ __all__ = [
     "Activity",
     "DashboardRepository",
     "HistoryEntry",
+    "Overview",
     "QuestionStats",
     "Streak",
     "WebClinicJob",
