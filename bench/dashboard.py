@@ -45,11 +45,12 @@ from adapters.web import WebServer
 from adapters.web.dashboard import build_dashboard
 from bench import leaderboard as lb
 from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
+from bot.admin import AdminStatus
 from bot.app import assemble
 from bot.clinic import ClinicJob, ClinicResult, ProgressCallback
 from bot.clock import FakeClock
 from bot.config import Settings
-from bot.domain import ChannelRef, Platform
+from bot.domain import ChannelRef, Platform, UserRef
 from bot.metrics import MetricsRegistry
 from bot.signin import Membership
 from questions.loader import load_bank
@@ -181,9 +182,15 @@ async def served(
         ) as quiz,
     ):  # fmt: skip
         server = WebServer(MetricsRegistry(), port=0, host="127.0.0.1")
+
+        async def slack_admin(user: UserRef) -> AdminStatus:
+            """The platform says yes (in `serve`: Slack's users.info, kept a minute)."""
+            return AdminStatus.YES
+
         dash = build_dashboard(
-            quiz, store, store.web, secret="b" * 40, public_url="http://127.0.0.1:1"
-        )
+            quiz, store, store.web, secret="b" * 40, public_url="http://127.0.0.1:1",
+            admins={Platform.SLACK: slack_admin},
+        )  # fmt: skip
 
         @web.middleware
         async def timed(

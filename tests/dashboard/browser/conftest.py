@@ -34,7 +34,7 @@ from tests.adapters.discord.fake_oauth import CLIENT_SECRET as DISCORD_SECRET
 from tests.adapters.slack.fake_oidc import CLIENT_ID as SLACK_ID
 from tests.adapters.slack.fake_oidc import CLIENT_SECRET as SLACK_SECRET
 from tests.adapters.slack.fake_slack import FakeSlack
-from tests.dashboard.harness import Site, site_of
+from tests.dashboard.harness import Site, platform_admins, site_of
 
 CHROMIUM = os.environ.get("QUIZBOT_TEST_CHROMIUM", "/usr/bin/chromium")
 REQUIRED = os.environ.get("QUIZBOT_TEST_REQUIRE_BROWSER") == "1"
@@ -149,20 +149,8 @@ class Served:
             async def bot_guilds() -> set[str]:
                 return {GUILD}
 
-            from adapters.slack import SlackChat
-            from bot.admin import AdminStatus
-            from bot.domain import UserRef
-
-            chat = await stack.enter_async_context(
-                SlackChat(slack.bot_token, base_url=slack.api_url)
-            )
             self.runner = await stack.enter_async_context(HeldRunner())
-
-            async def slack_admin(user: UserRef) -> AdminStatus:
-                """The chat's rule (users.info: admin or owner), on the fake Slack."""
-                info = await chat.user_info(user.user)
-                admin = any(bool(info.get(k)) for k in ("is_admin", "is_owner"))
-                return AdminStatus.YES if admin else AdminStatus.NO
+            admins = await stack.enter_async_context(platform_admins(slack, discord, clock))
 
             async with site_of(
                 store,
@@ -172,7 +160,7 @@ class Served:
                 slack=OAuthApp(SLACK_ID, SLACK_SECRET, slack.api_url),
                 discord=OAuthApp(DISCORD_ID, DISCORD_SECRET, discord.api_base),
                 bot_guilds=bot_guilds,
-                admins={Platform.SLACK: slack_admin},
+                admins=admins,
                 console_user="you",
                 channels=(SLACK_WS, DISCORD_WS, CONSOLE_WS),
             ) as site:
