@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.admin import ADMIN_CACHE
+from bot.admin import ADMIN_CACHE, AdminStatus
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform, UserRef
@@ -144,3 +145,39 @@ async def test_discords_owner_and_admin_role_count_and_a_silent_discord_cannot_s
             assert resp.status == 403
             assert "could not check whether you are an admin" in await resp.text()
         assert await status_of(site, client, DISCORD_WS, "review") == 200  # answered again
+
+
+async def test_serve_gives_the_dashboard_each_platforms_own_rule(
+    fakes: tuple[FakeSlack, FakeDiscord], tmp_path: Path
+) -> None:
+    """`quizbot serve`'s wiring (`bot.app._dashboard`): Discord's rule reads the server
+    with the bot's REST client, with QUIZBOT_ADMINS and QUIZBOT_DISCORD_ADMIN_ROLE."""
+    from adapters.discord.admins import DiscordAdmins
+    from adapters.discord.rest import DiscordRest
+    from bot.app import _dashboard, build_core
+    from bot.config import Settings
+
+    _, discord = fakes
+    settings = Settings(
+        database_url=f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
+        runner="off",
+        web_secret="w" * 40,
+        public_url="https://quiz.example.com",
+        discord_client_id="555",
+        discord_client_secret="s",
+        discord_token="t",
+        discord_admin_role=77,
+        admins="424242",
+    )  # type: ignore[call-arg]
+    async with (
+        build_core(settings, {}) as core,
+        DiscordRest("t", discord.api_base, attempts=1) as rest,
+    ):
+        dashboard = _dashboard(core, settings, slack_admin=None, rest=rest)
+        rule = dashboard.pages.admins[Platform.DISCORD]
+        assert isinstance(rule, DiscordAdmins)
+        discord.members[BEA.user] = ["77"]
+        assert await rule(BEA) is AdminStatus.YES  # the admin role, read from the server
+        listed = UserRef(Platform.DISCORD, GUILD, "424242", "lee")
+        assert await rule(listed) is AdminStatus.YES  # QUIZBOT_ADMINS, no call needed
+        assert Platform.SLACK not in dashboard.pages.admins  # no Slack adapter, no sign-in
