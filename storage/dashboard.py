@@ -81,8 +81,9 @@ class SqlDashboard:
 
             ids = [r.id for r in rows]
             return Overview(
-                await _activity(s, ids, board(BoardWindow.DAY), *days, week=False),
-                await _activity(s, ids, board(BoardWindow.WEEK), *weeks, week=True),
+                *await _activity(
+                    s, ids, board(BoardWindow.DAY), board(BoardWindow.WEEK), days, weeks
+                ),
                 await _questions(s, ids),
                 await _streaks(s, {r.id: r for r in rows}, streaks),
                 await _schedules(s, ids),
@@ -198,36 +199,52 @@ class SqlDashboard:
 
 
 async def _activity(
-    s: AsyncSession, ids: list[int], board: str, first: date, last: date, *, week: bool
-) -> list[Activity]:
-    """Answers from `score_day_totals` (summed into weeks here); players from the board's
-    histogram."""
-    end = last + timedelta(days=6) if week else last
+    s: AsyncSession,
+    ids: list[int],
+    day_board: str,
+    week_board: str,
+    days: tuple[date, date],
+    weeks: tuple[date, date],
+) -> tuple[list[Activity], list[Activity]]:
+    """Per day in `days` and per week starting in `weeks`: answers from `score_day_totals`
+    (one range of days covering both, summed into weeks here), players from the day and
+    week boards' histograms (one statement for both)."""
+    first = min(days[0], weeks[0])
+    last = max(days[1], weeks[1] + timedelta(days=6))
     t = ScoreDayTotalRow
-    totals: dict[date, list[int]] = defaultdict(lambda: [0, 0])
+    per_day: dict[date, tuple[int, int]] = {}
     for day, answered, correct in await s.execute(
         select(t.day, func.sum(t.answered), func.sum(t.correct))
-        .where(t.channel_id.in_(ids), t.day >= first, t.day <= end)
+        .where(t.channel_id.in_(ids), t.day >= first, t.day <= last)
         .group_by(t.day)
     ):
-        key = day - timedelta(days=day.weekday()) if week else day
-        totals[key][0] += int(answered or 0)
-        totals[key][1] += int(correct or 0)
+        per_day[day] = (int(answered or 0), int(correct or 0))
     h = ScoreHistogramRow
-    players = dict(
-        (
-            await s.execute(
-                select(h.starts, func.sum(h.players))
-                .where(h.board == board, h.starts >= first, h.starts <= last)
-                .group_by(h.starts)
-            )
-        ).all()
+    players: dict[tuple[str, date], int] = {
+        (board, starts): int(n or 0)
+        for board, starts, n in await s.execute(
+            select(h.board, h.starts, func.sum(h.players))
+            .where(h.board.in_([day_board, week_board]), h.starts >= first, h.starts <= last)
+            .group_by(h.board, h.starts)
+        )
+    }
+    week_totals: dict[date, list[int]] = defaultdict(lambda: [0, 0])
+    for day, (answered, correct) in per_day.items():
+        monday = day - timedelta(days=day.weekday())
+        week_totals[monday][0] += answered
+        week_totals[monday][1] += correct
+    return (
+        [
+            Activity(day, a, c, players.get((day_board, day), 0))
+            for day, (a, c) in sorted(per_day.items())
+            if days[0] <= day <= days[1]
+        ],
+        [
+            Activity(monday, a, c, players.get((week_board, monday), 0))
+            for monday, (a, c) in sorted(week_totals.items())
+            if weeks[0] <= monday <= weeks[1]
+        ],
     )
-    return [
-        Activity(day, a, c, int(players.get(day) or 0))
-        for day, (a, c) in sorted(totals.items())
-        if first <= day <= last
-    ]
 
 
 async def _questions(s: AsyncSession, ids: list[int]) -> list[QuestionStats]:
