@@ -18,6 +18,7 @@ from bot.dashboard.ports import (
     HistoryEntry,
     Overview,
     QuestionStats,
+    Ranges,
     Streak,
     WebClinicJob,
 )
@@ -45,8 +46,9 @@ def _ref(row: ChannelRow) -> ChannelRef:
 
 
 class SqlDashboard:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], default_zone: str) -> None:
         self._sessions = sessions
+        self._default_zone = default_zone  # a channel not stored yet has the default
 
     async def _channel_rows(
         self, s: AsyncSession, ws: Workspace, channel: ChannelRef | None
@@ -65,14 +67,15 @@ class SqlDashboard:
         self,
         workspace: Workspace,
         channel: ChannelRef | None,
-        days: tuple[date, date],
-        weeks: tuple[date, date],
+        ranges: Ranges,
         streaks: int = 10,
     ) -> Overview:
         async with self._sessions() as s:
-            rows = await self._channel_rows(s, workspace, channel)
+            rows = sorted(await self._channel_rows(s, workspace, channel), key=lambda r: r.channel)
+            zone = rows[0].timezone if rows else self._default_zone
+            days, weeks = ranges(zone)
             if not rows:
-                return Overview([], [], [], [], [])
+                return Overview(zone, (days, weeks), [], [], [], [], [])
 
             def board(window: BoardWindow) -> str:
                 if channel is not None:
@@ -81,6 +84,8 @@ class SqlDashboard:
 
             ids = [r.id for r in rows]
             return Overview(
+                zone,
+                (days, weeks),
                 *await _activity(
                     s, ids, board(BoardWindow.DAY), board(BoardWindow.WEEK), days, weeks
                 ),

@@ -19,15 +19,16 @@ WEEKS = 12
 UPCOMING = 5
 
 
-async def zone_of(req: PageRequest, channel: ChannelRef | None) -> str:
-    """The time zone of the page's dates: the channel's, else the workspace's first
-    channel's (as a workspace board is read in the caller's channel's zone)."""
-    ref = channel or req.channel
-    return (await req.store.settings.get(ref)).timezone
-
-
 def today(req: PageRequest, zone: str) -> date:
     return local_day(req.quiz.service.clock.now(), zone)
+
+
+def periods(req: PageRequest, zone: str) -> tuple[tuple[date, date], tuple[date, date]]:
+    """The overview's days (the last 28, today's included) and weeks (the last 12, by
+    their Mondays) in `zone`."""
+    last = today(req, zone)
+    monday = last - timedelta(days=last.weekday())
+    return (last - timedelta(days=DAYS - 1), last), (monday - timedelta(weeks=WEEKS - 1), monday)
 
 
 def base_context(req: PageRequest) -> dict[str, Any]:
@@ -36,14 +37,10 @@ def base_context(req: PageRequest) -> dict[str, Any]:
 
 async def overview(req: PageRequest) -> Render:
     t = translator(req.locale)
-    reads = req.store.dashboard
     channel = req.chosen
-    zone = await zone_of(req, channel)
-    last = today(req, zone)
-    first = last - timedelta(days=DAYS - 1)
-    monday = last - timedelta(days=last.weekday())
-    first_week = monday - timedelta(weeks=WEEKS - 1)
-    found = await reads.overview(req.workspace, channel, (first, last), (first_week, monday))
+    found = await req.store.dashboard.overview(req.workspace, channel, lambda z: periods(req, z))
+    zone = found.zone
+    (first, _), (first_week, _) = found.periods
     days, weeks, questions = found.days, found.weeks, found.questions
     day_labels = [f"{first + timedelta(days=i):%m-%d}" for i in range(DAYS)]
     week_labels = [f"{first_week + timedelta(weeks=i):%m-%d}" for i in range(WEEKS)]

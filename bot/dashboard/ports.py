@@ -8,7 +8,7 @@ the workspace (or a channel, which names it) and reads nothing outside it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Protocol
@@ -48,11 +48,18 @@ class Streak:
     best: int
 
 
+Ranges = Callable[[str], tuple[tuple[date, date], tuple[date, date]]]
+"""The overview's periods in a time zone: (first, last) day, and (first, last) Monday."""
+
+
 @dataclass(frozen=True, slots=True)
 class Overview:
     """What the team overview shows, read in one go (one session, the workspace's
-    channels looked up once)."""
+    channels looked up once); `zone`: the time zone its days are in, `periods` what
+    `Ranges` gave for it."""
 
+    zone: str
+    periods: tuple[tuple[date, date], tuple[date, date]]
     days: list[Activity]
     weeks: list[Activity]
     questions: list[QuestionStats]
@@ -98,12 +105,13 @@ class DashboardRepository(Protocol):
         self,
         workspace: Workspace,
         channel: ChannelRef | None,
-        days: tuple[date, date],
-        weeks: tuple[date, date],
+        ranges: Ranges,
         streaks: int = 10,
     ) -> Overview:
-        """The channel's (None: the workspace's) overview: activity per local day in
-        `days` and per ISO week starting in `weeks` (periods without answers left out;
+        """The channel's (None: the workspace's) overview, in the channel's time zone
+        (the workspace's: its first channel's, by name, as a workspace board is read in
+        the caller's channel's): activity per local day and per ISO week in `ranges(zone)`
+        (periods without answers left out;
         players: the day or week board's, so a member who played in two channels is one
         workspace player); each question asked, summed over the channels; the longest
         current streaks; the enabled schedules, each with its channel's time zone."""
@@ -142,6 +150,7 @@ __all__ = [
     "HistoryEntry",
     "Overview",
     "QuestionStats",
+    "Ranges",
     "Streak",
     "WebClinicJob",
 ]
