@@ -100,9 +100,43 @@ def _totals(
     return sp, sc, n, np.where(sp > 0, last_scoring, first)
 
 
+CHANNELS_PER_MEMBER = 3
+# Repeats of (member, post) are dropped, so more answers are drawn than kept; past this
+# many draws per answer the sizes are too dense to fill (a few members hold most answers).
+MAX_DRAWS_PER_ANSWER = 6
+
+
+def size_problem(answers: int, members: int, channels: int, workspaces: int, days: int) -> str:
+    """Why these sizes cannot be generated ("" when they can, as far as counting goes):
+    each member answers at most once per post, in at most 3 channels, one post a day."""
+    for name, value in (
+        ("--answers", answers),
+        ("--members", members),
+        ("--channels", channels),
+        ("--workspaces", workspaces),
+        ("--days", days),
+    ):
+        if value < 1:
+            return f"{name} must be at least 1 (got {value})"
+    if workspaces > channels:
+        return f"--workspaces ({workspaces}) cannot exceed --channels ({channels})"
+    most = members * min(CHANNELS_PER_MEMBER, channels) * days
+    if answers > most:
+        return (
+            f"--answers {answers:,} is more than {members:,} members can give: each answers "
+            f"once a day in at most {min(CHANNELS_PER_MEMBER, channels)} channels, so "
+            f"{days} days hold at most {most:,}; raise --days or --members"
+        )
+    return ""
+
+
 def generate(
     answers: int, members: int, channels: int, workspaces: int, days: int, seed: int = 1
 ) -> History:
+    """The history; ValueError when the sizes cannot be filled (`size_problem`, or too
+    dense to draw within `MAX_DRAWS_PER_ANSWER` draws per answer)."""
+    if problem := size_problem(answers, members, channels, workspaces, days):
+        raise ValueError(problem)
     rng = np.random.default_rng(seed)
     bank = sorted(load_bank(), key=lambda q: q.id)
     # Workspaces: every one gets a channel, the rest by a Zipf-like weight.
@@ -123,11 +157,23 @@ def generate(
     # Answers: a member (Zipf-like activity), one of their 1-3 channels, a day.
     # Repeats of (member, question) are dropped, so draw more and keep `answers` of them.
     activity = np.minimum(rng.zipf(1.7, members).astype(float), 100)
+    slots = int(np.minimum(CHANNELS_PER_MEMBER, per_ws[member_ws]).sum()) * days
+    if answers > slots:
+        raise ValueError(
+            f"--answers {answers:,} is more than the {slots:,} (member, channel, day) slots "
+            "these members' workspaces hold; raise --days or --members"
+        )
     draws = int(answers * 1.5)
     while True:
+        if draws > answers * MAX_DRAWS_PER_ANSWER:
+            raise ValueError(
+                f"{answers:,} distinct answers could not be drawn from {slots:,} slots within "
+                f"{answers * MAX_DRAWS_PER_ANSWER:,} draws (the less active members rarely "
+                "answer); raise --days or --members, or lower --answers"
+            )
         member = rng.choice(members, draws, p=activity / activity.sum()).astype(np.int64)
         ws = member_ws[member]
-        pick = (member * 7919 + rng.integers(0, 3, draws)) % per_ws[ws]
+        pick = (member * 7919 + rng.integers(0, CHANNELS_PER_MEMBER, draws)) % per_ws[ws]
         channel = ws_first[ws] + pick
         day = rng.integers(0, days, draws).astype(np.int64)
         post_key = channel * days + day
@@ -474,7 +520,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=300, help="queries per board")
     parser.add_argument("--pg", default=os.environ.get("QUIZBOT_TEST_POSTGRES_URL", PG_DEFAULT))
     parser.add_argument("--skip-answers", action="store_true", help="do not rerun answers.py")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if problem := size_problem(
+        args.answers, args.members, args.channels, args.workspaces, args.days
+    ):
+        parser.error(problem)
+    if args.samples < 1:
+        parser.error(f"--samples must be at least 1 (got {args.samples})")
+    return args
 
 
 async def main(args: argparse.Namespace) -> None:

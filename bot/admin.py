@@ -10,6 +10,7 @@ lookup that makes the call, cached by the adapter; the console's user is always 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from enum import StrEnum
 
 from bot.domain import Platform
@@ -34,6 +35,11 @@ def known(status: AdminStatus) -> AdminCheck:
 
     return check
 
+
+# How long an adapter keeps a platform's answer (Slack's users.info, Discord's member and
+# roles for the dashboard), in chat and on the dashboard alike: an admin who is demoted
+# on the platform loses the admin commands and pages within this.
+ADMIN_CACHE = timedelta(seconds=60)
 
 NOBODY = known(AdminStatus.NO)
 EVERYONE = known(AdminStatus.YES)
@@ -65,6 +71,7 @@ def admin_refusal(platform: Platform, name: str, status: AdminStatus, t: Transla
 
 
 __all__ = [
+    "ADMIN_CACHE",
     "EVERYONE",
     "NOBODY",
     "AdminCheck",

@@ -371,6 +371,18 @@ def _dashboard(core: Core, settings: Settings, *, slack_admin: Any, rest: Any) -
         return set(found)
 
     role = settings.discord_admin_role
+    admins: dict[Platform, Any] = {}
+    if slack_admin is not None:
+        admins[Platform.SLACK] = slack_admin
+    if rest is not None:
+        from adapters.discord.admins import DiscordAdmins
+
+        admins[Platform.DISCORD] = DiscordAdmins(
+            rest,
+            core.quiz.service.clock,
+            admin_role=str(role) if role is not None else None,
+            admin_ids=settings.admin_ids,
+        )
     return build_dashboard(
         core.quiz,
         core.store,
@@ -380,9 +392,7 @@ def _dashboard(core: Core, settings: Settings, *, slack_admin: Any, rest: Any) -
         slack=slack,
         discord=discord,
         bot_guilds=bot_guilds if rest is not None else None,
-        admin_role=str(role) if role is not None else None,
-        admin_ids=settings.admin_ids,
-        admins={Platform.SLACK: slack_admin} if slack_admin is not None else {},
+        admins=admins,
     )
 
 

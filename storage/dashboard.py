@@ -13,7 +13,15 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.bank import question_from_dict
-from bot.dashboard.ports import Activity, HistoryEntry, QuestionStats, Streak, WebClinicJob
+from bot.dashboard.ports import (
+    Activity,
+    HistoryEntry,
+    Overview,
+    QuestionStats,
+    Ranges,
+    Streak,
+    WebClinicJob,
+)
 from bot.domain import BoardWindow, ChannelRef, Platform, PostKind, Schedule, UserRef
 from bot.team import Workspace
 from storage.models import (
@@ -38,8 +46,9 @@ def _ref(row: ChannelRow) -> ChannelRef:
 
 
 class SqlDashboard:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], default_zone: str) -> None:
         self._sessions = sessions
+        self._default_zone = default_zone  # a channel not stored yet has the default
 
     async def _channel_rows(
         self, s: AsyncSession, ws: Workspace, channel: ChannelRef | None
@@ -54,112 +63,36 @@ class SqlDashboard:
             rows = await self._channel_rows(s, workspace, None)
         return [_ref(r) for r in sorted(rows, key=lambda r: r.channel)]
 
-    async def days(
-        self, workspace: Workspace, channel: ChannelRef | None, first: date, last: date
-    ) -> list[Activity]:
-        return await self._activity(workspace, channel, first, last, BoardWindow.DAY)
-
-    async def weeks(
-        self, workspace: Workspace, channel: ChannelRef | None, first: date, last: date
-    ) -> list[Activity]:
-        return await self._activity(workspace, channel, first, last, BoardWindow.WEEK)
-
-    async def _activity(
+    async def overview(
         self,
-        ws: Workspace,
+        workspace: Workspace,
         channel: ChannelRef | None,
-        first: date,
-        last: date,
-        window: BoardWindow,
-    ) -> list[Activity]:
-        """Answers from `score_day_totals` (summed into weeks here); players from the
-        day or week board's histogram: the channel's, or the workspace's (a member who
-        played in two channels is one player)."""
-        end = last + timedelta(days=6) if window is BoardWindow.WEEK else last
+        ranges: Ranges,
+        streaks: int = 10,
+    ) -> Overview:
         async with self._sessions() as s:
-            rows = await self._channel_rows(s, ws, channel)
+            rows = sorted(await self._channel_rows(s, workspace, channel), key=lambda r: r.channel)
+            zone = rows[0].timezone if rows else self._default_zone
+            days, weeks = ranges(zone)
             if not rows:
-                return []
+                return Overview(zone, (days, weeks), [], [], [], [], [])
+
+            def board(window: BoardWindow) -> str:
+                if channel is not None:
+                    return channel_board(rows[0].id, window)
+                return workspace_board(str(workspace.platform), workspace.id, window)
+
             ids = [r.id for r in rows]
-            t = ScoreDayTotalRow
-            totals: dict[date, list[int]] = defaultdict(lambda: [0, 0])
-            for day, answered, correct in await s.execute(
-                select(t.day, func.sum(t.answered), func.sum(t.correct))
-                .where(t.channel_id.in_(ids), t.day >= first, t.day <= end)
-                .group_by(t.day)
-            ):
-                key = day - timedelta(days=day.weekday()) if window is BoardWindow.WEEK else day
-                totals[key][0] += int(answered or 0)
-                totals[key][1] += int(correct or 0)
-            board = (
-                channel_board(rows[0].id, window)
-                if channel is not None
-                else workspace_board(str(ws.platform), ws.id, window)
+            return Overview(
+                zone,
+                (days, weeks),
+                *await _activity(
+                    s, ids, board(BoardWindow.DAY), board(BoardWindow.WEEK), days, weeks
+                ),
+                await _questions(s, ids),
+                await _streaks(s, {r.id: r for r in rows}, streaks),
+                await _schedules(s, ids),
             )
-            h = ScoreHistogramRow
-            players = dict(
-                (
-                    await s.execute(
-                        select(h.starts, func.sum(h.players))
-                        .where(h.board == board, h.starts >= first, h.starts <= last)
-                        .group_by(h.starts)
-                    )
-                ).all()
-            )
-        return [
-            Activity(day, a, c, int(players.get(day) or 0))
-            for day, (a, c) in sorted(totals.items())
-            if first <= day <= last
-        ]
-
-    async def questions(
-        self, workspace: Workspace, channel: ChannelRef | None
-    ) -> list[QuestionStats]:
-        q = ScoreQuestionRow
-        async with self._sessions() as s:
-            ids = [r.id for r in await self._channel_rows(s, workspace, channel)]
-            if not ids:
-                return []
-            found = await s.execute(
-                select(
-                    q.question_id,
-                    func.max(q.topic),
-                    func.sum(q.asked),
-                    func.sum(q.answered),
-                    func.sum(q.correct),
-                )
-                .where(q.channel_id.in_(ids))
-                .group_by(q.question_id)
-            )
-            return [
-                QuestionStats(qid, topic, int(n), int(a), int(c)) for qid, topic, n, a, c in found
-            ]
-
-    async def streaks(
-        self, workspace: Workspace, channel: ChannelRef | None, limit: int = 10
-    ) -> list[Streak]:
-        async with self._sessions() as s:
-            rows = {r.id: r for r in await self._channel_rows(s, workspace, channel)}
-            if not rows:
-                return []
-            found = await s.execute(
-                select(
-                    ScoreRow.channel_id, ScoreRow.current_streak, ScoreRow.best_streak, MemberRow
-                )
-                .join(MemberRow, MemberRow.id == ScoreRow.member_id)
-                .where(ScoreRow.channel_id.in_(list(rows)), ScoreRow.current_streak > 0)
-                .order_by(ScoreRow.current_streak.desc(), ScoreRow.best_streak.desc())
-                .limit(limit)
-            )
-            return [
-                Streak(
-                    UserRef(Platform(m.platform), m.workspace, m.user_id, m.display_name),
-                    _ref(rows[cid]),
-                    current,
-                    best,
-                )
-                for cid, current, best, m in found
-            ]
 
     async def history(
         self, member: UserRef, limit: int = 20, before: int | None = None
@@ -201,27 +134,6 @@ class SqlDashboard:
                 )
                 for a, kind, ch, data in found
             ]
-
-    async def schedules(
-        self, workspace: Workspace, channel: ChannelRef | None
-    ) -> list[tuple[Schedule, str]]:
-        """The enabled schedules of the channel (None: the workspace), each with its
-        channel's time zone: one statement, however many channels."""
-        where: list[Any] = [
-            ScheduleRow.enabled.is_(True),
-            ChannelRow.platform == str(workspace.platform),
-            ChannelRow.workspace == workspace.id,
-        ]
-        if channel is not None:
-            where.append(ChannelRow.channel == channel.channel)
-        async with self._sessions() as s:
-            rows = await s.execute(
-                select(ScheduleRow, ChannelRow)
-                .join(ChannelRow, ChannelRow.id == ScheduleRow.channel_id)
-                .where(*where)
-                .order_by(ScheduleRow.id)
-            )
-            return [(_to_schedule(r, ch), ch.timezone) for r, ch in rows.all()]
 
     # -- the clinic's uploads ------------------------------------------------------------
 
@@ -289,6 +201,101 @@ class SqlDashboard:
     async def forget_clinic(self, member: UserRef) -> None:
         async with self._sessions.begin() as s:
             await s.execute(delete(WebClinicRow).where(*_owned(member)))
+
+
+async def _activity(
+    s: AsyncSession,
+    ids: list[int],
+    day_board: str,
+    week_board: str,
+    days: tuple[date, date],
+    weeks: tuple[date, date],
+) -> tuple[list[Activity], list[Activity]]:
+    """Per day in `days` and per week starting in `weeks`: answers from `score_day_totals`
+    (one range of days covering both, summed into weeks here), players from the day and
+    week boards' histograms (one statement for both)."""
+    first = min(days[0], weeks[0])
+    last = max(days[1], weeks[1] + timedelta(days=6))
+    t = ScoreDayTotalRow
+    per_day: dict[date, tuple[int, int]] = {}
+    for day, answered, correct in await s.execute(
+        select(t.day, func.sum(t.answered), func.sum(t.correct))
+        .where(t.channel_id.in_(ids), t.day >= first, t.day <= last)
+        .group_by(t.day)
+    ):
+        per_day[day] = (int(answered or 0), int(correct or 0))
+    h = ScoreHistogramRow
+    players: dict[tuple[str, date], int] = {
+        (board, starts): int(n or 0)
+        for board, starts, n in await s.execute(
+            select(h.board, h.starts, func.sum(h.players))
+            .where(h.board.in_([day_board, week_board]), h.starts >= first, h.starts <= last)
+            .group_by(h.board, h.starts)
+        )
+    }
+    week_totals: dict[date, list[int]] = defaultdict(lambda: [0, 0])
+    for day, (answered, correct) in per_day.items():
+        monday = day - timedelta(days=day.weekday())
+        week_totals[monday][0] += answered
+        week_totals[monday][1] += correct
+    return (
+        [
+            Activity(day, a, c, players.get((day_board, day), 0))
+            for day, (a, c) in sorted(per_day.items())
+            if days[0] <= day <= days[1]
+        ],
+        [
+            Activity(monday, a, c, players.get((week_board, monday), 0))
+            for monday, (a, c) in sorted(week_totals.items())
+            if weeks[0] <= monday <= weeks[1]
+        ],
+    )
+
+
+async def _questions(s: AsyncSession, ids: list[int]) -> list[QuestionStats]:
+    q = ScoreQuestionRow
+    found = await s.execute(
+        select(
+            q.question_id,
+            func.max(q.topic),
+            func.sum(q.asked),
+            func.sum(q.answered),
+            func.sum(q.correct),
+        )
+        .where(q.channel_id.in_(ids))
+        .group_by(q.question_id)
+    )
+    return [QuestionStats(qid, topic, int(n), int(a), int(c)) for qid, topic, n, a, c in found]
+
+
+async def _streaks(s: AsyncSession, rows: dict[int, ChannelRow], limit: int) -> list[Streak]:
+    found = await s.execute(
+        select(ScoreRow.channel_id, ScoreRow.current_streak, ScoreRow.best_streak, MemberRow)
+        .join(MemberRow, MemberRow.id == ScoreRow.member_id)
+        .where(ScoreRow.channel_id.in_(list(rows)), ScoreRow.current_streak > 0)
+        .order_by(ScoreRow.current_streak.desc(), ScoreRow.best_streak.desc())
+        .limit(limit)
+    )
+    return [
+        Streak(
+            UserRef(Platform(m.platform), m.workspace, m.user_id, m.display_name),
+            _ref(rows[cid]),
+            current,
+            best,
+        )
+        for cid, current, best, m in found
+    ]
+
+
+async def _schedules(s: AsyncSession, ids: list[int]) -> list[tuple[Schedule, str]]:
+    """The channels' enabled schedules, each with its channel's time zone."""
+    found = await s.execute(
+        select(ScheduleRow, ChannelRow)
+        .join(ChannelRow, ChannelRow.id == ScheduleRow.channel_id)
+        .where(ScheduleRow.enabled.is_(True), ScheduleRow.channel_id.in_(ids))
+        .order_by(ScheduleRow.id)
+    )
+    return [(_to_schedule(r, ch), ch.timezone) for r, ch in found.all()]
 
 
 def _owned(member: UserRef) -> tuple[Any, ...]:

@@ -69,7 +69,7 @@ class SqlStore(Lifecycle):
         self.schedules = SqlScheduleRepository(self.sessions, self.refs)
         self.team = SqlTeamPackRepository(self.sessions, self.refs, self.clock)
         self.members = SqlMemberData(self.sessions, self.refs, self.clock)
-        self.dashboard = SqlDashboard(self.sessions)
+        self.dashboard = SqlDashboard(self.sessions, self.refs.defaults.timezone)
         self.web = SqlWebSessions(self.sessions)
 
     async def initialize(self) -> None:

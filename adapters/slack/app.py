@@ -15,12 +15,13 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, cast
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
+from adapters.slack.admins import SlackAdmins
 from adapters.slack.chat import SlackChat
 from adapters.slack.config import SlackConfig
 from adapters.slack.dedupe import RecentKeys
@@ -37,7 +38,7 @@ from adapters.slack.payloads import (
     form_metadata,
     submission_to_core,
 )
-from bot.admin import AdminCheck, AdminStatus
+from bot.admin import ADMIN_CACHE, AdminCheck, AdminStatus
 from bot.commands import Invocation, Reply, run_command
 from bot.domain import Delivery, UserRef
 from bot.errors import ConfigError, NotInChannel, PlatformError
@@ -68,7 +69,7 @@ class SlackAdapter(Lifecycle):
         chat: SlackChat,
         config: SlackConfig,
         *,
-        admin_cache_ttl: float = 600.0,
+        admin_cache_ttl: float = ADMIN_CACHE.total_seconds(),
         ping_interval: float = 10.0,
     ) -> None:
         self.service = quiz.service
@@ -79,8 +80,9 @@ class SlackAdapter(Lifecycle):
         self.deliveries = quiz.deliveries
         self.deliveries.add_replayer(PLATFORM, self._replay, REPLAY_MAX_AGE)
         self.tasks = TaskSupervisor("slack")
-        self._admin_ttl = timedelta(seconds=admin_cache_ttl)
-        self._admins: dict[str, tuple[bool, datetime]] = {}
+        self.admins = SlackAdmins(
+            chat, quiz.service.clock, config.admin_ids, timedelta(seconds=admin_cache_ttl)
+        )
         self._ping_interval = ping_interval
         self._recent = RecentKeys(ttl=600.0)  # answer clicks this process took
         self._acks = AckFirst()  # outcomes wait for the burst's acknowledgements
@@ -367,26 +369,10 @@ class SlackAdapter(Lifecycle):
         return check
 
     async def admin_status(self, user: UserRef) -> AdminStatus:
-        """Listed in QUIZBOT_ADMINS, or a workspace admin or owner (users.info, cached).
-        When Slack cannot say, UNKNOWN: the core tells the user the check failed."""
-        if user.user in self.config.admin_ids:
-            return AdminStatus.YES
-        now = self.service.clock.now()
-        cached = self._admins.get(user.key)
-        if cached is not None and cached[1] > now:
-            return AdminStatus.YES if cached[0] else AdminStatus.NO
-        try:
-            info = await self.chat.user_info(user.user)
-        except PlatformError as exc:
-            self._problems.problem(
-                f"users.info {exc.reason[:60]}",
-                "users.info failed (%s); only QUIZBOT_ADMINS count as admins until Slack answers",
-                exc.reason,
-            )
-            return AdminStatus.UNKNOWN
-        admin = any(bool(info.get(k)) for k in ("is_admin", "is_owner", "is_primary_owner"))
-        self._admins[user.key] = (admin, now + self._admin_ttl)
-        return AdminStatus.YES if admin else AdminStatus.NO
+        """Listed in QUIZBOT_ADMINS, or a workspace admin or owner (users.info, kept
+        `ADMIN_CACHE`); UNKNOWN when Slack cannot say (`SlackAdmins`). The dashboard asks
+        the same."""
+        return await self.admins(user)
 
     # -- start-up checks ---------------------------------------------------------------
 

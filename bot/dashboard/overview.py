@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.dashboard import charts
 from bot.dashboard.ports import QuestionStats
-from bot.domain import BoardScope, BoardWindow, ChannelRef
+from bot.domain import BoardScope, BoardWindow, ChannelRef, Schedule
 from bot.i18n import translator
 from bot.pages import PageNotFound, PageRequest, Render
 from bot.scheduling import Scheduler
@@ -19,15 +19,16 @@ WEEKS = 12
 UPCOMING = 5
 
 
-async def zone_of(req: PageRequest, channel: ChannelRef | None) -> str:
-    """The time zone of the page's dates: the channel's, else the workspace's first
-    channel's (as a workspace board is read in the caller's channel's zone)."""
-    ref = channel or req.channel
-    return (await req.store.settings.get(ref)).timezone
-
-
 def today(req: PageRequest, zone: str) -> date:
     return local_day(req.quiz.service.clock.now(), zone)
+
+
+def periods(req: PageRequest, zone: str) -> tuple[tuple[date, date], tuple[date, date]]:
+    """The overview's days (the last 28, today's included) and weeks (the last 12, by
+    their Mondays) in `zone`."""
+    last = today(req, zone)
+    monday = last - timedelta(days=last.weekday())
+    return (last - timedelta(days=DAYS - 1), last), (monday - timedelta(weeks=WEEKS - 1), monday)
 
 
 def base_context(req: PageRequest) -> dict[str, Any]:
@@ -36,16 +37,11 @@ def base_context(req: PageRequest) -> dict[str, Any]:
 
 async def overview(req: PageRequest) -> Render:
     t = translator(req.locale)
-    reads = req.store.dashboard
     channel = req.chosen
-    zone = await zone_of(req, channel)
-    last = today(req, zone)
-    first = last - timedelta(days=DAYS - 1)
-    monday = last - timedelta(days=last.weekday())
-    first_week = monday - timedelta(weeks=WEEKS - 1)
-    days = await reads.days(req.workspace, channel, first, last)
-    weeks = await reads.weeks(req.workspace, channel, first_week, monday)
-    questions = await reads.questions(req.workspace, channel)
+    found = await req.store.dashboard.overview(req.workspace, channel, lambda z: periods(req, z))
+    zone = found.zone
+    (first, _), (first_week, _) = found.periods
+    days, weeks, questions = found.days, found.weeks, found.questions
     day_labels = [f"{first + timedelta(days=i):%m-%d}" for i in range(DAYS)]
     week_labels = [f"{first_week + timedelta(weeks=i):%m-%d}" for i in range(WEEKS)]
     easy, hard = charts.flagged(questions)
@@ -65,8 +61,8 @@ async def overview(req: PageRequest) -> Render:
             "questions": _calibration_rows(req, questions),
             "too_easy": easy,
             "too_hard": hard,
-            "streaks": await reads.streaks(req.workspace, channel),
-            "upcoming": await _upcoming(req, channel),
+            "streaks": found.streaks,
+            "upcoming": _upcoming(req, found.schedules),
             "zone": zone,
         },
     )
@@ -88,13 +84,13 @@ def _calibration_rows(req: PageRequest, questions: list[QuestionStats]) -> list[
     return rows
 
 
-async def _upcoming(req: PageRequest, channel: ChannelRef | None) -> list[dict[str, Any]]:
+def _upcoming(req: PageRequest, schedules: list[tuple[Schedule, str]]) -> list[dict[str, Any]]:
     scheduler = req.quiz.registry.service(Scheduler)
     if scheduler is None:
         return []
     t = translator(req.locale)
     found: list[tuple[datetime, ChannelRef, str]] = []
-    for schedule, zone in await req.store.dashboard.schedules(req.workspace, channel):
+    for schedule, zone in schedules:
         found += [(at, schedule.channel, zone) for at in scheduler.upcoming(schedule, UPCOMING)]
     found.sort(key=lambda f: f[0])
     return [{"channel": ref, "at": fire_time(at, zone, t)} for at, ref, zone in found[:UPCOMING]]

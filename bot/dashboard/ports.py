@@ -8,7 +8,7 @@ the workspace (or a channel, which names it) and reads nothing outside it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Protocol
@@ -48,6 +48,25 @@ class Streak:
     best: int
 
 
+Ranges = Callable[[str], tuple[tuple[date, date], tuple[date, date]]]
+"""The overview's periods in a time zone: (first, last) day, and (first, last) Monday."""
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """What the team overview shows, read in one go (one session, the workspace's
+    channels looked up once); `zone`: the time zone its days are in, `periods` what
+    `Ranges` gave for it."""
+
+    zone: str
+    periods: tuple[tuple[date, date], tuple[date, date]]
+    days: list[Activity]
+    weeks: list[Activity]
+    questions: list[QuestionStats]
+    streaks: list[Streak]
+    schedules: list[tuple[Schedule, str]]
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryEntry:
     """One answer of the member, with the question as it was shown."""
@@ -82,33 +101,20 @@ class DashboardRepository(Protocol):
         """The workspace's channels (by id); empty: the workspace is unknown here."""
         ...
 
-    async def days(
-        self, workspace: Workspace, channel: ChannelRef | None, first: date, last: date
-    ) -> list[Activity]:
-        """Per local day in [first, last] (days without answers left out)."""
-        ...
-
-    async def weeks(
-        self, workspace: Workspace, channel: ChannelRef | None, first: date, last: date
-    ) -> list[Activity]:
-        """Per ISO week starting in [first, last] (`first` a Monday)."""
-        ...
-
-    async def questions(
-        self, workspace: Workspace, channel: ChannelRef | None
-    ) -> list[QuestionStats]:
-        """Each question asked in the channel (None: the workspace), summed over its
-        channels."""
-        ...
-
-    async def streaks(
-        self, workspace: Workspace, channel: ChannelRef | None, limit: int = 10
-    ) -> list[Streak]: ...
-
-    async def schedules(
-        self, workspace: Workspace, channel: ChannelRef | None
-    ) -> list[tuple[Schedule, str]]:
-        """Enabled schedules, each with its channel's time zone."""
+    async def overview(
+        self,
+        workspace: Workspace,
+        channel: ChannelRef | None,
+        ranges: Ranges,
+        streaks: int = 10,
+    ) -> Overview:
+        """The channel's (None: the workspace's) overview, in the channel's time zone
+        (the workspace's: its first channel's, by name, as a workspace board is read in
+        the caller's channel's): activity per local day and per ISO week in `ranges(zone)`
+        (periods without answers left out;
+        players: the day or week board's, so a member who played in two channels is one
+        workspace player); each question asked, summed over the channels; the longest
+        current streaks; the enabled schedules, each with its channel's time zone."""
         ...
 
     async def history(
@@ -142,7 +148,9 @@ __all__ = [
     "Activity",
     "DashboardRepository",
     "HistoryEntry",
+    "Overview",
     "QuestionStats",
+    "Ranges",
     "Streak",
     "WebClinicJob",
 ]

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.operations import Operations
@@ -406,3 +407,19 @@ async def test_benchmark_history_follows_the_rules(tmp_path: Path) -> None:
     load_sqlite(path, history)
     async with SqlStore(url) as store:
         assert await actual(store) == await recompute(store)
+
+
+def test_benchmark_sizes_it_cannot_fill_are_refused_at_once() -> None:
+    """The generator stops with the reason instead of drawing forever: more answers than
+    the members can give (once a day in at most 3 channels), or so dense that the less
+    active members would have to fill every slot."""
+    from bench.leaderboard import generate, size_problem
+
+    assert size_problem(1_000_000, 1000, 10, 1, 720) == ""
+    assert "at most 2,160,000" in size_problem(5_000_000, 1000, 10, 1, 720)
+    assert "--channels" in size_problem(10, 10, 0, 1, 5)
+    assert "--workspaces" in size_problem(10, 10, 2, 3, 5)
+    with pytest.raises(ValueError, match="raise --days or --members"):
+        generate(answers=200, members=10, channels=3, workspaces=1, days=5)
+    with pytest.raises(ValueError, match="could not be drawn"):
+        generate(answers=150, members=10, channels=3, workspaces=1, days=5)

@@ -258,3 +258,38 @@ async def test_an_upload_too_large_is_refused_before_its_body_is_read(site: Site
         writer.close()
         assert head.startswith(b"HTTP/1.1 413")
         assert csrf
+
+
+async def test_no_page_reads_the_answers_but_the_members_own_history(site: Site) -> None:
+    """Every figure comes from the aggregates the close keeps: the SQL of every reading
+    and admin page names no `answers` table, except the member page's history, an index
+    range on the member's own answers."""
+    from sqlalchemy import event
+
+    for _ in range(3):
+        await play(site, {ANN: True, BOB: False})
+    seen: list[tuple[str, str]] = []
+    page = [""]
+
+    def record(conn: object, cursor: object, statement: str, *args: object) -> None:
+        seen.append((page[0], " ".join(statement.split())))
+
+    engine = site.store.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        async with site.client() as client:
+            await site.sign_in(client, ANN, admin=True)
+            for path in (
+                "", "?channel=CA1", "leaderboard", "leaderboard?window=week&scope=workspace",
+                "leaderboard?window=day", "me", "demos", "clinic", "review", "channel",
+                "questions", "schedules",
+            ):  # fmt: skip
+                page[0] = path
+                async with client.get(f"/w/slack/TA/{path}") as resp:
+                    assert resp.status == 200, path
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    reading = [(p, s) for p, s in seen if re.search(r"\b(FROM|JOIN) answers\b", s)]
+    assert reading and {p for p, _ in reading} == {"me"}, reading
+    for _, statement in reading:
+        assert re.search(r"WHERE answers\.member_id = ", statement), statement

@@ -24,7 +24,7 @@ from tests.adapters.discord.fake_oauth import MANAGE_GUILD
 from tests.adapters.slack.fake_oidc import CLIENT_ID as SLACK_ID
 from tests.adapters.slack.fake_oidc import CLIENT_SECRET as SLACK_SECRET
 from tests.adapters.slack.fake_slack import FakeSlack
-from tests.dashboard.harness import Site, site_of
+from tests.dashboard.harness import Site, platform_admins, site_of
 
 SLACK_WS = ChannelRef(Platform.SLACK, "T0FAKE", "C1")
 GUILD = "811111111111111111"
@@ -46,15 +46,19 @@ async def oauth_site(
     async def bot_guilds() -> set[str]:
         return {GUILD}
 
-    async with site_of(
-        store,
-        bank,
-        clock,
-        slack=OAuthApp(SLACK_ID, SLACK_SECRET, slack.api_url),
-        discord=OAuthApp(DISCORD_ID, DISCORD_SECRET, discord.api_base),
-        bot_guilds=bot_guilds,
-        channels=(SLACK_WS, DISCORD_WS),
-    ) as s:
+    async with (
+        platform_admins(slack, discord, clock) as admins,
+        site_of(
+            store,
+            bank,
+            clock,
+            slack=OAuthApp(SLACK_ID, SLACK_SECRET, slack.api_url),
+            discord=OAuthApp(DISCORD_ID, DISCORD_SECRET, discord.api_base),
+            bot_guilds=bot_guilds,
+            admins=admins,
+            channels=(SLACK_WS, DISCORD_WS),
+        ) as s,
+    ):
         yield s
 
 
@@ -151,6 +155,8 @@ async def test_discord_sign_in_keeps_only_the_bots_servers_and_their_admin_rule(
         GUILD: ("Fake Guild", MANAGE_GUILD, []),
         "999": ("Not the bot's", MANAGE_GUILD, []),
     }
+    discord.roles["42"] = MANAGE_GUILD  # what the bot reads of the server, per request
+    discord.members[discord.oauth.member.id] = ["42"]
     async with oauth_site.client() as client:
         status, _, seen = await follow(client, "/login/discord")
         assert status == 200 and seen[-1].endswith(f"/w/discord/{GUILD}/")
@@ -166,6 +172,7 @@ async def test_a_discord_member_without_manage_server_is_refused_the_admin_pages
 ) -> None:
     _, discord = fakes
     discord.oauth.member.guilds = {GUILD: ("Fake Guild", 0, [])}
+    discord.members[discord.oauth.member.id] = []
     async with oauth_site.client() as client:
         await follow(client, "/login/discord")
         async with client.get(f"/w/discord/{GUILD}/review") as resp:

@@ -40,21 +40,26 @@ def build_dashboard(
     slack: OAuthApp | None = None,
     discord: OAuthApp | None = None,
     bot_guilds: BotGuilds | None = None,
-    admin_role: str | None = None,
-    admin_ids: frozenset[str] = frozenset(),
     admins: Mapping[Platform, AdminLookup] | None = None,
     console_user: str = "",
 ) -> Dashboard:
-    """The dashboard `quizbot serve` (and `quizbot web`) mount on their HTTP server."""
+    """The dashboard `quizbot serve` (and `quizbot web`) mount on their HTTP server.
+    `admins`: each signed-in platform's admin rule, asked for every admin request (the
+    chat's: `adapters.slack.admins.SlackAdmins`, `adapters.discord.admins.DiscordAdmins`)."""
+    admins = admins or {}
     providers: dict[str, Provider] = {}
     if slack is not None:
+        if Platform.SLACK not in admins:
+            raise ValueError("Slack sign-in needs Slack's admin rule (admins[Platform.SLACK])")
         providers["slack"] = SlackSignIn(slack)
     if discord is not None:
         if bot_guilds is None:
             raise ValueError("Discord sign-in needs the bot's guilds")
-        providers["discord"] = DiscordSignIn(
-            discord, bot_guilds, admin_role=admin_role, admin_ids=admin_ids
-        )
+        if Platform.DISCORD not in admins:
+            raise ValueError(
+                "Discord sign-in needs Discord's admin rule (admins[Platform.DISCORD])"
+            )
+        providers["discord"] = DiscordSignIn(discord, bot_guilds)
     config = DashboardConfig(
         secret.encode(),
         public_url.rstrip("/"),

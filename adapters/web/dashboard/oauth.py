@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -23,8 +23,6 @@ from bot.signin import Membership
 
 log = logging.getLogger(__name__)
 
-ADMINISTRATOR = 1 << 3
-MANAGE_GUILD = 1 << 5
 TIMEOUT = aiohttp.ClientTimeout(total=10)
 
 
@@ -125,30 +123,17 @@ BotGuilds = Callable[[], Awaitable[set[str]]]
 
 
 class DiscordSignIn:
-    """Discord OAuth2: ``identify`` and ``guilds`` (each guild's permissions say Manage
-    Server); ``guilds.members.read`` too when an admin role is configured (the member's
-    roles). Only the guilds the bot is in are kept."""
+    """Discord OAuth2: ``identify`` and ``guilds``. Only the guilds the bot is in are
+    kept. Who is an admin is asked per request with the bot's token
+    (`adapters.discord.admins.DiscordAdmins`), not at sign-in."""
 
     platform = Platform.DISCORD
+    scopes = ("identify", "guilds")
 
-    def __init__(
-        self,
-        app: OAuthApp,
-        bot_guilds: BotGuilds,
-        *,
-        admin_role: str | None = None,
-        admin_ids: Iterable[str] = (),
-    ) -> None:
+    def __init__(self, app: OAuthApp, bot_guilds: BotGuilds) -> None:
         self.app = app
         self.api = app.api.rstrip("/")
         self.bot_guilds = bot_guilds
-        self.admin_role = admin_role
-        self.admin_ids = frozenset(admin_ids)
-
-    @property
-    def scopes(self) -> tuple[str, ...]:
-        base = ("identify", "guilds")
-        return (*base, "guilds.members.read") if self.admin_role else base
 
     def authorize_url(self, state: str, verifier: str, redirect: str) -> str:
         query = {
@@ -185,37 +170,16 @@ class DiscordSignIn:
             if not isinstance(me, dict) or not isinstance(guilds, list):
                 raise SignInError("Discord's answer is not a user and a server list")
             ours = await self.bot_guilds()
-            kept = []
-            for g in guilds:
-                if not isinstance(g, dict) or str(g.get("id")) not in ours:
-                    continue
-                admin = await self._admin(http, bearer, str(me.get("id")), g)
-                kept.append(Membership(str(g["id"]), str(g.get("name") or g["id"]), admin))
+            kept = [
+                Membership(str(g["id"]), str(g.get("name") or g["id"]), None)
+                for g in guilds
+                if isinstance(g, dict) and str(g.get("id")) in ours
+            ]
         user = str(me.get("id") or "")
         if not user:
             raise SignInError("Discord's answer named no user")
         name = str(me.get("global_name") or me.get("username") or user)
         return Identity(Platform.DISCORD, user, name, tuple(kept))
-
-    async def _admin(
-        self, http: aiohttp.ClientSession, bearer: dict[str, str], user: str, guild: dict[str, Any]
-    ) -> bool:
-        """The chat's rule: Manage Server (or Administrator, or owner), the admin role, or
-        a listed user id."""
-        if user in self.admin_ids or guild.get("owner"):
-            return True
-        try:
-            perms = int(guild.get("permissions") or 0)
-        except (TypeError, ValueError):
-            perms = 0
-        if perms & (ADMINISTRATOR | MANAGE_GUILD):
-            return True
-        if self.admin_role is None:
-            return False
-        member = await _discord(
-            http, "GET", f"{self.api}/users/@me/guilds/{guild['id']}/member", headers=bearer
-        )
-        return isinstance(member, dict) and self.admin_role in member.get("roles", [])
 
 
 async def _discord(http: aiohttp.ClientSession, method: str, url: str, **kw: Any) -> Any:

@@ -22,7 +22,7 @@ from aiohttp import web
 from adapters.web.bodies import is_cut, streamed, streams_body
 from adapters.web.dashboard import tokens
 from adapters.web.dashboard.uploads import Refused, receive
-from bot.admin import EVERYONE, NOBODY, AdminCheck, AdminStatus, admin_refusal, known
+from bot.admin import EVERYONE, NOBODY, AdminCheck, AdminStatus, admin_refusal
 from bot.boundary import failure_message
 from bot.domain import Locale, Platform, UserRef
 from bot.errors import UserFacingError
@@ -62,13 +62,13 @@ class PageServer:
         return None
 
     def admin_check(self, membership: Membership, member: UserRef) -> AdminCheck:
-        """What the platform says at sign-in (Discord's permissions and roles, the
-        console), else the platform's own lookup per request (Slack's users.info)."""
-        if membership.admin is not None:
-            return EVERYONE if membership.admin else NOBODY
+        """The platform's own rule, asked on the server for each request (at most once):
+        Slack's users.info and Discord's member and roles (the bot's token), each kept
+        `bot.admin.ADMIN_CACHE` at most, as in chat; the console's sign-in says it
+        (everyone). A platform without a lookup here has no admins."""
         lookup = self.admins.get(member.platform)
         if lookup is None:
-            return known(AdminStatus.UNKNOWN)
+            return EVERYONE if member.platform is Platform.CONSOLE and membership.admin else NOBODY
         answer: list[AdminStatus] = []
 
         async def check() -> AdminStatus:  # asked once per request

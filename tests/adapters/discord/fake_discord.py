@@ -92,6 +92,12 @@ class FakeDiscord(RestRoutes, Lifecycle):
         # HTTP mode: interactions are POSTed, signed, to the bot's endpoint (`fake_http`).
         self.http = HttpInteractions(self)
         self.oauth = DiscordOAuth()  # a member's sign-in to the dashboard (OAuth2)
+        # The server as the bot reads it (`GET /guilds/{id}`, `.../members/{user}`): its
+        # owner, its roles' permissions (the @everyone role's id is the server's) and each
+        # member's roles; a user not in `members` is not in the server.
+        self.owner_id = "1"
+        self.roles: dict[str, int] = {}
+        self.members: dict[str, list[str]] = {}
 
     # -- lifecycle -----------------------------------------------------------------------
 

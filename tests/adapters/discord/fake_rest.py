@@ -61,6 +61,9 @@ class RestRoutes(DiscordPayloads):
     downloads: list[str]  # attachment ids, as fetched
     dms: dict[str, str]  # user id -> the bot's DM channel with them
     closed_dms: set[str]  # users who take no DMs from the server's members
+    owner_id: str
+    roles: dict[str, int]  # role id -> permissions
+    members: dict[str, list[str]]  # user id -> role ids
     _changed: asyncio.Condition
 
     # -- attachments (Discord's CDN) -----------------------------------------------------
@@ -96,6 +99,8 @@ class RestRoutes(DiscordPayloads):
             return json_response(self.bot)
         if method == "GET" and path == "/users/@me/guilds":  # the bot's servers
             return json_response([{"id": self.guild_id, "name": "Fake Guild", "permissions": "0"}])
+        if method == "GET" and parts[0] == "guilds" and len(parts) in (2, 4):
+            return self._guild(parts[1], parts[3] if len(parts) == 4 else None)
         if method == "GET" and path == "/oauth2/applications/@me":
             return json_response(self.application())
         if method == "GET" and path in ("/gateway", "/gateway/bot"):
@@ -114,6 +119,23 @@ class RestRoutes(DiscordPayloads):
         if parts[0] == "channels" and len(parts) >= 3 and parts[2] == "messages":
             return self._channel_messages(method, parts[1], parts[3:], body, files)
         raise RouteError(404, 0, "404: Not Found")
+
+    def _guild(self, guild: str, member: str | None) -> web.Response:
+        if guild != self.guild_id:
+            raise RouteError(404, 10004, "Unknown Guild")
+        if member is None:
+            roles = {guild: 0, **self.roles}
+            return json_response(
+                {
+                    "id": guild,
+                    "name": "Fake Guild",
+                    "owner_id": self.owner_id,
+                    "roles": [{"id": r, "permissions": str(p)} for r, p in roles.items()],
+                }
+            )
+        if member not in self.members:
+            raise RouteError(404, 10007, "Unknown Member")
+        return json_response({"user": user(member), "roles": list(self.members[member])})
 
     def _gateway_info(self) -> Json:
         return {

@@ -23,15 +23,18 @@ import pytest
 from playwright.sync_api import Browser, sync_playwright
 
 from adapters.web.dashboard import OAuthApp
+from bot.clinic import ClinicJob, ClinicResult, ProgressCallback
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform
+from gpu_runner.executor import ExecutorConfig
+from gpu_runner.local import LocalRunner
 from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.fake_oauth import CLIENT_ID as DISCORD_ID
 from tests.adapters.discord.fake_oauth import CLIENT_SECRET as DISCORD_SECRET
 from tests.adapters.slack.fake_oidc import CLIENT_ID as SLACK_ID
 from tests.adapters.slack.fake_oidc import CLIENT_SECRET as SLACK_SECRET
 from tests.adapters.slack.fake_slack import FakeSlack
-from tests.dashboard.harness import Site, site_of
+from tests.dashboard.harness import Site, platform_admins, site_of
 
 CHROMIUM = os.environ.get("QUIZBOT_TEST_CHROMIUM", "/usr/bin/chromium")
 REQUIRED = os.environ.get("QUIZBOT_TEST_REQUIRE_BROWSER") == "1"
@@ -87,6 +90,23 @@ def browser_type_launch_args() -> dict[str, Any]:
     }
 
 
+class HeldRunner(LocalRunner):
+    """The local runner (a child of this host's fork server reads and replays the
+    snapshot, as under `quizbot serve`), which a test may hold before a snapshot's replay
+    starts, so its page is seen in progress."""
+
+    def __init__(self) -> None:
+        super().__init__(config=ExecutorConfig(torch=False, clinic_timeout=60.0))
+        self.go = asyncio.Event()
+        self.go.set()
+
+    async def run_clinic(
+        self, job: ClinicJob, progress: ProgressCallback | None = None
+    ) -> ClinicResult:
+        await self.go.wait()
+        return await super().run_clinic(job, progress)
+
+
 class Served:
     """The site and the fake platforms on a loop in another thread."""
 
@@ -100,6 +120,7 @@ class Served:
         self.site: Site | None = None
         self.slack: FakeSlack | None = None
         self.discord: FakeDiscord | None = None
+        self.runner: HeldRunner | None = None
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float = 60) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
@@ -128,34 +149,34 @@ class Served:
             async def bot_guilds() -> set[str]:
                 return {GUILD}
 
-            from adapters.slack import SlackChat
-            from bot.admin import AdminStatus
-            from bot.domain import UserRef
-
-            chat = await stack.enter_async_context(
-                SlackChat(slack.bot_token, base_url=slack.api_url)
-            )
-
-            async def slack_admin(user: UserRef) -> AdminStatus:
-                """The chat's rule (users.info: admin or owner), on the fake Slack."""
-                info = await chat.user_info(user.user)
-                admin = any(bool(info.get(k)) for k in ("is_admin", "is_owner"))
-                return AdminStatus.YES if admin else AdminStatus.NO
+            self.runner = await stack.enter_async_context(HeldRunner())
+            admins = await stack.enter_async_context(platform_admins(slack, discord, clock))
 
             async with site_of(
                 store,
                 load_bank(),
                 clock,
+                runner=self.runner,
                 slack=OAuthApp(SLACK_ID, SLACK_SECRET, slack.api_url),
                 discord=OAuthApp(DISCORD_ID, DISCORD_SECRET, discord.api_base),
                 bot_guilds=bot_guilds,
-                admins={Platform.SLACK: slack_admin},
+                admins=admins,
                 console_user="you",
                 channels=(SLACK_WS, DISCORD_WS, CONSOLE_WS),
             ) as site:
                 self.site, self.slack, self.discord = site, slack, discord
                 ready.set()
                 await self._stop.wait()
+
+    def hold_clinic(self, held: bool) -> None:
+        """Hold (True) or let go (False) the clinic's next replays."""
+        runner = self.runner
+        assert runner is not None
+
+        async def switch() -> None:
+            runner.go.clear() if held else runner.go.set()
+
+        self.call(switch())
 
     def stop(self) -> None:
         if self._stop is not None:

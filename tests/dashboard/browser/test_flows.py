@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from bot.domain import PostKind
 from bot.team import Origin, Workspace, team_question
@@ -20,12 +20,14 @@ WORDS = {
            "approved": "joins the team pack", "add": "Add the schedule",
            "added": "Scheduled questions for this channel",
            "erase": "Erase my data", "confirm": "Yes, erase my data and sign me out",
-           "done": "Done:", "signin": "Sign in with Slack", "review": "Review"},
+           "done": "Done:", "signin": "Sign in with Slack", "review": "Review",
+           "mine": "My results", "skip": "Skip to the content"},
     "el": {"overview": "Επισκόπηση ομάδας", "approve": "Έγκριση #{n}",
            "approved": "μπαίνει στις ερωτήσεις της ομάδας", "add": "Προσθήκη προγράμματος",
            "added": "Προγραμματισμένες ερωτήσεις",
            "erase": "Διαγραφή των δεδομένων μου", "confirm": "Ναι, διαγράψτε τα δεδομένα μου",
-           "done": "Έγινε", "signin": "Σύνδεση με Slack", "review": "Έλεγχος"},
+           "done": "Έγινε", "signin": "Σύνδεση με Slack", "review": "Έλεγχος",
+           "mine": "Τα αποτελέσματά μου", "skip": "Μετάβαση στο περιεχόμενο"},
 }  # fmt: skip
 
 
@@ -114,38 +116,46 @@ def test_an_admin_signs_in_with_slack_reads_approves_schedules_and_forgets_in_a_
         context.close()
 
 
+def context_in(browser: Browser, lang: str, **kw: Any) -> BrowserContext:
+    return browser.new_context(locale="el-GR" if lang == "el" else "en-US", **kw)
+
+
+@pytest.mark.parametrize("lang", ["en", "el"])
 def test_a_member_signs_in_with_discord_and_sees_no_admin_page(
-    browser: Browser, served: Served
+    browser: Browser, served: Served, lang: str
 ) -> None:
     assert served.site is not None and served.discord is not None
     served.discord.oauth.member.guilds = {GUILD: ("Fake Guild", 0, [])}
-    context = browser.new_context()
+    words = WORDS[lang]
+    context = context_in(browser, lang)
     page = context.new_page()
     try:
         page.goto(served.site.url + "/login/discord")
-        expect(page.get_by_role("heading", level=1)).to_contain_text("Team overview")
+        expect(page.get_by_role("heading", level=1)).to_contain_text(words["overview"])
         nav = page.get_by_role("navigation")
-        expect(nav.get_by_role("link", name="My results")).to_be_visible()
-        expect(nav.get_by_role("link", name="Review")).to_have_count(0)
+        expect(nav.get_by_role("link", name=words["mine"])).to_be_visible()
+        expect(nav.get_by_role("link", name=words["review"])).to_have_count(0)
         response = page.goto(served.site.url + f"/w/discord/{GUILD}/review")
         assert response is not None and response.status == 403
     finally:
         context.close()
 
 
+@pytest.mark.parametrize("lang", ["en", "el"])
 def test_the_console_link_signs_in_once_and_the_pages_work_by_keyboard(
-    browser: Browser, served: Served
+    browser: Browser, served: Served, lang: str
 ) -> None:
     site = served.site
     assert site is not None
     link = served.call(site.dashboard.console_link())
-    context = browser.new_context()
+    words = WORDS[lang]
+    context = context_in(browser, lang)
     page = context.new_page()
     try:
         page.goto(link)
-        expect(page.get_by_role("heading", level=1)).to_contain_text("Team overview")
+        expect(page.get_by_role("heading", level=1)).to_contain_text(words["overview"])
         page.keyboard.press("Tab")
-        expect(page.get_by_role("link", name="Skip to the content")).to_be_focused()
+        expect(page.get_by_role("link", name=words["skip"])).to_be_focused()
         again = context.new_page()
         again.context.clear_cookies()
         response = again.goto(link)
