@@ -193,7 +193,7 @@ class AnswerRow(Base):
 
 
 # A member's answers, newest first (the dashboard's answer history, forget-me, the data
-# file): an index range whatever the table's size (migration 0013; PostgreSQL's index on
+# file): an index range whatever the table's size (migration 0011; PostgreSQL's index on
 # member_id alone made it a backward scan of the whole table).
 Index("ix_answers_member_id_id", AnswerRow.member_id, AnswerRow.id)
 

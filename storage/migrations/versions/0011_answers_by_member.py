@@ -6,14 +6,14 @@ reading most of the table for a member whose last answers are old; `(member_id, 
 makes it an index range on both databases. It replaces the index on `member_id`, whose
 every use it serves.
 
-Revision ID: 0013
+Revision ID: 0011
 Revises: 0010
 Create Date: 2026-12-02 01:40:00
 """
 
 from alembic import op
 
-revision = "0013"
+revision = "0011"
 down_revision = "0010"
 branch_labels = None
 depends_on = None
