@@ -12,7 +12,6 @@ from bot.clock import FakeClock
 from bot.domain import BoardWindow, PostKind, PostState
 from bot.live.messages import CANCEL, JOIN, START
 from bot.live.ports import RoundState, live_points
-from bot.messages import Button
 from storage.store import SqlStore
 from tests.live.harness import ADMIN, CHANNEL, Live, live_quiz, player, post_of
 
@@ -61,7 +60,6 @@ async def test_a_full_round_lobby_questions_results_podium_and_live_board(
         )
         p1 = post_of(q1)
         good = await right(live, p1)
-        bad = (good + 1) % 4
         assert "Locked in" in (await live.answer(p1, good, ANN)).body  # at 0 s: 1,000
         await live.at(timedelta(seconds=10))
         await live.answer(p1, good, BOB)  # at 10 s: 750
@@ -76,7 +74,7 @@ async def test_a_full_round_lobby_questions_results_podium_and_live_board(
         assert "2. bob — 750 points" in results.message.body
         face = [s for s in live.chat.of("update") if s.ref == q1.ref]
         assert face and face[-1].message is not None and not face[-1].message.buttons
-        q1_, q2 = live.questions()
+        _, q2 = live.questions()
         p2 = post_of(q2)
         good2 = await right(live, p2)
         await live.answer(p2, (good2 + 1) % 4, ANN)
