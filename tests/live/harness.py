@@ -120,8 +120,11 @@ async def live_quiz(
     chat: RecordingChat | None = None,
     *,
     seed: int = 7,
+    generated: bool = False,
 ) -> AsyncIterator[Live]:
     chat = chat or RecordingChat()
     chats = {Platform.SLACK: chat, Platform.DISCORD: chat, Platform.CONSOLE: chat}
-    async with quiz_of(store, chats, bank, clock, features=FEATURES, seed=seed) as quiz:
+    async with quiz_of(
+        store, chats, bank, clock, features=FEATURES, seed=seed, generated=generated
+    ) as quiz:
         yield Live(quiz, chat, clock, store)
