@@ -67,13 +67,15 @@ def lobby_over(r: LiveRound, t: Translator, players: int, *, cancelled: bool) ->
     """The lobby once the round started (or was cancelled): no buttons."""
     if cancelled:
         body = t("This live round was cancelled before it started.")
+        footer = t("The live round was cancelled.")
     else:
+        footer = t.n("{count} joined", "{count} joined", players)
         body = t.n(
             "The round has started with {count} player who joined (anyone may still answer).",
             "The round has started with {count} players who joined (anyone may still answer).",
             players,
         )
-    return Message(title=t("Live round"), body=body)
+    return Message(title=t("Live round"), body=body, footer=footer)
 
 
 def question_face(r: LiveRound, k: int, post: Post, question: Question) -> Message:
