@@ -189,6 +189,22 @@ class SqlLiveRepository:
             ).first()
         return taken is not None
 
+    async def renew(self, round_id: int, step: int, held: datetime, now: datetime) -> bool:
+        async with self._sessions.begin() as s:
+            kept = (
+                await s.execute(
+                    update(LiveRoundRow)
+                    .where(
+                        LiveRoundRow.id == round_id,
+                        LiveRoundRow.step == step,
+                        LiveRoundRow.leased_at == held,
+                    )
+                    .values(leased_at=now)
+                    .returning(LiveRoundRow.id)
+                )
+            ).first()
+        return kept is not None
+
     async def advance(
         self, round_id: int, step: int, next_at: datetime, state: RoundState | None = None
     ) -> bool:

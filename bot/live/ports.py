@@ -195,6 +195,11 @@ class LiveRepository(Protocol):
         or older than `stale_before`); one caller per lease period wins."""
         ...
 
+    async def renew(self, round_id: int, step: int, held: datetime, now: datetime) -> bool:
+        """Move the lease of `step` taken (or last renewed) at `held` to `now`: its owner is
+        still at work (a platform call waiting out a 429). False when it is not held so."""
+        ...
+
     async def advance(
         self, round_id: int, step: int, next_at: datetime, state: RoundState | None = None
     ) -> bool:

@@ -137,6 +137,7 @@ class LiveRounds(Lifecycle):
             if r.next_at > now or not await self.repo.claim(r.id, r.step, now, now - self.lease):
                 break
             current = r
+            keeper = asyncio.get_running_loop().create_task(self._keep(r.id, r.step, now))
             try:
                 r = await self._step(current, now)
             except Exception as exc:
@@ -149,8 +150,22 @@ class LiveRounds(Lifecycle):
                     exc=exc,
                 )
                 break
+            finally:
+                keeper.cancel()
+                await asyncio.gather(keeper, return_exceptions=True)
             done += 1
         return done
+
+    async def _keep(self, round_id: int, step: int, held: datetime) -> None:
+        """Renew a step's lease while its work runs (a platform call may wait out a 429
+        for longer than the lease): no other instance redoes a step still in hand."""
+        every = self.lease.total_seconds() / 3
+        while True:
+            await asyncio.sleep(every)
+            now = self.clock.now()
+            if not await self.repo.renew(round_id, step, held, now):
+                return
+            held = now
 
     async def _step(self, r: LiveRound, now: datetime) -> LiveRound | None:
         if r.state is RoundState.ENDING:

@@ -8,11 +8,18 @@ import asyncio
 from collections.abc import Sequence
 from datetime import timedelta
 
+from bot import basics
 from bot.bank import QuestionBank
-from bot.clock import FakeClock
+from bot.clock import FakeClock, SystemClock
+from bot.domain import ChannelRef, Locale, MessageRef, Platform
+from bot.features import Feature, Parts
+from bot.live import LiveRounds, live_feature
 from bot.live.rounds import STEP_LEASE
+from bot.messages import Message
 from storage.store import SqlStore
 from tests.live.harness import CHANNEL, Live, live_quiz, player, post_of
+from tests.polling import eventually
+from tests.quiz import quiz_of
 from tests.scheduling.conftest import NamedChat
 
 PLAYERS = [player(n) for n in ("ann", "bob", "cy", "dee")]
@@ -131,3 +138,67 @@ async def test_a_step_left_half_done_is_redone_once_after_its_lease(
         await both_tick(a, b)
         assert len(titled(lives, "thread", "Results · question 2")) == 1
         assert len(titled(lives, "post", "Live round: the podium")) == 1
+
+
+class SlowChat(NamedChat):
+    """A platform answering a post only after `delay` (a 429 waited out by the client)."""
+
+    def __init__(self, name: str, delay: float) -> None:
+        super().__init__(name)
+        self.delay = delay
+        self.posting = False
+
+    async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
+        if message.title.startswith("Live · question"):
+            self.posting = True
+            await asyncio.sleep(self.delay)
+        return await super().post_message(channel, message)
+
+
+async def test_a_step_in_hand_keeps_its_lease_past_its_length(
+    db_url: str, bank: QuestionBank
+) -> None:
+    """On the system clock, with a lease of 0.3 s: A's post of question 1 takes 1 s; B ticks
+    all along and never posts it, since A renews the lease while it waits."""
+    clock = SystemClock()
+    slow, other = SlowChat("a", delay=1.0), NamedChat("b")
+
+    def leased(parts: Parts) -> Feature:
+        short = timedelta(milliseconds=300)
+        rounds = LiveRounds(parts.service, parts.store.live, parts.clock, lobby=short, lease=short)
+        return live_feature(rounds)
+
+    async with (
+        SqlStore(db_url, clock=clock) as sa,
+        SqlStore(db_url, clock=clock) as sb,
+        quiz_of(sa, {Platform.SLACK: slow}, bank, clock, features=[basics.feature, leased]) as a,
+        quiz_of(sb, {Platform.SLACK: other}, bank, clock, features=[basics.feature, leased]) as b,
+    ):
+        ra, rb = a.registry.service(LiveRounds), b.registry.service(LiveRounds)
+        assert ra is not None and rb is not None
+        r = await ra.start(
+            CHANNEL,
+            player("admin"),
+            questions=1,
+            seconds=5,
+            topic=None,
+            counted=False,
+            locale=Locale.EN,
+        )
+        await eventually(lambda: clock.now() >= r.next_at, timeout=5)
+        posting = asyncio.ensure_future(ra.tick())
+        await eventually(lambda: slow.posting, timeout=5)  # A holds the step, waiting
+        ticks = 0
+
+        async def b_ticks_until_a_posted() -> bool:
+            nonlocal ticks
+            await rb.tick()
+            ticks += 1
+            return posting.done()
+
+        await eventually(b_ticks_until_a_posted, timeout=10, interval=0.05)
+        assert posting.result() == 1 and ticks > 5
+        questions = [
+            s for s in slow.of("post") if s.message and s.message.title.startswith("Live · q")
+        ]
+        assert len(questions) == 1 and other.of("post") == []
