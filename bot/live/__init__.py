@@ -8,6 +8,8 @@ steps, once across replicas: `bot.live.rounds`; docs/live-rounds.md."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from bot.admin import AdminStatus, admin_refusal
 from bot.basics import ask_topics
 from bot.commands import Command, Invocation, Reply
@@ -35,7 +37,8 @@ COUNT = "count"
 
 def feature(parts: Parts) -> Feature:
     service = parts.service
-    rounds = LiveRounds(service, parts.store.live, parts.clock, timer=parts.wakeups)
+    lobby = timedelta(seconds=parts.settings.live_lobby)
+    rounds = LiveRounds(service, parts.store.live, parts.clock, lobby=lobby, timer=parts.wakeups)
     return live_feature(rounds)
 
 
