@@ -226,3 +226,41 @@ async def test_a_scheduled_question_due_during_a_round_waits_until_it_ends(
         scheduled = [p for p in await store.posts.history(CHANNEL) if p.kind is PostKind.SCHEDULED]
         assert len(scheduled) == 1
         assert made.message is not None
+
+
+async def test_forget_me_takes_a_player_off_the_live_board_and_the_standings(
+    store: SqlStore, bank: QuestionBank, clock: FakeClock
+) -> None:
+    async with live_quiz(store, bank, clock) as live:
+        await live.command("live 1 10")
+        (lobby,) = live.posts("Live round")
+        assert lobby.message is not None
+        join = next(b for b in lobby.message.buttons if b.action == JOIN)
+        await live.click(join, ANN)
+        round_ = await live.active()
+        assert round_ is not None
+        await live.at(timedelta(seconds=30))
+        p1 = post_of(live.questions()[0])
+        await live.answer(p1, await right(live, p1), ANN)
+        await live.answer(p1, await right(live, p1), BOB)
+        await live.at(timedelta(seconds=10))
+        assert len(await store.live.board(CHANNEL)) == 2
+        await store.members.forget(ANN)
+        assert [r.user.user for r in await store.live.board(CHANNEL)] == ["UBOB"]
+        assert await store.live.players(round_.id) == []
+        assert [a.user.user for a in await store.live.answers(round_.id)] == ["UBOB"]
+
+
+async def test_a_round_in_greek(store: SqlStore, bank: QuestionBank, clock: FakeClock) -> None:
+    async with live_quiz(store, bank, clock) as live:
+        await live.command("lang el")
+        await live.command("live 1 10")
+        (lobby,) = live.posts("Ζωντανός γύρος")
+        assert lobby.message is not None and "Συμμετοχή" in [b.label for b in lobby.message.buttons]
+        await live.at(timedelta(seconds=30))
+        (question,) = live.posts("Ζωντανά · ερώτηση 1 από 1")
+        p1 = post_of(question)
+        assert "Καταχωρίστηκε" in (await live.answer(p1, 0, ANN)).body
+        await live.at(timedelta(seconds=10))
+        assert live.threads("Αποτελέσματα · ερώτηση 1")
+        assert live.posts("Ζωντανός γύρος: το βάθρο")
