@@ -50,10 +50,10 @@ from bot.app import assemble
 from bot.clock import FakeClock
 from bot.config import Settings
 from bot.domain import AnswerStatus, ChannelRef, MessageRef, Platform, UserRef
-from bot.features import Quiz
+from bot.features import Feature, Parts, Quiz
 from bot.interactions import Click
-from bot.live import LiveRounds
-from bot.live.rounds import STEP_LEASE
+from bot.live import LiveRounds, live_feature
+from bot.live.rounds import COUNT_EVERY, STEP_LEASE
 from bot.messages import ANSWER, Image, Message
 from questions.loader import load_bank
 from storage.engine import create_engine, upgrade
@@ -150,6 +150,13 @@ async def click(quiz: Quiz, post_id: int, user: UserRef, choice: int) -> AnswerS
     return None
 
 
+def counting(parts: Parts) -> Feature:
+    """The live feature as `serve` runs it, the "N answered" edits included (its timer
+    aside: the benchmark ticks on its fake clock)."""
+    rounds = LiveRounds(parts.service, parts.store.live, parts.clock, count_every=COUNT_EVERY)
+    return live_feature(rounds)
+
+
 async def play(url: str, args: argparse.Namespace) -> dict[str, float]:
     bank = load_bank()
     clock = FakeClock(START)
@@ -168,7 +175,7 @@ async def play(url: str, args: argparse.Namespace) -> dict[str, float]:
             bank,
             clock,
             settings,
-            features=[basics.feature, live.feature],
+            features=[basics.feature, counting],
             generated=False,
             wakeups=False,
             count_update_interval=0.0,
@@ -213,6 +220,7 @@ async def play(url: str, args: argparse.Namespace) -> dict[str, float]:
                 latencies.append(posted - started)
             clock.set(deadline + timedelta(seconds=1))
             await rounds.tick()
+        await rounds.tasks.drain()
         stored = await store.live.answers(round_id)
     edits = [at for kind, _, at, _ in platform.calls if kind == "update"]
     messages = [at for kind, _, at, _ in platform.calls]

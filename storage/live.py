@@ -342,6 +342,13 @@ class SqlLiveRepository:
             ).first()
         return self._question(*found) if found else None
 
+    async def by_post(self, post_id: int) -> LiveQuestion | None:
+        async with self._sessions() as s:
+            found = (
+                await s.execute(self._questions().where(LiveQuestionRow.post_id == post_id))
+            ).first()
+        return self._question(*found) if found else None
+
     async def questions(self, round_id: int) -> list[LiveQuestion]:
         async with self._sessions() as s:
             found = await s.execute(

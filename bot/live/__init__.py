@@ -149,6 +149,8 @@ def live_feature(rounds: LiveRounds) -> Feature:
                     seconds=trimmed(late, locale, 1),
                 )
             )
+        if outcome.status is AnswerStatus.RECORDED:
+            rounds.answered(post)
         if outcome.status is AnswerStatus.RECORDED and outcome.question is not None:
             if outcome.value is not None:
                 chosen = significant(outcome.value, locale)

@@ -104,6 +104,8 @@ def question_face(r: LiveRound, k: int, post: Post, question: Question) -> Messa
         buttons += (Button(t("Type the number…"), TYPE_NUMBER, post.id, ""),)
     assert post.closes_at is not None
     footer = t("closes {when}", when=clock_time(post.closes_at))
+    if post.answer_count:
+        footer = t.n("{count} answered", "{count} answered", post.answer_count) + " · " + footer
     return Message(
         title=title,
         body="\n".join(lines),

@@ -237,6 +237,10 @@ class LiveRepository(Protocol):
 
     async def questions(self, round_id: int) -> list[LiveQuestion]: ...
 
+    async def by_post(self, post_id: int) -> LiveQuestion | None:
+        """The live question a post is (None: not a live round's)."""
+        ...
+
     async def mark_opened(
         self, round_id: int, k: int, message: MessageRef, opened_at: datetime, closes_at: datetime
     ) -> LiveQuestion:

@@ -23,7 +23,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from bot.clock import Clock
-from bot.domain import ChannelRef, Locale, PostState, Question, UserRef
+from bot.domain import ChannelRef, Locale, Post, PostState, Question, UserRef
 from bot.errors import UserFacingError
 from bot.i18n import translator
 from bot.lifecycle import Lifecycle
@@ -45,6 +45,7 @@ from bot.live.ports import (
 )
 from bot.logs import ThrottledLog
 from bot.quiz import QuizService
+from bot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,9 @@ LOBBY = timedelta(seconds=30)
 # a platform call with its retries, short enough that a crash costs a round little.
 STEP_LEASE = timedelta(seconds=15)
 POLL = 1.0  # seconds between looks for steps other replicas left (production timer)
+# The "N answered" line of an open live question is edited at most this often (clock
+# time), so the edits stay far below Slack's and Discord's per-channel limits.
+COUNT_EVERY = timedelta(seconds=5)
 
 
 class LiveRounds(Lifecycle):
@@ -66,6 +70,7 @@ class LiveRounds(Lifecycle):
         lease: timedelta = STEP_LEASE,
         timer: bool = False,
         poll: float = POLL,
+        count_every: timedelta | None = None,
     ) -> None:
         self.service = service
         self.repo = repo
@@ -75,6 +80,12 @@ class LiveRounds(Lifecycle):
         self.timer = timer
         self.poll = poll
         self.problems = ThrottledLog(log)
+        # Count edits: with the production timer unless given (tests that tick have none).
+        self.count_every = count_every if count_every is not None or not timer else COUNT_EVERY
+        self.tasks = TaskSupervisor("live")
+        self._edited: dict[int, datetime] = {}  # post id -> when its count was last edited
+        self._editing: set[int] = set()
+        self._locks: dict[int, asyncio.Lock] = {}
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._running = False
@@ -88,6 +99,7 @@ class LiveRounds(Lifecycle):
 
     async def shutdown(self) -> None:
         self._running = False
+        await self.tasks.cancel()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -266,9 +278,12 @@ class LiveRounds(Lifecycle):
         table = standings(answers, await self.repo.players(r.id))
         chat = self.service.chat(r.channel)
         try:
-            await chat.update_message(post.message, question_face(r, k, post, question))
+            async with self._lock(post.id):
+                await chat.update_message(post.message, question_face(r, k, post, question))
         except Exception as exc:  # its face only: the results still go out
             self.problems.problem("live face edit", "could not edit a live question", exc=exc)
+        self._edited.pop(post.id, None)
+        self._locks.pop(post.id, None)
         await chat.reply_in_thread(post.message, results_message(r, k, question, answers, table))
         await self.repo.mark_results(r.id, k, self.clock.now())
 
@@ -292,6 +307,48 @@ class LiveRounds(Lifecycle):
             await chat.reply_in_thread(ref, standings_message(r, table))
         except Exception as exc:
             self.problems.problem("live standings", "could not post live standings", exc=exc)
+
+    # -- the "N answered" line -----------------------------------------------------------------
+
+    def _lock(self, post_id: int) -> asyncio.Lock:
+        return self._locks.setdefault(post_id, asyncio.Lock())
+
+    def answered(self, post: Post) -> None:
+        """An answer was recorded on a live question: edit its count, at most once per
+        `count_every` of the clock's time (the close shows the final count)."""
+        if self.count_every is None or post.message is None or post.id in self._editing:
+            return
+        now = self.clock.now()
+        last = self._edited.get(post.id)
+        if last is not None and now - last < self.count_every:
+            return
+        self._edited[post.id] = now
+        self._editing.add(post.id)
+        self.tasks.spawn(self._count_edit(post.id), name=f"live-count-{post.id}")
+
+    async def _count_edit(self, post_id: int) -> None:
+        try:
+            q = await self.repo.by_post(post_id)
+            r = await self.repo.get(q.round_id) if q is not None else None
+            if q is None or r is None or q.post.message is None:
+                return
+            question = await self.service.store.questions.get(q.post.question_hash)
+            if question is None:
+                return
+            chat = self.service.chat(r.channel)
+            async with self._lock(post_id):
+                fresh = await self.service.store.posts.get(post_id)
+                if fresh is None or fresh.state is not PostState.OPEN or fresh.message is None:
+                    return
+                await chat.update_message(fresh.message, question_face(r, q.k, fresh, question))
+                # Another replica may have closed it meanwhile: the closed face wins.
+                after = await self.service.store.posts.get(post_id)
+                if after is not None and after.closed_at is not None:
+                    await chat.update_message(fresh.message, question_face(r, q.k, after, question))
+        except Exception as exc:
+            self.problems.problem("live count edit", "could not edit a live count", exc=exc)
+        finally:
+            self._editing.discard(post_id)
 
     # -- what commands and buttons do --------------------------------------------------------
 

@@ -121,10 +121,13 @@ async def live_quiz(
     *,
     seed: int = 7,
     generated: bool = False,
+    live_factory: FeatureFactory = live.feature,
 ) -> AsyncIterator[Live]:
+    """The quiz with `FEATURES`; `live_factory` builds its live feature."""
     chat = chat or RecordingChat()
     chats = {Platform.SLACK: chat, Platform.DISCORD: chat, Platform.CONSOLE: chat}
+    features = [live_factory if f is live.feature else f for f in FEATURES]
     async with quiz_of(
-        store, chats, bank, clock, features=FEATURES, seed=seed, generated=generated
+        store, chats, bank, clock, features=features, seed=seed, generated=generated
     ) as quiz:
         yield Live(quiz, chat, clock, store)

@@ -10,6 +10,8 @@ from datetime import timedelta
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import BoardWindow, PostKind, PostState
+from bot.features import Feature, Parts
+from bot.live import LiveRounds, live_feature
 from bot.live.messages import CANCEL, JOIN, START
 from bot.live.ports import RoundState, live_points
 from storage.store import SqlStore
@@ -264,3 +266,29 @@ async def test_a_round_in_greek(store: SqlStore, bank: QuestionBank, clock: Fake
         await live.at(timedelta(seconds=10))
         assert live.threads("Αποτελέσματα · ερώτηση 1")
         assert live.posts("Ζωντανός γύρος: το βάθρο")
+
+
+async def test_the_answered_count_is_edited_at_most_once_per_5_seconds(
+    store: SqlStore, bank: QuestionBank, clock: FakeClock
+) -> None:
+    def counting(parts: Parts) -> Feature:
+        every = timedelta(seconds=5)
+        return live_feature(
+            LiveRounds(parts.service, parts.store.live, parts.clock, count_every=every)
+        )
+
+    async with live_quiz(store, bank, clock, live_factory=counting) as live:
+        await live.command("live 1 20")
+        await live.at(timedelta(seconds=30))
+        (q1,) = live.questions()
+        p1 = post_of(q1)
+        for user, wait in ((ANN, 2), (BOB, 4), (CY, 0)):  # at 0 s, 2 s and 6 s
+            await live.answer(p1, 0, user)
+            await live.rounds.tasks.drain()
+            clock.advance(timedelta(seconds=wait))
+        edits = [s.message for s in live.chat.of("update") if s.ref == q1.ref and s.message]
+        assert [e.footer.split(" · ")[0] for e in edits] == ["1 answered", "3 answered"]
+        assert all(e.buttons for e in edits)
+        await live.at(timedelta(seconds=20))
+        edits = [s.message for s in live.chat.of("update") if s.ref == q1.ref and s.message]
+        assert len(edits) == 3 and not edits[-1].buttons  # the closed face, last
