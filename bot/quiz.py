@@ -463,6 +463,8 @@ class QuizService:
         post = await self.store.posts.close(post_id, self.clock.now())
         if post is None:
             return None
+        if post.kind.live:
+            return None  # its live round posts the results (`bot.live`)
         reveal = await self._reveal_of(post)
         if reveal is None:
             return None

@@ -248,7 +248,11 @@ class SqlPostRepository:
 
     async def due(self, now: datetime, limit: int = 100) -> list[Post]:
         return await self._list(
-            and_(PostRow.state == PostState.OPEN.value, PostRow.closes_at <= now),
+            and_(
+                PostRow.state == PostState.OPEN.value,
+                PostRow.closes_at <= now,
+                PostRow.kind.not_in((PostKind.LIVE.value, PostKind.LIVE_COUNTED.value)),
+            ),
             PostRow.closes_at.asc(),
             limit,
         )

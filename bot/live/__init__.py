@@ -270,7 +270,7 @@ async def _check_pool(
         if topic is None and service.generated is not None and settings.generated_share > 0:
             return
     if have < questions:
-        where = t("the topic {topic}", topic=topic) if topic else t("this channel's packs")
+        where = t("The topic {topic}", topic=topic) if topic else t("This channel's packs")
         raise UserFacingError(
             t.n(
                 "{where} has only {count} question, fewer than the {asked} asked: nothing was "
