@@ -118,8 +118,9 @@ class LiveRounds(Lifecycle):
                 self.problems.problem("live tick", "a live round's step failed: %s", exc, exc=exc)
                 due = None
             wait = self.poll
-            if due is not None:
-                wait = min(wait, max(0.0, (due - self.clock.now()).total_seconds()))
+            ahead = (due - self.clock.now()).total_seconds() if due is not None else None
+            if ahead is not None and ahead > 0:  # past due: leased elsewhere, look again later
+                wait = min(wait, ahead)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=wait)
