@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
-from bot.domain import BoardWindow, PostKind, PostState
+from bot.domain import BoardWindow, ChannelRef, Locale, Platform, PostKind, PostState
 from bot.features import Feature, Parts
 from bot.live import LiveRounds, live_feature
 from bot.live.messages import CANCEL, JOIN, START
@@ -292,3 +292,20 @@ async def test_the_answered_count_is_edited_at_most_once_per_5_seconds(
         await live.at(timedelta(seconds=20))
         edits = [s.message for s in live.chat.of("update") if s.ref == q1.ref and s.message]
         assert len(edits) == 3 and not edits[-1].buttons  # the closed face, last
+
+
+async def test_rounds_in_two_channels_run_side_by_side(
+    store: SqlStore, bank: QuestionBank, clock: FakeClock
+) -> None:
+    other = ChannelRef(Platform.SLACK, "T1", "C2")
+    async with live_quiz(store, bank, clock) as live:
+        await live.command("live 1 10")
+        await live.rounds.start(
+            other, ADMIN, questions=1, seconds=10, topic=None, counted=False, locale=Locale.EN
+        )
+        await live.at(timedelta(seconds=30))
+        assert {s.channel for s in live.questions()} == {CHANNEL, other}
+        await live.at(timedelta(seconds=10))
+        podiums = live.posts("Live round: the podium")
+        assert {s.channel for s in podiums} == {CHANNEL, other} and len(podiums) == 2
+        assert await store.live.busy({CHANNEL, other}) == set()
