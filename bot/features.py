@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from bot.commands import Command, CommandSet
-from bot.domain import ChannelRef, Locale
+from bot.domain import ChannelRef, Locale, UserRef
 from bot.messages import ANSWER, KIND, Message
 from bot.quiz import OutcomeRenderer, QuizService, RevealButton, RevealListener
 
@@ -41,6 +41,9 @@ ClickHandler = Callable[["Click", Locale], Awaitable[Message]]
 FormOpener = Callable[["Click", Locale], Awaitable["Form | Message"]]
 SubmitHandler = Callable[["Submission", Locale], Awaitable["SubmitReply"]]
 HealthCheck = Callable[[], Awaitable[bool]]
+# A line a feature adds to a member's `/quiz stats` (their results apart from the boards'):
+# (channel, member, locale) -> the line, or None when there is nothing to say.
+StatsLine = Callable[["ChannelRef", "UserRef", Locale], Awaitable[str | None]]
 # The channels, of those given, where scheduled questions wait (a live round runs there).
 ChannelHold = Callable[[Collection[ChannelRef]], Awaitable[set[ChannelRef]]]
 S = TypeVar("S")
@@ -99,6 +102,7 @@ class Feature:
     # round's steps), and channels whose scheduled questions wait meanwhile.
     tickers: Sequence[Ticker] = ()
     holds: Sequence[ChannelHold] = ()
+    stats: Sequence[StatsLine] = ()  # lines of `/quiz stats` (live rounds' points, apart)
 
 
 class Registry:
@@ -161,6 +165,10 @@ class Registry:
     @property
     def pages(self) -> tuple[Page, ...]:
         return self._all("pages")
+
+    @property
+    def stats(self) -> tuple[StatsLine, ...]:
+        return self._all("stats")
 
     @property
     def tickers(self) -> tuple[Ticker, ...]:
@@ -242,6 +250,7 @@ __all__ = [
     "Parts",
     "Quiz",
     "Registry",
+    "StatsLine",
     "SubmitHandler",
     "Ticker",
 ]

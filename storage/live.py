@@ -567,6 +567,28 @@ class SqlLiveRepository:
             )
         return out
 
+    async def player(self, channel: ChannelRef, user: UserRef) -> BoardRow | None:
+        async with self._sessions() as s:
+            found = (
+                await s.execute(
+                    select(LiveScoreRow, MemberRow)
+                    .join(MemberRow, MemberRow.id == LiveScoreRow.member_id)
+                    .join(ChannelRow, ChannelRow.id == LiveScoreRow.channel_id)
+                    .where(
+                        ChannelRow.platform == str(channel.platform),
+                        ChannelRow.workspace == channel.workspace,
+                        ChannelRow.channel == channel.channel,
+                        MemberRow.platform == str(user.platform),
+                        MemberRow.workspace == user.workspace,
+                        MemberRow.user_id == user.user,
+                    )
+                )
+            ).first()
+        if found is None:
+            return None
+        score, member = found
+        return BoardRow(0, _user(member), score.points, score.correct, score.answered, score.rounds)
+
     async def busy(self, channels: Collection[ChannelRef]) -> set[ChannelRef]:
         if not channels:
             return set()

@@ -13,7 +13,7 @@ from datetime import timedelta
 from bot.admin import AdminStatus, admin_refusal
 from bot.basics import ask_topics
 from bot.commands import Command, Invocation, Reply
-from bot.domain import AnswerOutcome, AnswerStatus, ChannelRef, Locale, choice_letter
+from bot.domain import AnswerOutcome, AnswerStatus, ChannelRef, Locale, UserRef, choice_letter
 from bot.errors import UserFacingError
 from bot.features import ButtonKind, Feature, Parts
 from bot.formats import significant, trimmed
@@ -168,6 +168,22 @@ def live_feature(rounds: LiveRounds) -> Feature:
             )
         return None
 
+    async def stats_line(channel: ChannelRef, user: UserRef, locale: Locale) -> str | None:
+        row = await rounds.repo.player(channel, user)
+        if row is None:
+            return None
+        t = translator(locale)
+        return t.n(
+            "Live rounds (a board of their own: /quiz live board): {points} points, "
+            "{correct} right of {answered}, in {count} round.",
+            "Live rounds (a board of their own: /quiz live board): {points} points, "
+            "{correct} right of {answered}, in {count} rounds.",
+            row.rounds,
+            points=trimmed(row.points, locale),
+            correct=row.correct,
+            answered=row.answered,
+        )
+
     return Feature(
         "live",
         commands=[
@@ -184,6 +200,7 @@ def live_feature(rounds: LiveRounds) -> Feature:
         services=[rounds],
         tickers=[rounds],
         holds=[rounds.busy],
+        stats=[stats_line],
     )
 
 

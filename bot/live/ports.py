@@ -270,6 +270,10 @@ class LiveRepository(Protocol):
 
     async def board(self, channel: ChannelRef, limit: int = 10) -> list[BoardRow]: ...
 
+    async def player(self, channel: ChannelRef, user: UserRef) -> BoardRow | None:
+        """The member's row of the live board (rank 0: not computed)."""
+        ...
+
     async def busy(self, channels: Collection[ChannelRef]) -> set[ChannelRef]:
         """Those of `channels` with a round in its lobby or running."""
         ...

@@ -106,6 +106,9 @@ async def test_a_full_round_lobby_questions_results_podium_and_live_board(
         assert len(live.questions()) == 2 and len(live.posts("Live round: the podium")) == 1
         replies = await live.command("live board")
         assert "bob — 1,625 points (2 right, 1 rounds)" in replies[0].message.body
+        (stats,) = await live.command("stats", BOB)  # the daily results, the live ones apart
+        assert "You have no answers in this channel yet." in stats.message.body
+        assert "Live rounds" in stats.message.body and "1,625 points" in stats.message.body
 
 
 async def test_clicks_after_the_deadline_are_refused_with_the_time_they_missed_by(
