@@ -27,6 +27,7 @@ from bot import (
     flags,
     generated,
     imports,
+    live,
     mydata,
     packs,
     practice,
@@ -69,6 +70,7 @@ FEATURES: tuple[FeatureFactory, ...] = (
     demos.feature,
     practice.feature,
     report.feature,
+    live.feature,
     scheduling.feature,
     dashboard.feature,
 )

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bot.boards import USAGE as BOARD_USAGE
 from bot.boards import leaderboard_command
 from bot.commands import Admin, Command, CommandOption, Invocation, Reply, help_message
@@ -87,6 +89,19 @@ def feature(parts: Parts) -> Feature:
     async def help_(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         return [Reply(help_message(commands, translator(inv.locale)))]
 
+    async def stats(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
+        """The member's results, and what other features keep apart (live rounds)."""
+        replies = await stats_command(service, inv, args)
+        extra = [
+            line
+            for add in parts.registry.stats
+            if (line := await add(inv.channel, inv.user, inv.locale))
+        ]
+        if not extra:
+            return replies
+        message = replies[0].message
+        return [Reply(replace(message, body="\n\n".join([message.body, *extra])))]
+
     return Feature(
         "basics",
         commands=[
@@ -112,7 +127,7 @@ def feature(parts: Parts) -> Feature:
                 N_("show the channel's leaderboard"),
                 options=(WINDOW_OPTION, SCOPE_OPTION),
             ),
-            Command("stats", stats_command, "stats", N_("your own results"), options=()),
+            Command("stats", stats, "stats", N_("your own results"), options=()),
             Command(
                 "lang",
                 _lang,

@@ -73,6 +73,13 @@ class Settings(BaseSettings):
         description="seconds between two /quiz ask in one channel, on every platform and "
         "replica (0: no cooldown)",
     )
+    live_lobby: int = Field(
+        30,
+        ge=0,
+        le=600,
+        validation_alias=AliasChoices("QUIZBOT_LIVE_LOBBY"),
+        description="seconds a live round's lobby waits for players before question 1",
+    )
     discord_public_key: str | None = Field(
         None,
         validation_alias=AliasChoices("DISCORD_PUBLIC_KEY"),

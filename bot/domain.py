@@ -39,6 +39,14 @@ class PostKind(StrEnum):
     SCHEDULED = "scheduled"  # fired by a channel schedule
     ASK = "ask"  # on demand, in the channel
     PRACTICE = "practice"  # private, never scores
+    # A question of a live round (`bot.live`): its points go to the round and the live
+    # board only; LIVE_COUNTED also to the daily boards, as an asked question (`count`).
+    LIVE = "live"
+    LIVE_COUNTED = "live-counted"
+
+    @property
+    def live(self) -> bool:
+        return self in (PostKind.LIVE, PostKind.LIVE_COUNTED)
 
 
 class PostState(StrEnum):

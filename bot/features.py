@@ -14,13 +14,14 @@ its catalog entries and tests); `docs/architecture.md` ("Adding a feature") has 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from bot.commands import Command, CommandSet
-from bot.domain import Locale
+from bot.domain import ChannelRef, Locale, UserRef
 from bot.messages import ANSWER, KIND, Message
 from bot.quiz import OutcomeRenderer, QuizService, RevealButton, RevealListener
 
@@ -40,7 +41,20 @@ ClickHandler = Callable[["Click", Locale], Awaitable[Message]]
 FormOpener = Callable[["Click", Locale], Awaitable["Form | Message"]]
 SubmitHandler = Callable[["Submission", Locale], Awaitable["SubmitReply"]]
 HealthCheck = Callable[[], Awaitable[bool]]
+# A line a feature adds to a member's `/quiz stats` (their results apart from the boards'):
+# (channel, member, locale) -> the line, or None when there is nothing to say.
+StatsLine = Callable[["ChannelRef", "UserRef", Locale], Awaitable[str | None]]
+# The channels, of those given, where scheduled questions wait (a live round runs there).
+ChannelHold = Callable[[Collection[ChannelRef]], Awaitable[set[ChannelRef]]]
 S = TypeVar("S")
+
+
+class Ticker(Protocol):
+    """Work a feature does on the scheduler's pass (the same clock, the same `tick`)."""
+
+    async def tick(self, now: datetime) -> object: ...
+
+    async def next_event(self, now: datetime) -> datetime | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +98,11 @@ class Feature:
     checks: dict[str, HealthCheck] = field(default_factory=dict)  # /healthz
     # Web pages below /w/<platform>/<workspace>/ (`bot.pages`; the dashboard serves them).
     pages: Sequence[Page] = ()
+    # Due work the scheduler's pass also does (`tick(now)`, `next_event(now)`: a live
+    # round's steps), and channels whose scheduled questions wait meanwhile.
+    tickers: Sequence[Ticker] = ()
+    holds: Sequence[ChannelHold] = ()
+    stats: Sequence[StatsLine] = ()  # lines of `/quiz stats` (live rounds' points, apart)
 
 
 class Registry:
@@ -148,6 +167,21 @@ class Registry:
         return self._all("pages")
 
     @property
+    def stats(self) -> tuple[StatsLine, ...]:
+        return self._all("stats")
+
+    @property
+    def tickers(self) -> tuple[Ticker, ...]:
+        return self._all("tickers")
+
+    async def held(self, channels: Collection[ChannelRef]) -> set[ChannelRef]:
+        """Those of `channels` whose scheduled questions wait (a feature holds them)."""
+        out: set[ChannelRef] = set()
+        for hold in self._all("holds"):
+            out |= await hold(channels)
+        return out
+
+    @property
     def services(self) -> tuple[AbstractAsyncContextManager[Any], ...]:
         return self._all("services")
 
@@ -206,6 +240,7 @@ class Quiz:
 
 __all__ = [
     "ButtonKind",
+    "ChannelHold",
     "ClickHandler",
     "Feature",
     "FeatureFactory",
@@ -215,5 +250,7 @@ __all__ = [
     "Parts",
     "Quiz",
     "Registry",
+    "StatsLine",
     "SubmitHandler",
+    "Ticker",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 MAX_POST_ID = 2**63 - 1  # what the database can hold; a larger id is no post of ours
@@ -89,6 +90,9 @@ class Message:
     fields: tuple[Field, ...] = ()
     footer: str = ""
     image: Image | None = None
+    # A closing time each platform shows counting down by itself (Slack's `<!date^…>`,
+    # Discord's `<t:…:R>`; the console prints it): no edit per second.
+    countdown: datetime | None = None
 
     def plain_text(self) -> str:
         """A text fallback (notifications, console, Slack's `text`)."""

@@ -32,6 +32,7 @@ from bot.messages import Attachment, Image, Message
 if TYPE_CHECKING:
     from bot.dashboard.ports import DashboardRepository
     from bot.demos.runs import DemoRunRepository
+    from bot.live.ports import LiveRepository
     from bot.mydata import MemberData
     from bot.practice import PracticeRepository
     from bot.report import ReportRepository
@@ -317,6 +318,9 @@ class FeatureStore(Store, Protocol):
 
     @property
     def dashboard(self) -> DashboardRepository: ...
+
+    @property
+    def live(self) -> LiveRepository: ...
 
 
 class DemoRunner(Protocol):

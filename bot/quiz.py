@@ -408,8 +408,9 @@ class QuizService:
         return self._edit_locks[post_id % EDIT_STRIPES]
 
     def _schedule_count_update(self, post: Post, question: Question) -> None:
-        """Coalesce "N answered" edits: at most one per post per interval."""
-        if post.message is None or post.id in self._count_pending:
+        """Coalesce "N answered" edits: at most one per post per interval (a live round
+        edits its own questions, coarsely: `bot.live`)."""
+        if post.message is None or post.id in self._count_pending or post.kind.live:
             return
         self._count_pending.add(post.id)
 
@@ -462,6 +463,8 @@ class QuizService:
         post = await self.store.posts.close(post_id, self.clock.now())
         if post is None:
             return None
+        if post.kind.live:
+            return None  # its live round posts the results (`bot.live`)
         reveal = await self._reveal_of(post)
         if reveal is None:
             return None
@@ -546,6 +549,8 @@ class QuizService:
         """Close every open question in a channel now (`/quiz close`)."""
         out = []
         for post in await self.store.posts.open_in_channel(channel):
+            if post.kind.live:
+                continue  # the live round's own (`/quiz live stop` ends it)
             if (reveal := await self.close(post.id)) is not None:
                 out.append(reveal)
         return out

@@ -63,6 +63,9 @@ MAX_CHOICE = 32  # far above any question's choices; SMALLINT-safe
 STALE_ROUNDS = 3  # batches resolved again after finding an erased member's cached id
 
 
+_LIVE = (PostKind.LIVE.value, PostKind.LIVE_COUNTED.value)
+
+
 @dataclass(slots=True)
 class _Pending:
     post_id: int
@@ -262,6 +265,15 @@ class SqlAnswerRepository:
                 for i in idxs
             ]
 
+        if row.kind in _LIVE and row.closes_at is not None:
+            # A live question takes clicks up to its deadline, not up to its close (the
+            # round's next step closes it a moment later).
+            late = {i for i in idxs_here if batch[i].at >= row.closes_at}
+            if late:
+                idxs_here = [i for i in idxs_here if i not in late]
+                foreign |= late  # answered below as closed, not as another channel's
+        else:
+            late = set()
         first: dict[int, _Pending] = {}
         practice = row.kind == PostKind.PRACTICE.value
         strangers: set[int] = set()  # clicks on someone else's practice question
@@ -327,7 +339,9 @@ class SqlAnswerRepository:
         for i in idxs:
             p = batch[i]
             mid = member_ids[p.user.key]
-            if i in foreign:
+            if i in late:
+                out.append(AnswerOutcome(AnswerStatus.CLOSED, post=post))
+            elif i in foreign:
                 out.append(AnswerOutcome(AnswerStatus.WRONG_CHANNEL))
             elif mid in strangers:
                 out.append(AnswerOutcome(AnswerStatus.UNKNOWN_POST))

@@ -38,6 +38,8 @@ from storage.models import (
     AnswerRow,
     ChannelRow,
     FlagRow,
+    LivePlayerRow,
+    LiveScoreRow,
     MemberRow,
     PostRow,
     PracticeCardRow,
@@ -296,6 +298,8 @@ async def _erase(s: AsyncSession, mid: int) -> Forgotten:
         )
     answers = await s.execute(sql_delete(AnswerRow).where(AnswerRow.member_id == mid))
     cards = await s.execute(sql_delete(PracticeCardRow).where(PracticeCardRow.member_id == mid))
+    await s.execute(sql_delete(LivePlayerRow).where(LivePlayerRow.member_id == mid))
+    await s.execute(sql_delete(LiveScoreRow).where(LiveScoreRow.member_id == mid))
     await s.execute(
         update(PostRow).where(PostRow.practice_member_id == mid).values(practice_member_id=None)
     )

@@ -561,3 +561,75 @@ class WebClinicRow(Base):
     png: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class LiveRoundRow(Base):
+    """A live round (migration 0012, `storage.live`): a lobby, then its questions one after
+    another. `step` says where it is (0: the lobby; 2k+1: question k open; 2k+2: question k
+    closed, the next one due) and `next_at` when that step's work is due; whoever moves
+    `leased_at` forward owns the step's work until the lease passes, and only the owner of
+    a step advances it (`WHERE step = …`). `active_channel_id` is the channel while the
+    round is in its lobby or running, NULL after: one live round per channel."""
+
+    __tablename__ = "live_rounds"
+    __table_args__ = (Index("ix_live_rounds_state_next_at", "state", "next_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"))
+    active_channel_id: Mapped[int | None] = mapped_column(BigId, nullable=True, unique=True)
+    state: Mapped[str] = mapped_column(String(16))
+    questions: Mapped[int] = mapped_column(SmallInteger)
+    seconds: Mapped[int] = mapped_column(SmallInteger)
+    topic: Mapped[str | None] = mapped_column(String(80), nullable=True)
+    counted: Mapped[bool] = mapped_column(Boolean)
+    locale: Mapped[str] = mapped_column(String(8))
+    started_by: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    step: Mapped[int] = mapped_column(Integer)
+    next_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    leased_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    stop_requested: Mapped[bool] = mapped_column(Boolean)
+    lobby_message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    ended_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    # Why it ended: "" (every question), "stopped", "cancelled"; the podium once posted.
+    end_note: Mapped[str] = mapped_column(String(16))
+    podium_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+class LiveQuestionRow(Base):
+    """Question k of a live round: its post (claimed with this row, in one transaction),
+    when its message was stored (the start of its speed points) and when its results were
+    posted."""
+
+    __tablename__ = "live_questions"
+
+    round_id: Mapped[int] = mapped_column(ForeignKey("live_rounds.id"), primary_key=True)
+    k: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"), unique=True)
+    opened_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    results_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+class LivePlayerRow(Base):
+    """Who pressed Join in a live round's lobby."""
+
+    __tablename__ = "live_players"
+
+    round_id: Mapped[int] = mapped_column(ForeignKey("live_rounds.id"), primary_key=True)
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
+    joined_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class LiveScoreRow(Base):
+    """The live board: per (channel, member), the points of every finished live round,
+    folded once, when the round ends (apart from the daily boards)."""
+
+    __tablename__ = "live_scores"
+
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), primary_key=True)
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
+    points: Mapped[int] = mapped_column(Integer)
+    correct: Mapped[int] = mapped_column(Integer)
+    answered: Mapped[int] = mapped_column(Integer)
+    rounds: Mapped[int] = mapped_column(Integer)
+    reached_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -37,6 +37,7 @@ from storage.refs import RefResolver
 from storage.score_fold import fold_post
 
 _Practice = aliased(MemberRow)
+_NO_REVEAL = (PostKind.PRACTICE.value, PostKind.LIVE.value, PostKind.LIVE_COUNTED.value)
 
 # A closed post still waiting for its public reveal: the predicate of the partial index
 # ix_posts_unrevealed, with inline literals so both planners can match it to the index.
@@ -225,7 +226,9 @@ class SqlPostRepository:
             ).first()
             if changed is not None:
                 _, kind, message_id = changed
-                if kind == PostKind.PRACTICE.value or message_id is None:
+                # No public reveal: practice, a post never sent, a live question (its
+                # round posts the results: `bot.live`).
+                if kind in _NO_REVEAL or message_id is None:
                     await s.execute(
                         update(PostRow)
                         .where(PostRow.id == post_id)
@@ -245,7 +248,11 @@ class SqlPostRepository:
 
     async def due(self, now: datetime, limit: int = 100) -> list[Post]:
         return await self._list(
-            and_(PostRow.state == PostState.OPEN.value, PostRow.closes_at <= now),
+            and_(
+                PostRow.state == PostState.OPEN.value,
+                PostRow.closes_at <= now,
+                PostRow.kind.not_in((PostKind.LIVE.value, PostKind.LIVE_COUNTED.value)),
+            ),
             PostRow.closes_at.asc(),
             limit,
         )

@@ -70,6 +70,9 @@ def _lease_start() -> ColumnElement[datetime]:
     return func.coalesce(PostRow.send_leased_at, PostRow.created_at, type_=UtcDateTime())
 
 
+_LIVE = (PostKind.LIVE.value, PostKind.LIVE_COUNTED.value)  # `storage.live` sends them
+
+
 class SqlScheduleRepository:
     def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
         self._sessions = sessions
@@ -323,6 +326,7 @@ class SqlScheduleRepository:
             .where(
                 PostRow.state == _OPEN,
                 PostRow.closes_at <= now,
+                PostRow.kind.not_in(_LIVE),  # a live round closes its own questions
                 ChannelRow.platform.in_([str(p) for p in platforms]),
             )
             .order_by(PostRow.closes_at.asc())
@@ -337,7 +341,7 @@ class SqlScheduleRepository:
         lease_start = _lease_start()
         stale = and_(
             PostRow.state == _CLAIMED,
-            PostRow.kind != PostKind.PRACTICE.value,
+            PostRow.kind.not_in((PostKind.PRACTICE.value, *_LIVE)),
             lease_start <= stale_before,
         )
         async with self._sessions() as s:

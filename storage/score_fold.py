@@ -56,8 +56,10 @@ async def fold_post(s: AsyncSession, post: PostRow, channel: ChannelRow, dialect
     histograms that rank them, topics.
     """
     kind = PostKind(post.kind)
-    if kind is PostKind.PRACTICE:
-        return
+    if kind is PostKind.PRACTICE or kind is PostKind.LIVE:
+        return  # a live round's points are its own (`storage.live`), unless counted
+    if kind is PostKind.LIVE_COUNTED:
+        kind = PostKind.ASK  # `/quiz live … count`: the daily boards, as an asked question
     await s.execute(
         select(ChannelRow.id).where(ChannelRow.id == channel.id).with_for_update(key_share=True)
     )

@@ -18,6 +18,7 @@ from storage.deliveries import SqlDeliveryLog
 from storage.demo_runs import SqlDemoRunRepository
 from storage.engine import check_schema, create_engine, redact, upgrade
 from storage.faults import RetryObserver
+from storage.live import SqlLiveRepository
 from storage.members import SqlMemberData
 from storage.posts import SqlPostRepository
 from storage.practice import SqlPracticeRepository
@@ -70,6 +71,7 @@ class SqlStore(Lifecycle):
         self.team = SqlTeamPackRepository(self.sessions, self.refs, self.clock)
         self.members = SqlMemberData(self.sessions, self.refs, self.clock)
         self.dashboard = SqlDashboard(self.sessions, self.refs.defaults.timezone)
+        self.live = SqlLiveRepository(self.sessions, self.refs)
         self.web = SqlWebSessions(self.sessions)
 
     async def initialize(self) -> None:

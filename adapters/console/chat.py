@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Awaitable, Callable
+from datetime import UTC
 from pathlib import Path
 from typing import TextIO
 
@@ -37,6 +38,8 @@ def render_text(message: Message, indent: str = "") -> str:
         lines.append("  ".join(f"[{b.label}]" for b in message.buttons))
     if message.footer:
         lines.append(f"({message.footer})")
+    if message.countdown is not None:
+        lines.append(f"(deadline {message.countdown.astimezone(UTC):%H:%M:%S} UTC)")
     return textwrap.indent(console_syntax("\n".join(lines)), indent, lambda _: True)
 
 

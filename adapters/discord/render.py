@@ -183,7 +183,9 @@ def render(message: Message) -> Rendered:
     title = truncate(message.title, TITLE_LIMIT)
     body = to_markdown(message.body)
     suffix = ""
-    if message.buttons and (closes := close_time(message.footer)) is not None:
+    if message.countdown is not None:  # a live question: the seconds count down by themselves
+        suffix = f"\n\n⏰ <t:{int(message.countdown.timestamp())}:R>"
+    elif message.buttons and (closes := close_time(message.footer)) is not None:
         suffix = f"\n\n⏰ {discord_timestamp(closes)}"
     footer = truncate(message.footer, FOOTER_LIMIT)
     fields = [

@@ -13,6 +13,7 @@ import logging
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
 from bot.forms import FieldKind, Form
@@ -119,6 +120,8 @@ def render(message: Message) -> SlackMessage:
     if message.title.strip():
         head.append(_header(message.title))
     footer: list[Block] = [_context(message.footer)] if message.footer.strip() else []
+    if message.countdown is not None:
+        footer.append(_countdown(message.countdown))
     budget = BLOCKS_TEXT_BUDGET - sum(_text_len(b) for b in head + footer)
     fields = _fields(message.fields, budget // 2)
     budget -= sum(slack_len(f["text"]) for f in fields)
@@ -214,6 +217,16 @@ def _text_len(block: Block) -> int:
 def _context(footer: str) -> Block:
     text = truncate(to_mrkdwn(footer), CONTEXT_TEXT_MAX)
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def slack_date(at: datetime) -> str:
+    """A time every reader sees in their own zone: ``<!date^EPOCH^{time_secs}|fallback>``."""
+    return f"<!date^{int(at.timestamp())}^{{time_secs}}|{at.astimezone(UTC):%H:%M:%S} UTC>"
+
+
+def _countdown(at: datetime) -> Block:
+    """The closing time of a live question (it renders in each reader's zone; no edits)."""
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": f"⏰ {slack_date(at)}"}]}
 
 
 def _buttons(buttons: tuple[Button, ...]) -> list[Block]:

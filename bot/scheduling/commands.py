@@ -67,6 +67,7 @@ def feature(parts: Parts) -> Feature:
         clock=parts.clock,
         metrics=parts.metrics,
         use_apscheduler=parts.wakeups,
+        hooks=parts.registry,
     )
     return schedule_feature(scheduler)
 

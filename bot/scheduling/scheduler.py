@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -46,6 +47,22 @@ DEFAULT_RECONCILE_EVERY = timedelta(seconds=30)
 _MISSED_COUNT_CAP = 1000
 
 T = TypeVar("T")
+
+
+class Ticker(Protocol):
+    async def tick(self, now: datetime) -> object: ...
+
+    async def next_event(self, now: datetime) -> datetime | None: ...
+
+
+class SchedulerHooks(Protocol):
+    """What other features add to a pass (`bot.features.Registry`): their due work (a live
+    round's steps) and the channels whose scheduled questions wait meanwhile."""
+
+    @property
+    def tickers(self) -> Sequence[Ticker]: ...
+
+    async def held(self, channels: Collection[ChannelRef]) -> set[ChannelRef]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +101,9 @@ class Scheduler(Lifecycle):
         reconcile_every: timedelta = DEFAULT_RECONCILE_EVERY,
         use_apscheduler: bool = True,
         drain_timeout: float = 5.0,
+        hooks: SchedulerHooks | None = None,
     ) -> None:
+        self.hooks = hooks
         self.service = service
         self.store = schedules
         self.clock = clock or service.clock
@@ -255,6 +274,11 @@ class Scheduler(Lifecycle):
         resent, abandoned = await resend_unsent(
             self.service, self.store, platforms, now, now - self.send_lease, self.metrics
         )
+        for ticker in self.hooks.tickers if self.hooks is not None else ():
+            try:
+                await ticker.tick(now)
+            except Exception:
+                log.exception("a feature's due work failed; the next pass tries again")
         posted, skipped = await self._fire_due(now)
         return ReconcileReport(
             tuple(posted), revealed, resent, abandoned, tuple(skipped), reveals_retried=retried
@@ -273,12 +297,22 @@ class Scheduler(Lifecycle):
         unrevealed = await self.service.store.posts.oldest_unrevealed(set(self.service.chats))
         if unrevealed is not None and unrevealed + self.reveal_lease > now:
             times.append(unrevealed + self.reveal_lease)
+        for ticker in self.hooks.tickers if self.hooks is not None else ():
+            if (at := await ticker.next_event(now)) is not None and at > now:
+                times.append(at)
         return min(times, default=None)
 
     async def _fire_due(self, now: datetime) -> tuple[list[Post], list[tuple[int, datetime]]]:
         skipped: list[tuple[int, datetime]] = []
         due: list[tuple[_Entry, datetime]] = []
-        for entry in list(self._entries.values()):
+        ready = [
+            e for e in self._entries.values() if e.next_slot is not None and e.next_slot <= now
+        ]
+        if ready and self.hooks is not None:
+            # A channel running a live round keeps its due slot until the round ends.
+            held = await self.hooks.held({e.schedule.channel for e in ready})
+            ready = [e for e in ready if e.schedule.channel not in held]
+        for entry in ready:
             if entry.next_slot is not None and entry.next_slot <= now:
                 slot = self._consume_due_slots(entry, now, skipped)
                 if slot is not None:

@@ -170,6 +170,7 @@ CASES: dict[str, tuple[dict[str, Any] | Callable[[FakeDiscord], dict[str, Any]],
     "forget-me": ({}, "Erase your data?"),
     # The file goes to the import (downloaded, read, stored: one new question).
     "import": (question_file, "1 new question from 1 entries"),
+    "live": ({"arguments": "board"}, "No live round has ended in this channel yet"),
 }
 
 
