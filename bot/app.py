@@ -33,6 +33,7 @@ from bot import (
     report,
     review,
     scheduling,
+    seasons,
     submit,
 )
 from bot.bank import QuestionBank
@@ -70,6 +71,7 @@ FEATURES: tuple[FeatureFactory, ...] = (
     practice.feature,
     report.feature,
     scheduling.feature,
+    seasons.feature,
     dashboard.feature,
 )
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from bot.practice import PracticeRepository
     from bot.report import ReportRepository
     from bot.scheduling.ports import ScheduleStore
+    from bot.seasons import SeasonRepository
     from bot.team import TeamPackRepository
 
 
@@ -317,6 +318,9 @@ class FeatureStore(Store, Protocol):
 
     @property
     def dashboard(self) -> DashboardRepository: ...
+
+    @property
+    def seasons(self) -> SeasonRepository: ...
 
 
 class DemoRunner(Protocol):

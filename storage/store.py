@@ -26,6 +26,7 @@ from storage.refs import ChannelDefaults, RefResolver
 from storage.report import SqlReportRepository
 from storage.schedules import SqlScheduleRepository
 from storage.scores import SqlScoreRepository
+from storage.seasons import SqlSeasonRepository
 from storage.settings import SqlSettingsRepository
 from storage.team import SqlTeamPackRepository
 from storage.web import SqlWebSessions
@@ -71,6 +72,7 @@ class SqlStore(Lifecycle):
         self.members = SqlMemberData(self.sessions, self.refs, self.clock)
         self.dashboard = SqlDashboard(self.sessions)
         self.web = SqlWebSessions(self.sessions)
+        self.seasons = SqlSeasonRepository(self.sessions, self.refs)
 
     async def initialize(self) -> None:
         try:

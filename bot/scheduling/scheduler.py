@@ -22,7 +22,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -58,6 +58,16 @@ class ReconcileReport:
     abandoned: int = 0
     skipped: tuple[tuple[int, datetime], ...] = ()  # (schedule id, slot) not posted
     reveals_retried: int = 0  # failed reveals of earlier closes, posted in this pass
+
+
+class DueWork(Protocol):
+    """Other features' timed work done in each pass (a season's end): `run` does what is
+    due at `now`, exactly once across replicas by its own storage claims; `next_event`
+    says when it next has work (the tests' event stepping)."""
+
+    async def run(self, now: datetime) -> object: ...
+
+    async def next_event(self, now: datetime) -> datetime | None: ...
 
 
 @dataclass(slots=True)
@@ -104,6 +114,7 @@ class Scheduler(Lifecycle):
         self._wake_task: asyncio.Task[None] | None = None
         self._wake_wanted = False
         self._saved_versions: set[str] = set()  # question versions this process stored
+        self._work: list[DueWork] = []
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -140,6 +151,10 @@ class Scheduler(Lifecycle):
             if not done:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+
+    def add_work(self, work: DueWork) -> None:
+        """Do `work` in every pass (start-up's catch-up included), after the slots."""
+        self._work.append(work)
 
     async def healthy(self) -> bool:
         """Running, and (in production) APScheduler's loop is up."""
@@ -256,6 +271,11 @@ class Scheduler(Lifecycle):
             self.service, self.store, platforms, now, now - self.send_lease, self.metrics
         )
         posted, skipped = await self._fire_due(now)
+        for work in self._work:
+            try:
+                await work.run(now)
+            except Exception:
+                log.exception("%s failed; the next pass tries again", type(work).__name__)
         return ReconcileReport(
             tuple(posted), revealed, resent, abandoned, tuple(skipped), reveals_retried=retried
         )
@@ -273,6 +293,10 @@ class Scheduler(Lifecycle):
         unrevealed = await self.service.store.posts.oldest_unrevealed(set(self.service.chats))
         if unrevealed is not None and unrevealed + self.reveal_lease > now:
             times.append(unrevealed + self.reveal_lease)
+        for work in self._work:
+            at = await work.next_event(now)
+            if at is not None and at > now:
+                times.append(at)
         return min(times, default=None)
 
     async def _fire_due(self, now: datetime) -> tuple[list[Post], list[tuple[int, datetime]]]:
