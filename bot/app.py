@@ -35,6 +35,7 @@ from bot import (
     scheduling,
     seasons,
     submit,
+    teams,
 )
 from bot.bank import QuestionBank
 from bot.clock import Clock, SystemClock
@@ -72,6 +73,7 @@ FEATURES: tuple[FeatureFactory, ...] = (
     report.feature,
     scheduling.feature,
     seasons.feature,
+    teams.feature,
     dashboard.feature,
 )
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from bot.scheduling.ports import ScheduleStore
     from bot.seasons import SeasonRepository
     from bot.team import TeamPackRepository
+    from bot.teams import TeamRepository
 
 
 class Chat(Protocol):
@@ -321,6 +322,9 @@ class FeatureStore(Store, Protocol):
 
     @property
     def seasons(self) -> SeasonRepository: ...
+
+    @property
+    def leagues(self) -> TeamRepository: ...
 
 
 class DemoRunner(Protocol):

@@ -29,6 +29,7 @@ from storage.scores import SqlScoreRepository
 from storage.seasons import SqlSeasonRepository
 from storage.settings import SqlSettingsRepository
 from storage.team import SqlTeamPackRepository
+from storage.teams import SqlTeamRepository
 from storage.web import SqlWebSessions
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class SqlStore(Lifecycle):
         self.dashboard = SqlDashboard(self.sessions)
         self.web = SqlWebSessions(self.sessions)
         self.seasons = SqlSeasonRepository(self.sessions, self.refs)
+        self.leagues = SqlTeamRepository(self.sessions, self.refs)
 
     async def initialize(self) -> None:
         try:

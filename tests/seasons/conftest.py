@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot import basics, scheduling, seasons
+from bot import basics, scheduling, seasons, teams
 from bot.admin import EVERYONE, NOBODY
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
@@ -23,7 +23,7 @@ from tests.fakes import RecordingChat
 from tests.quiz import quiz_of
 
 T0 = datetime(2027, 1, 4, 9, 0, tzinfo=UTC)  # a Monday
-LEAGUE = [basics.feature, scheduling.feature, seasons.feature]
+LEAGUE = [basics.feature, scheduling.feature, seasons.feature, teams.feature]
 
 
 @pytest.fixture
