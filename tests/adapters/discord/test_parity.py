@@ -170,6 +170,8 @@ CASES: dict[str, tuple[dict[str, Any] | Callable[[FakeDiscord], dict[str, Any]],
     "forget-me": ({}, "Erase your data?"),
     # The file goes to the import (downloaded, read, stored: one new question).
     "import": (question_file, "1 new question from 1 entries"),
+    "season": ({"arguments": "start Spring 8"}, "Season Spring runs"),
+    "team": ({"arguments": "create Owls"}, "Team Owls is made"),
 }
 
 
