@@ -609,8 +609,25 @@ class SeasonScoreRow(Base):
     early_correct: Mapped[int] = mapped_column(Integer, default=0)
     late_answered: Mapped[int] = mapped_column(Integer, default=0)
     late_correct: Mapped[int] = mapped_column(Integer, default=0)
+    # correct / answered in millionths (integer division), kept by the fold: the accuracy
+    # board is an index range (`ix_season_scores_accuracy`), not a sort.
+    accuracy: Mapped[int] = mapped_column(Integer, default=0)
 
 
+# The accuracy board's order among members with at least 5 answers (the documented
+# minimum, `bot.seasons.MIN_ACCURACY_ANSWERS`): a partial index.
+SEASON_ACCURATE = "answered >= 5"
+Index(
+    "ix_season_scores_accuracy",
+    SeasonScoreRow.season_id,
+    SeasonScoreRow.board,
+    SeasonScoreRow.accuracy.desc(),
+    SeasonScoreRow.correct.desc(),
+    SeasonScoreRow.reached_at,
+    SeasonScoreRow.member_id,
+    postgresql_where=text(SEASON_ACCURATE),
+    sqlite_where=text(SEASON_ACCURATE),
+)
 Index(
     "ix_season_scores_rank",
     SeasonScoreRow.season_id,

@@ -36,6 +36,7 @@ ALL_TIME = date(1970, 1, 1)  # the `starts` of season boards in `score_histogram
 ACTIVE = "active"
 ENDED = "ended"
 CHANNEL = "channel"
+ACCURACY_SCALE = 1_000_000  # `season_scores.accuracy`: correct / answered in millionths
 WORKSPACE = "workspace"
 
 
@@ -162,6 +163,7 @@ async def _fold_season(
                     "early_correct": int(early and a.correct),
                     "late_answered": int(late),
                     "late_correct": int(late and a.correct),
+                    "accuracy": ACCURACY_SCALE * int(a.correct),
                 }
             )
     rows.sort(key=lambda row: (row["board"], row["member_id"]))
@@ -180,6 +182,10 @@ async def _fold_season(
                 "early_correct": r.early_correct + ins.excluded.early_correct,
                 "late_answered": r.late_answered + ins.excluded.late_answered,
                 "late_correct": r.late_correct + ins.excluded.late_correct,
+                # Integer division on both databases (non-negative integers).
+                "accuracy": (r.correct + ins.excluded.correct)
+                * ACCURACY_SCALE
+                // (r.answered + ins.excluded.answered),
             },
         ).returning(r.board, r.member_id, r.points, r.answered),
         rows,

@@ -11,7 +11,7 @@ from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, func, literal_column, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.domain import ChannelRef, LeaderboardRow, Platform, UserRef
@@ -337,6 +337,8 @@ class SqlSeasonRepository:
                 caller,
                 limit,
             )
+            # Inlined, so the planners match `ix_season_scores_accuracy`'s predicate.
+            least: Any = literal_column(str(int(min_answers)))
             accurate = await s.execute(
                 select(
                     r.points,
@@ -348,13 +350,8 @@ class SqlSeasonRepository:
                     MemberRow.display_name,
                 )
                 .join(MemberRow, MemberRow.id == r.member_id)
-                .where(r.season_id == season.id, r.board == board, r.answered >= min_answers)
-                .order_by(
-                    (r.correct * 1.0 / r.answered).desc(),
-                    r.correct.desc(),
-                    r.reached_at,
-                    r.member_id,
-                )
+                .where(r.season_id == season.id, r.board == board, r.answered >= least)
+                .order_by(r.accuracy.desc(), r.correct.desc(), r.reached_at, r.member_id)
                 .limit(limit)
             )
             best = tuple(

@@ -328,6 +328,7 @@ async def recompute(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[An
                 season_streak[k] if k[1] != 0 or _channel_season(seasons, k[0]) else 0,
                 season_best[k],
                 *season_thirds[k],
+                sum(c for _, c, _ in v) * 1_000_000 // len(v),
             )
             for k, v in season_rows.items()
         },
@@ -365,6 +366,7 @@ async def actual(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[Any, 
                     r.early_correct,
                     r.late_answered,
                     r.late_correct,
+                    r.accuracy,
                 )
                 for r in (await s.execute(select(SeasonScoreRow))).scalars()
             },
@@ -469,7 +471,7 @@ async def _check_season_and_team_boards(
             assert got.players == len(rows)
             accurate = sorted(
                 (kv for kv in rows if kv[1][2] >= 2),
-                key=lambda kv: (-kv[1][1] / kv[1][2], -kv[1][1], kv[1][3], kv[0]),
+                key=lambda kv: (-(kv[1][1] * 1_000_000 // kv[1][2]), -kv[1][1], kv[1][3], kv[0]),
             )[:10]
             assert [r.user.user for r in got.accurate] == [names[m] for m, _ in accurate]
     ws = Workspace.of(MEMBERS["T1"][0])

@@ -73,6 +73,7 @@ def upgrade() -> None:
         sa.Column("early_correct", sa.Integer(), nullable=False),
         sa.Column("late_answered", sa.Integer(), nullable=False),
         sa.Column("late_correct", sa.Integer(), nullable=False),
+        sa.Column("accuracy", sa.Integer(), nullable=False),
         _fk("season_scores", "season_id", "seasons"),
         _fk("season_scores", "member_id", "members"),
         sa.PrimaryKeyConstraint("season_id", "board", "member_id", name=op.f("pk_season_scores")),
@@ -83,6 +84,20 @@ def upgrade() -> None:
         ["season_id", "board", sa.text("points DESC"), sa.text("correct DESC"), "reached_at", "member_id"],
     )
     op.create_index("ix_season_scores_member_id", "season_scores", ["member_id"])
+    op.create_index(
+        "ix_season_scores_accuracy",
+        "season_scores",
+        [
+            "season_id",
+            "board",
+            sa.text("accuracy DESC"),
+            sa.text("correct DESC"),
+            "reached_at",
+            "member_id",
+        ],
+        postgresql_where=sa.text("answered >= 5"),
+        sqlite_where=sa.text("answered >= 5"),
+    )
     op.create_table(
         "season_topics",
         sa.Column("season_id", BIG_ID, nullable=False),
@@ -144,6 +159,7 @@ def downgrade() -> None:
     op.drop_table("leagues")
     op.drop_index("ix_season_topics_member_id", table_name="season_topics")
     op.drop_table("season_topics")
+    op.drop_index("ix_season_scores_accuracy", table_name="season_scores")
     op.drop_index("ix_season_scores_member_id", table_name="season_scores")
     op.drop_index("ix_season_scores_rank", table_name="season_scores")
     op.drop_table("season_scores")
