@@ -80,9 +80,14 @@ class SqlSeasonRepository:
         self._sessions = sessions
         self._refs = refs
         self._dialect = sessions.kw["bind"].dialect.name
+        self._channel_ids: dict[ChannelRef, int] = {}
 
     async def _channel_id(self, s: AsyncSession, channel: ChannelRef) -> int | None:
-        return (
+        """The channel's row id (cached: channel rows are never deleted), None before it
+        has one."""
+        if (cid := self._channel_ids.get(channel)) is not None:
+            return cid
+        cid = (
             await s.execute(
                 select(ChannelRow.id).where(
                     ChannelRow.platform == str(channel.platform),
@@ -91,6 +96,9 @@ class SqlSeasonRepository:
                 )
             )
         ).scalar_one_or_none()
+        if cid is not None:
+            self._channel_ids[channel] = cid
+        return cid
 
     async def start(
         self,

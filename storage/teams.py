@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import case, delete, func, select, update
+from sqlalchemy import and_, case, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -179,25 +179,18 @@ class SqlTeamRepository:
         """One statement: the board's rows of the teams' members, numbered per team by
         points (a window function), summed per team."""
         tm = TeamMemberRow
+        # Each team member's row of the board: a primary-key lookup per member.
         src: Any
         if season_id is not None:
-            r = SeasonScoreRow
-            src = (
-                select(r.member_id, r.points, r.answered)
-                .where(r.season_id == season_id, r.board == 0)
-                .subquery()
-            )
+            src = SeasonScoreRow
+            on = and_(src.season_id == season_id, src.board == 0, src.member_id == tm.member_id)
         else:
             period = period or BoardPeriod(BoardWindow.ALL)
             starts = ALL_TIME if period.window is BoardWindow.ALL else period.first
+            src = ScorePeriodRow
             board = workspace_board(str(ws.platform), ws.id, period.window)
-            p = ScorePeriodRow
-            src = (
-                select(p.member_id, p.points, p.answered)
-                .where(p.board == board, p.starts == starts)
-                .subquery()
-            )
-        points = func.coalesce(src.c.points, 0)
+            on = and_(src.board == board, src.starts == starts, src.member_id == tm.member_id)
+        points = func.coalesce(src.points, 0)
         place = (
             func.row_number()
             .over(partition_by=tm.team_id, order_by=(points.desc(), tm.member_id))
@@ -207,11 +200,12 @@ class SqlTeamRepository:
             select(
                 tm.team_id,
                 points.label("points"),
-                func.coalesce(src.c.answered, 0).label("answered"),
+                func.coalesce(src.answered, 0).label("answered"),
                 place,
             )
+            .select_from(tm)
             .join(TeamRow, TeamRow.id == tm.team_id)
-            .outerjoin(src, src.c.member_id == tm.member_id)
+            .outerjoin(src, on)
             .where(TeamRow.platform == str(ws.platform), TeamRow.workspace == ws.id)
             .subquery()
         )
