@@ -627,8 +627,25 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
             lines.append(t("You have not answered in this season yet."))
         return [Reply(Message(title=t("Season {name}", name=current.name), body="\n".join(lines)))]
 
+    async def note(channel: ChannelRef, user: UserRef, locale: Locale) -> str | None:
+        """Under boards and stats: the running season and the member's place in it."""
+        current = await seasons.current(channel, keeper.clock.now())
+        if current is None:
+            return None
+        t = translator(locale)
+        board = await seasons.board(current, user, None, limit=1)
+        if board.caller is None:
+            return t("Season {name} is running: /quiz season board", name=current.name)
+        return t(
+            "Season {name}: you are {rank} of {players} (/quiz season board)",
+            name=current.name,
+            rank=board.caller.rank,
+            players=board.players,
+        )
+
     return Feature(
         "seasons",
+        board_notes=[note],
         commands=[
             Command(
                 "season",

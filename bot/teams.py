@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Protocol
 from bot.admin import AdminStatus, admin_refusal
 from bot.clock import Clock
 from bot.commands import Command, Invocation, Reply
-from bot.domain import BoardPeriod, BoardWindow, Locale, Platform, UserRef
+from bot.domain import BoardPeriod, BoardWindow, ChannelRef, Locale, Platform, UserRef
 from bot.errors import UserFacingError
 from bot.i18n import N_, Translator, translator
 from bot.messages import Button, ButtonStyle, Message
@@ -429,8 +429,17 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
         ]
         return Message(title=t("The teams are set"), body="\n".join(lines))
 
+    async def note(channel: ChannelRef, user: UserRef, locale: Locale) -> str | None:
+        """Under boards and stats: the member's team."""
+        mine = await teams.team_of(user)
+        if mine is None:
+            return None
+        t = translator(locale)
+        return t("Your team: {team} (/quiz team board)", team=mine)
+
     return Feature(
         "teams",
+        board_notes=[note],
         commands=[
             Command(
                 "team",

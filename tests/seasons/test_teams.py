@@ -115,3 +115,15 @@ async def test_an_admin_accepts_balanced_teams_once(league: Quiz, store: SqlStor
     assert await _count(store, TeamMemberRow) == 4
     too_many = await say(league, C1, ANN, "team balance 9", admin=True)
     assert "too few for 9 teams" in too_many.body
+
+
+async def test_boards_and_stats_name_the_members_season_and_team(league: Quiz) -> None:
+    await say(league, C1, ANN, "season start Cup 2", admin=True)
+    await say(league, C1, ANN, "team create Owls")
+    await say(league, C1, ANN, "team join Owls")
+    await play(league.service, C1, {ANN: True, BOB: False})
+    board = await say(league, C1, ANN, "leaderboard")
+    assert "Season Cup: you are 1 of 2 (/quiz season board)" in board.footer
+    assert "Your team: Owls (/quiz team board)" in board.footer
+    stats = await say(league, C1, BOB, "stats")
+    assert "Season Cup: you are 2 of 2" in stats.body and "Your team" not in stats.body
