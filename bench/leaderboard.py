@@ -4,7 +4,7 @@ workspace) with the caller's rank, through `QuizService.leaderboard`.
 
     .venv/bin/python bench/leaderboard.py [--answers 1000000] [--members 50000]
         [--channels 1000] [--workspaces 1] [--days 120] [--samples 300] [--pg URL]
-        [--skip-answers]
+        [--skip-answers] [--teams 50] [--team-members 1000] [--season-ends 100]
 
 The history is generated directly (numpy), consistently: one scheduled question per
 channel per day at 09:00 local time, answers from members of the channel's workspace
@@ -14,8 +14,16 @@ missed day), then bulk-inserted (executemany on SQLite, COPY on PostgreSQL). The
 puts every channel in ONE workspace: the workspace boards then rank all 50,000 members,
 the hardest case for them.
 
-Targets: p99 <= 20 ms for each board on each database; then the answer burst benchmark
-(`bench/answers.py`) is run again and its target lines are printed (aggregates maintained).
+Seasons and teams: workspace 0 runs one season over the whole history (its aggregates
+generated as the fold writes them: board 0 and a board per channel, streaks, thirds,
+accuracy, topics) and 1,000 of its members are in 50 teams; the season boards (whole,
+per channel) and the team boards (all time, this week, the season) are timed as the
+commands read them. Then 100 channel seasons of one workspace end at once on two
+replicas (two engines on one database): 100 podiums, once each, within 10 s.
+
+Targets: p99 <= 20 ms for each board on each database; the season end; then the answer
+burst benchmark (`bench/answers.py`) is run again and its target lines are printed
+(aggregates maintained).
 """
 
 from __future__ import annotations
