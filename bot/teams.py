@@ -1,8 +1,11 @@
 """Team leagues: teams within a workspace, ranked by a fair score.
 
 `/quiz team create <name>`, `join <name>` (an admin: `join <name> @member`), `leave`,
-`list`, `board [day|week|month|all|season]`, `rule [top3|per-member]` (admins change it)
-and `balance <n>` (admins: a proposal of n teams, accepted with a button).
+`list`, `board [day|week|month|all|season]`, `rule [top3|per-member]` (admins change it),
+`balance <n>` (admins: a proposal of n teams, accepted with a button) and `link <name>
+<@group>` (admins: the team follows a Slack user group or a Discord role, read through the
+platform's API — `GroupDirectory` — and refreshed every 15 minutes by `TeamLinker` in the
+scheduler's pass; a group's member on another team stays there).
 
 Rules (docs/leaderboards.md, "Seasons and teams"):
 
@@ -28,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from bot.admin import AdminStatus, admin_refusal
 from bot.clock import Clock
@@ -48,7 +51,8 @@ if TYPE_CHECKING:
     from bot.quiz import QuizService
     from bot.seasons import SeasonRepository
 
-USAGE = "team [create|join|leave|list|board|rule|balance] …"
+USAGE = "team [create|join|leave|list|board|rule|balance|link] …"
+LINK_REFRESH = timedelta(minutes=15)
 MAX_NAME = 32
 MAX_TEAMS = 50
 BALANCE_DAYS = 30
@@ -84,6 +88,38 @@ class TeamScore:
 
     def score(self, rule: TeamRule) -> float:
         return float(self.top3) if rule is TeamRule.TOP3 else self.per_member
+
+
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """What following a group changed: display names of who joined and left, and of the
+    group's members who stay on another team (one team per member)."""
+
+    joined: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+    elsewhere: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class GroupDirectory(Protocol):
+    """A `Chat` that can read a platform group's members (a Slack user group, a Discord
+    role); a platform without groups (the console) has none."""
+
+    async def group_members(self, workspace: str, group: str) -> list[UserRef] | None:
+        """The members of `group` (its id), or None when the bot cannot read it (no
+        such group, a missing scope or intent)."""
+        ...
+
+
+_GROUP = re.compile(r"<!subteam\^([A-Z0-9]+)(?:\|[^>]*)?>|<@&(\d+)>|([A-Z0-9]{6,}|\d{6,})")
+
+
+def group_of(word: str) -> str | None:
+    """``<!subteam^S0123|@eng>`` (Slack), ``<@&123…>`` (Discord) or a bare id: the id."""
+    found = _GROUP.fullmatch(word)
+    if found is None:
+        return None
+    return found.group(1) or found.group(2) or found.group(3)
 
 
 class TeamNameTaken(Exception):
@@ -142,6 +178,20 @@ class TeamRepository(Protocol):
     async def accept(self, ws: Workspace, proposal: int, now: datetime) -> list[Team] | None:
         """Move the proposed members onto the teams, once; None when already accepted or
         unknown."""
+        ...
+
+    async def link(self, ws: Workspace, name: str, group: str) -> Team:
+        """The team follows `group` from now on; raises `NoSuchTeam`."""
+        ...
+
+    async def linked(self) -> list[tuple[Workspace, str, str]]:
+        """Every team that follows a group: (workspace, team name, group id)."""
+        ...
+
+    async def sync(
+        self, ws: Workspace, name: str, members: Sequence[UserRef], now: datetime
+    ) -> Synced:
+        """The team's members become `members` (those on another team stay there)."""
         ...
 
 
@@ -217,7 +267,44 @@ def board_message(
     return Message(title=title, body="\n".join(lines), footer=ranks)
 
 
+class TeamLinker:
+    """Keeps teams that follow a platform group in step with it: every `LINK_REFRESH`, in
+    the scheduler's pass (each replica refreshes the teams of the platforms it runs; a
+    refresh is idempotent)."""
+
+    def __init__(self, service: QuizService, teams: TeamRepository, clock: Clock) -> None:
+        self.service = service
+        self.teams = teams
+        self.clock = clock
+        self.last: datetime | None = None
+
+    async def run(self, now: datetime) -> int:
+        """Refresh every linked team when due; how many were refreshed."""
+        if self.last is not None and now - self.last < LINK_REFRESH:
+            return 0
+        self.last = now
+        done = 0
+        for ws, name, group in await self.teams.linked():
+            chat = self.service.chats.get(ws.platform)
+            if not isinstance(chat, GroupDirectory):
+                continue
+            members = await chat.group_members(ws.id, group)
+            if members is not None:  # unreadable now: the team stays as it was
+                await self.teams.sync(ws, name, members, now)
+                done += 1
+        return done
+
+    async def next_event(self, now: datetime) -> datetime | None:
+        return None if self.last is None else self.last + LINK_REFRESH
+
+
 def feature(parts: Parts) -> Feature:
+    from bot.scheduling import Scheduler
+
+    linker = TeamLinker(parts.service, parts.store.leagues, parts.clock)
+    scheduler = parts.registry.service(Scheduler)
+    if scheduler is not None:
+        scheduler.add_work(linker)
     return team_feature(parts.store.leagues, parts.store.seasons, parts.clock)
 
 
@@ -321,10 +408,14 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
             if (refusal := await admin(inv, "balance", t)) is not None:
                 return [Reply(Message(body=refusal))]
             return await _balance(inv, rest, ws, now, t)
+        if action == "link":
+            if (refusal := await admin(inv, "link", t)) is not None:
+                return [Reply(Message(body=refusal))]
+            return await _link(service, inv, rest, ws, now, t)
         raise UserFacingError(
             t(
-                "Unknown team command {value}: use create, join, leave, list, board, rule or "
-                "balance. Example: /quiz team list",
+                "Unknown team command {value}: use create, join, leave, list, board, rule, "
+                "balance or link. Example: /quiz team list",
                 value=quoted(args[0]),
             )
         )
@@ -415,6 +506,60 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
             )
         ]
 
+    async def _link(
+        service: QuizService,
+        inv: Invocation,
+        words: list[str],
+        ws: Workspace,
+        now: datetime,
+        t: Translator,
+    ) -> list[Reply]:
+        group = group_of(words[-1]) if len(words) >= 2 else None
+        if group is None:
+            raise UserFacingError(
+                t(
+                    "Name the team and the group: /quiz team link <name> <@group> (a Slack "
+                    "user group, a Discord role)."
+                )
+            )
+        name = _name(words[:-1], t)
+        chat = service.chat(inv.channel)
+        if not isinstance(chat, GroupDirectory):
+            raise UserFacingError(t("This platform has no groups a team could follow."))
+        members = await chat.group_members(ws.id, group)
+        if members is None:
+            raise UserFacingError(
+                t(
+                    "I cannot read the members of {group}: on Slack the app needs the "
+                    "usergroups:read scope, on Discord the Server Members intent. Nothing "
+                    "was stored.",
+                    group=quoted(words[-1]),
+                )
+            )
+        try:
+            await teams.link(ws, name, group)
+        except NoSuchTeam:
+            raise UserFacingError(
+                t("There is no team called {name}: /quiz team list shows them.", name=quoted(name))
+            ) from None
+        done = await teams.sync(ws, name, members, now)
+        lines = [
+            t(
+                "Team {name} follows {group} now ({count} members; refreshed every 15 minutes).",
+                name=name,
+                group=words[-1],
+                count=len(members),
+            )
+        ]
+        if done.elsewhere:
+            lines.append(
+                t(
+                    "On another team already (one team per member): {names}",
+                    names=", ".join(done.elsewhere),
+                )
+            )
+        return [Reply(Message(body="\n".join(lines)), private=False)]
+
     async def accepted(click: Click, locale: Locale) -> Message:
         t = translator(locale)
         ws = Workspace.of(click.channel)
@@ -464,8 +609,11 @@ def _rule_text(rule: TeamRule, t: Translator) -> str:
 __all__ = [
     "ACCEPT",
     "AlreadyOnTeam",
+    "GroupDirectory",
     "NoSuchTeam",
+    "Synced",
     "Team",
+    "TeamLinker",
     "TeamNameTaken",
     "TeamRepository",
     "TeamRule",
@@ -473,6 +621,7 @@ __all__ = [
     "balance",
     "board_message",
     "feature",
+    "group_of",
     "mentioned",
     "ranked",
     "spread",

@@ -678,6 +678,9 @@ class TeamRow(Base):
     name: Mapped[str] = mapped_column(String(32))
     name_key: Mapped[str] = mapped_column(String(32))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # The platform group it follows (a Slack user group id, a Discord role id): its
+    # members are the group's, refreshed from the platform's API.
+    link: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class TeamMemberRow(Base):

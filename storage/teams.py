@@ -17,7 +17,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.domain import BoardPeriod, BoardWindow, Platform, UserRef
 from bot.team import Workspace
-from bot.teams import AlreadyOnTeam, NoSuchTeam, Team, TeamNameTaken, TeamRule, TeamScore
+from bot.teams import (
+    AlreadyOnTeam,
+    NoSuchTeam,
+    Synced,
+    Team,
+    TeamNameTaken,
+    TeamRule,
+    TeamScore,
+)
 from storage._sql import insert
 from storage.members import TOMBSTONE
 from storage.models import (
@@ -341,6 +349,86 @@ class SqlTeamRepository:
             if rows:
                 await s.execute(insert(self._dialect, TeamMemberRow), rows)
             return [Team(t.id, t.name, await self._count(s, t.id)) for t in targets]
+
+    async def link(self, ws: Workspace, name: str, group: str) -> Team:
+        async with self._sessions.begin() as s:
+            team = await self._team(s, ws, name)
+            if team is None:
+                raise NoSuchTeam(name)
+            team.link = group[:64]
+            return Team(team.id, team.name, await self._count(s, team.id))
+
+    async def linked(self) -> list[tuple[Workspace, str, str]]:
+        async with self._sessions() as s:
+            rows = await s.execute(
+                select(TeamRow.platform, TeamRow.workspace, TeamRow.name, TeamRow.link)
+                .where(TeamRow.link.is_not(None))
+                .order_by(TeamRow.id)
+            )
+            return [(Workspace(Platform(p), w), name, link or "") for p, w, name, link in rows]
+
+    async def sync(
+        self, ws: Workspace, name: str, members: Sequence[UserRef], now: datetime
+    ) -> Synced:
+        """The team's members become the group's: those gone leave, those on no team
+        join; those on another team stay there (one team per member)."""
+        wanted = {u.user: u for u in members if Workspace.of(u) == ws}
+        async with self._sessions.begin() as s:
+            team = await self._team(s, ws, name)
+            if team is None:
+                raise NoSuchTeam(name)
+            known = dict(
+                (
+                    await s.execute(
+                        select(MemberRow.user_id, MemberRow.id).where(
+                            MemberRow.platform == str(ws.platform),
+                            MemberRow.workspace == ws.id,
+                            MemberRow.user_id.in_(sorted(wanted)),
+                        )
+                    )
+                ).all()
+            )
+            missing = [u for uid, u in sorted(wanted.items()) if uid not in known]
+            if missing:
+                made = await self._refs.member_ids(s, missing)
+                known.update({u.user: made[u.key] for u in missing})
+            ids = {mid: uid for uid, mid in known.items()}
+            teams_of = dict(
+                (
+                    await s.execute(
+                        select(TeamMemberRow.member_id, TeamMemberRow.team_id).where(
+                            TeamMemberRow.member_id.in_(sorted(ids))
+                        )
+                    )
+                ).all()
+            )
+            current = dict(
+                (
+                    await s.execute(
+                        select(TeamMemberRow.member_id, MemberRow.display_name)
+                        .join(MemberRow, MemberRow.id == TeamMemberRow.member_id)
+                        .where(TeamMemberRow.team_id == team.id)
+                    )
+                ).all()
+            )
+            gone = sorted(mid for mid in current if mid not in ids)
+            if gone:
+                await s.execute(delete(TeamMemberRow).where(TeamMemberRow.member_id.in_(gone)))
+            joining = sorted(mid for mid in ids if mid not in teams_of)
+            if joining:
+                await s.execute(
+                    insert(self._dialect, TeamMemberRow).on_conflict_do_nothing(),
+                    [{"member_id": m, "team_id": team.id, "joined_at": now} for m in joining],
+                )
+            return Synced(
+                joined=tuple(wanted[ids[m]].display or ids[m] for m in joining),
+                left=tuple(current[m] for m in gone),
+                elsewhere=tuple(
+                    wanted[ids[m]].display or ids[m]
+                    for m, t in sorted(teams_of.items())
+                    if t != team.id
+                ),
+            )
 
 
 __all__ = ["SqlTeamRepository"]

@@ -8,17 +8,21 @@ from datetime import timedelta
 from sqlalchemy import func, select
 
 from bot.admin import EVERYONE, NOBODY
+from bot.bank import QuestionBank
 from bot.clock import FakeClock
-from bot.domain import ChannelRef, Platform
+from bot.domain import ChannelRef, Platform, UserRef
 from bot.features import Quiz
 from bot.interactions import Click
 from bot.messages import Button
+from bot.scheduling import Scheduler
 from bot.teams import ACCEPT, balance, spread
 from storage.models import TeamMemberRow, TeamRow
 from storage.store import SqlStore
 from tests.boards.conftest import play
 from tests.conftest import user
-from tests.seasons.conftest import say, text_of
+from tests.fakes import RecordingChat
+from tests.quiz import quiz_of
+from tests.seasons.conftest import LEAGUE, T0, say, text_of
 
 C1 = ChannelRef(Platform.SLACK, "T1", "C1")
 ANN, BOB, CAT, DAN, EVE = (user(n) for n in ("ann", "bob", "cat", "dan", "eve"))
@@ -127,3 +131,61 @@ async def test_boards_and_stats_name_the_members_season_and_team(league: Quiz) -
     assert "Your team: Owls (/quiz team board)" in board.footer
     stats = await say(league, C1, BOB, "stats")
     assert "Season Cup: you are 2 of 2" in stats.body and "Your team" not in stats.body
+
+
+class GroupChat(RecordingChat):
+    """A recording chat that reads platform groups (`bot.teams.GroupDirectory`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.groups: dict[str, list[UserRef]] = {}
+
+    async def group_members(self, workspace: str, group: str) -> list[UserRef] | None:
+        return self.groups.get(group)
+
+
+async def test_a_linked_team_follows_its_group_and_is_refreshed(
+    store: SqlStore, bank: QuestionBank, clock: FakeClock
+) -> None:
+    clock.set(T0)
+    chat = GroupChat()
+    chat.groups["S0ENG"] = [ANN, BOB]
+    async with quiz_of(store, {Platform.SLACK: chat}, bank, clock, features=LEAGUE) as quiz:
+        scheduler = quiz.registry.service(Scheduler)
+        assert scheduler is not None
+        await say(quiz, C1, ANN, "team create Eng")
+        await say(quiz, C1, ANN, "team create Ops")
+        await say(quiz, C1, BOB, "team join Ops")
+        assert "admin" in (await say(quiz, C1, ANN, "team link Eng <!subteam^S0ENG|@eng>")).body
+        unreadable = await say(quiz, C1, ANN, "team link Eng <!subteam^S0NOPE>", admin=True)
+        assert "cannot read the members" in unreadable.body
+        assert await store.leagues.linked() == []
+        linked = await say(quiz, C1, ANN, "team link Eng <!subteam^S0ENG|@eng>", admin=True)
+        assert "Team Eng follows <!subteam^S0ENG|@eng> now (2 members" in linked.body
+        assert "On another team already (one team per member): bob" in linked.body
+        assert await store.leagues.team_of(ANN) == "Eng"
+        assert await store.leagues.team_of(BOB) == "Ops"
+        # The group changes: the next refresh (every 15 minutes) follows it.
+        chat.groups["S0ENG"] = [CAT, DAN]
+        clock.advance(timedelta(minutes=5))
+        await scheduler.tick()
+        assert await store.leagues.team_of(ANN) == "Eng"
+        clock.advance(timedelta(minutes=15))
+        await scheduler.tick()
+        assert await store.leagues.team_of(ANN) is None
+        assert await store.leagues.team_of(CAT) == await store.leagues.team_of(DAN) == "Eng"
+        # A group that cannot be read any more leaves the team as it was.
+        del chat.groups["S0ENG"]
+        clock.advance(timedelta(minutes=15))
+        await scheduler.tick()
+        assert await store.leagues.team_of(CAT) == "Eng"
+
+
+async def test_a_platform_without_groups_says_so(league: Quiz) -> None:
+    await say(league, C1, ANN, "team create Eng")
+    said = await say(league, C1, ANN, "team link Eng <@&123456789>", admin=True)
+    assert "no groups a team could follow" in said.body
+    assert (
+        "Name the team and the group"
+        in (await say(league, C1, ANN, "team link Eng", admin=True)).body
+    )

@@ -5,7 +5,8 @@ posted under a lease), the season aggregates folded at close (`season_scores` pe
 board and member; `season_topics` per season, member and topic; their ranks counted in
 `score_histograms` as boards ``season:<id>:<board>``), and the team league: `leagues` (a
 workspace's fair-score rule), `teams`, `team_members` (one team per member) and
-`team_proposals` (`/quiz team balance`). Nothing to fill: seasons start empty.
+`team_proposals` (`/quiz team balance`); a team may follow a platform group
+(`teams.link`). Nothing to fill: seasons and teams start empty.
 
 Revision ID: 0012
 Revises: 0010
@@ -126,6 +127,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(length=32), nullable=False),
         sa.Column("name_key", sa.String(length=32), nullable=False),
         _time("created_at"),
+        sa.Column("link", sa.String(length=64), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_teams")),
         sa.UniqueConstraint("platform", "workspace", "name_key", name=op.f("uq_teams_platform")),
     )

@@ -9,6 +9,7 @@ from datetime import timedelta
 from bot import basics, scheduling, seasons, teams
 from bot.clock import FakeClock
 from bot.config import Settings
+from bot.domain import Platform, UserRef
 from bot.scheduling import Scheduler
 from tests.adapters.discord.conftest import QuizWith, Runner, both_modes
 from tests.adapters.discord.fake_discord import FakeDiscord
@@ -70,3 +71,29 @@ async def test_a_season_of_two_teams_ends_on_time_with_one_podium_on_discord(
         await fake.until(lambda: any("Team board" in text_of(m) for m in fake.messages.values()))
         (shown,) = [t for m in fake.messages.values() if "Team board" in (t := text_of(m))]
         assert "Owls — top 3: 20 pts" in shown and "Foxes — top 3: 0 pts" in shown
+
+
+@both_modes
+async def test_a_team_follows_a_discord_role(
+    fake: FakeDiscord, run_adapter: Runner, quiz_with: QuizWith
+) -> None:
+    role = "877777777777777777"
+    fake.role_members[role] = ["9001", "9002"]
+    async with quiz_with(*LEAGUE) as quiz, run_adapter(quiz=quiz):
+
+        async def run(text: str, **kw: object) -> str:
+            sub, _, rest = text.partition(" ")
+            inter = await fake.command(sub, {"arguments": rest}, **kw)
+            return text_of((await said(fake, inter))[0])
+
+        await run("team create Eng")
+        fake.members_intent = False
+        assert "cannot read the members" in await run(
+            f"team link Eng <@&{role}>", permissions=ADMIN
+        )
+        fake.members_intent = True
+        linked = await run(f"team link Eng <@&{role}>", permissions=ADMIN)
+        assert "Team Eng follows" in linked and "(2 members" in linked
+        for uid in ("9001", "9002"):
+            who = UserRef(Platform.DISCORD, fake.guild_id, uid)
+            assert await quiz.service.store.leagues.team_of(who) == "Eng"  # type: ignore[attr-defined]

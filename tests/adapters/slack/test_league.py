@@ -9,7 +9,9 @@ from datetime import timedelta
 from bot import basics, scheduling, seasons, teams
 from bot.clock import FakeClock
 from bot.config import Settings
+from bot.domain import Platform, UserRef
 from bot.scheduling import Scheduler
+from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.conftest import SlackWith
 from tests.seasons.conftest import T0
 
@@ -61,3 +63,23 @@ async def test_a_season_of_two_teams_ends_on_time_with_one_podium_on_slack(
             c.text for c in http.fake.calls_to("chat.postMessage") if "Team board" in c.text
         ]
         assert "Owls — top 3: 20 pts" in board and "Foxes — top 3: 0 pts" in board
+
+
+async def test_a_team_follows_a_slack_user_group(slack_with: SlackWith) -> None:
+    async with slack_with(*LEAGUE) as http:
+        http.fake.usergroups["S0ENG"] = ["U0ALICE", "U0BOB"]
+        leagues = http.service.store.leagues  # type: ignore[attr-defined]
+
+        async def run(text: str, user: str = "U0ROOT") -> None:
+            status, _ = await http.command(text, user=user)
+            assert status == 200
+            await http.adapter.idle()
+
+        await run("team create Eng", "U0ALICE")
+        await run("team link Eng <!subteam^S0NOPE|@nope>")
+        assert any("cannot read the members" in t for t in http.private_to("U0ROOT"))
+        await run("team link Eng <!subteam^S0ENG|@eng>")
+        (called,) = http.fake.calls_to("usergroups.users.list")
+        assert called.args["usergroup"] == "S0ENG"
+        for uid in ("U0ALICE", "U0BOB"):
+            assert await leagues.team_of(UserRef(Platform.SLACK, rq.TEAM, uid)) == "Eng"
