@@ -33,18 +33,20 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 from zoneinfo import ZoneInfo
 
+from bot.admin import AdminStatus, admin_refusal
 from bot.commands import Admin, Command, Invocation, Reply
 from bot.domain import ChannelRef, LeaderboardRow, Locale, UserRef
 from bot.errors import UserFacingError
+from bot.features import Feature, Parts
 from bot.i18n import N_, Translator, translator
 from bot.lifecycle import Lifecycle
 from bot.messages import Message
 from bot.quoting import quoted
 from bot.render import MEDALS
+from bot.scheduling import Scheduler
 
 if TYPE_CHECKING:
     from bot.clock import Clock
-    from bot.features import Feature, Parts
     from bot.quiz import QuizService
 
 log = logging.getLogger(__name__)
@@ -449,7 +451,6 @@ class SeasonKeeper(Lifecycle):
 
 
 def feature(parts: Parts) -> Feature:
-    from bot.scheduling import Scheduler
 
     seasons = parts.store.seasons
     keeper = SeasonKeeper(parts.service, seasons, parts.clock)
@@ -460,9 +461,6 @@ def feature(parts: Parts) -> Feature:
 
 
 def season_feature(keeper: SeasonKeeper) -> Feature:
-    from bot.admin import AdminStatus, admin_refusal
-    from bot.features import Feature
-
     seasons = keeper.seasons
 
     async def season(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:

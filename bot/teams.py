@@ -38,15 +38,16 @@ from bot.clock import Clock
 from bot.commands import Command, Invocation, Reply
 from bot.domain import BoardPeriod, BoardWindow, ChannelRef, Locale, Platform, UserRef
 from bot.errors import UserFacingError
+from bot.features import ButtonKind, Feature, Parts
 from bot.i18n import N_, Translator, translator
 from bot.messages import Button, ButtonStyle, Message
 from bot.quoting import quoted
 from bot.render import MEDALS
+from bot.scheduling import Scheduler
 from bot.scoring import board_period, local_day
 from bot.team import Workspace
 
 if TYPE_CHECKING:
-    from bot.features import Feature, Parts
     from bot.interactions import Click
     from bot.quiz import QuizService
     from bot.seasons import SeasonRepository
@@ -277,6 +278,7 @@ class TeamLinker:
         self.teams = teams
         self.clock = clock
         self.last: datetime | None = None
+        self.linked = False  # any team followed a group at the last refresh
 
     async def run(self, now: datetime) -> int:
         """Refresh every linked team when due; how many were refreshed."""
@@ -284,7 +286,9 @@ class TeamLinker:
             return 0
         self.last = now
         done = 0
-        for ws, name, group in await self.teams.linked():
+        found = await self.teams.linked()
+        self.linked = bool(found)
+        for ws, name, group in found:
             chat = self.service.chats.get(ws.platform)
             if not isinstance(chat, GroupDirectory):
                 continue
@@ -295,12 +299,11 @@ class TeamLinker:
         return done
 
     async def next_event(self, now: datetime) -> datetime | None:
-        return None if self.last is None else self.last + LINK_REFRESH
+        """The next refresh, while any team follows a group (none: no event)."""
+        return self.last + LINK_REFRESH if self.last is not None and self.linked else None
 
 
 def feature(parts: Parts) -> Feature:
-    from bot.scheduling import Scheduler
-
     linker = TeamLinker(parts.service, parts.store.leagues, parts.clock)
     scheduler = parts.registry.service(Scheduler)
     if scheduler is not None:
@@ -309,8 +312,6 @@ def feature(parts: Parts) -> Feature:
 
 
 def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock) -> Feature:
-    from bot.features import ButtonKind, Feature
-
     async def admin(inv: Invocation, what: str, t: Translator) -> str | None:
         status = await inv.admin()
         if status is AdminStatus.YES:
