@@ -4,7 +4,7 @@ workspace) with the caller's rank, through `QuizService.leaderboard`.
 
     .venv/bin/python bench/leaderboard.py [--answers 1000000] [--members 50000]
         [--channels 1000] [--workspaces 1] [--days 120] [--samples 300] [--pg URL]
-        [--skip-answers]
+        [--skip-answers] [--teams 50] [--team-members 1000] [--season-ends 100]
 
 The history is generated directly (numpy), consistently: one scheduled question per
 channel per day at 09:00 local time, answers from members of the channel's workspace
@@ -14,8 +14,16 @@ missed day), then bulk-inserted (executemany on SQLite, COPY on PostgreSQL). The
 puts every channel in ONE workspace: the workspace boards then rank all 50,000 members,
 the hardest case for them.
 
-Targets: p99 <= 20 ms for each board on each database; then the answer burst benchmark
-(`bench/answers.py`) is run again and its target lines are printed (aggregates maintained).
+Seasons and teams: workspace 0 runs one season over the whole history (its aggregates
+generated as the fold writes them: board 0 and a board per channel, streaks, thirds,
+accuracy, topics) and 1,000 of its members are in 50 teams; the season boards (whole,
+per channel) and the team boards (all time, this week, the season) are timed as the
+commands read them. Then 100 channel seasons of one workspace end at once on two
+replicas (two engines on one database): 100 podiums, once each, within 10 s.
+
+Targets: p99 <= 20 ms for each board on each database; the season end; then the answer
+burst benchmark (`bench/answers.py`) is run again and its target lines are printed
+(aggregates maintained).
 """
 
 from __future__ import annotations
@@ -41,15 +49,23 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from sqlalchemy import insert as sa_insert
+
 from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
-from bot import basics
+from bot import basics, scheduling
+from bot import seasons as seasons_feature
 from bot.app import assemble
 from bot.bank import question_to_dict
 from bot.clock import FakeClock
 from bot.config import Settings
-from bot.domain import BoardScope, BoardWindow, ChannelRef, Platform, UserRef
+from bot.domain import BoardScope, BoardWindow, ChannelRef, MessageRef, Platform, UserRef
+from bot.messages import Message
+from bot.scoring import board_period
+from bot.seasons import SeasonKeeper, SeasonScope
+from bot.team import Workspace
 from questions.loader import load_bank
 from storage.engine import create_engine, upgrade
+from storage.models import SeasonScoreRow, SeasonTopicRow
 from storage.store import SqlStore
 
 ZONES = ("UTC", "Europe/Athens", "America/New_York", "Asia/Tokyo", "Europe/London")
@@ -131,7 +147,15 @@ def size_problem(answers: int, members: int, channels: int, workspaces: int, day
 
 
 def generate(
-    answers: int, members: int, channels: int, workspaces: int, days: int, seed: int = 1
+    answers: int,
+    members: int,
+    channels: int,
+    workspaces: int,
+    days: int,
+    seed: int = 1,
+    *,
+    teams: int = 50,
+    team_members: int = 1000,
 ) -> History:
     """The history; ValueError when the sizes cannot be filled (`size_problem`, or too
     dense to draw within `MAX_DRAWS_PER_ANSWER` draws per answer)."""
@@ -304,10 +328,6 @@ def generate(
     }
     period_table = tables["score_periods"]
     histogram(period_table["board"], period_table["starts"], period_table["points"])
-    tables["score_histograms"] = {
-        "board": hist["board"],
-        **{k: np.concatenate(hist[k]) for k in ("starts", "points", "players")},
-    }
     o, s = _groups(channel, member, topic_id[q])
     tables["score_topics"] = {
         "channel_id": channel[o[s]] + 1,
@@ -317,6 +337,20 @@ def generate(
         "correct": np.add.reduceat(correct[o], s),
     }
     created = _us(FIRST_DAY - timedelta(days=1), "UTC")
+    answered = (channel, member, ws, q, topic_id, topics, points, correct, at, streak)
+    tables.update(_league(answered, tables["scores"], channel_ws, member_ws, days, created))
+    tables.update(_teams(rng, member_ws, teams, team_members, created))
+    histogram(
+        [f"season:1:{b}" for b in tables["season_scores"]["board"].tolist()],
+        np.full(
+            len(tables["season_scores"]["points"]), np.datetime64("1970-01-01"), "datetime64[D]"
+        ),
+        tables["season_scores"]["points"],
+    )
+    tables["score_histograms"] = {
+        "board": hist["board"],
+        **{k: np.concatenate(hist[k]) for k in ("starts", "points", "players")},
+    }
     tables["channels"] = {
         "id": np.arange(1, channels + 1),
         "platform": ["slack"] * channels,
@@ -370,7 +404,143 @@ def generate(
     return History(tables, channel_ws, member_ws, workspaces, days, counts)
 
 
-TIME_COLUMNS = {"reached_at", "created_at", "closes_at", "closed_at", "answered_at"}
+SEASON_ID = 1  # the bench's season: workspace 0, the whole history
+ACCURACY = 1_000_000  # `season_scores.accuracy`: millionths
+
+
+def _league(
+    answered: tuple[Any, ...],
+    scores: dict[str, Any],
+    channel_ws: I64,
+    member_ws: I64,
+    days: int,
+    created: int,
+) -> dict[str, dict[str, Any]]:
+    """A workspace season over workspace 0's channels and every day, and its aggregates as
+    the fold writes them: board 0 (the season) and a board per channel, the season's
+    streaks (the channels' own: the season starts before the first question), answers
+    in its first and last thirds, topics."""
+    channel, member, ws, q, topic_id, topics, points, correct, at, streak = answered
+    start = created
+    length = 3 * -(-(days + 2) // 3) * 86_400_000_000  # whole days, a multiple of three
+    end, third = start + length, length // 3
+    first_ends, last_starts = start + third, end - third
+    mine = ws == 0
+    early = (mine & (at < first_ends)).astype(np.int64)
+    late = (mine & (at >= last_starts)).astype(np.int64)
+    out: dict[str, dict[str, Any]] = {
+        "seasons": {
+            "id": [SEASON_ID],
+            "platform": ["slack"],
+            "workspace": ["T0000"],
+            "channel_id": [1],
+            "scope": ["workspace"],
+            "name": ["Bench"],
+            "starts_at": np.array([start]),
+            "ends_at": np.array([end]),
+            "first_third_ends": np.array([first_ends]),
+            "last_third_starts": np.array([last_starts]),
+            "state": ["active"],
+            "created_by": ["bench"],
+            "ended_at": [None],
+            "podium_leased_at": [None],
+            "podium_posted_at": [None],
+            "podium_message_id": [None],
+        }
+    }
+    # Per channel: the `scores` groups (channel, member) of workspace 0's channels.
+    o, s = _groups(channel, member)
+    keep = channel_ws[channel[o[s]]] == 0
+    per_channel = {
+        "board": scores["channel_id"][keep],
+        "member_id": scores["member_id"][keep],
+        "points": scores["points"][keep],
+        "correct": scores["correct"][keep],
+        "answered": scores["answered"][keep],
+        "reached_at": scores["reached_at"][keep],
+        "current_streak": scores["current_streak"][keep],
+        "best_streak": scores["best_streak"][keep],
+        "early_answered": np.add.reduceat(early[o], s)[keep],
+        "early_correct": np.add.reduceat((early * correct)[o], s)[keep],
+        "late_answered": np.add.reduceat(late[o], s)[keep],
+        "late_correct": np.add.reduceat((late * correct)[o], s)[keep],
+    }
+    # The whole season: per member of workspace 0.
+    sel = np.flatnonzero(mine)
+    o, s = _groups(member[sel])
+    o = sel[o]
+    sp, sc, cnt, reached = _totals(o, s, points, correct, at)
+    whole = {
+        "board": np.zeros(len(s), dtype=np.int64),
+        "member_id": member[o[s]] + 1,
+        "points": sp,
+        "correct": sc,
+        "answered": cnt,
+        "reached_at": reached,
+        "current_streak": np.zeros(len(s), dtype=np.int64),
+        "best_streak": np.maximum.reduceat(streak[o], s),
+        "early_answered": np.add.reduceat(early[o], s),
+        "early_correct": np.add.reduceat((early * correct)[o], s),
+        "late_answered": np.add.reduceat(late[o], s),
+        "late_correct": np.add.reduceat((late * correct)[o], s),
+    }
+    rows = {k: np.concatenate([whole[k], per_channel[k]]) for k in whole}
+    out["season_scores"] = {
+        "season_id": np.full(len(rows["board"]), SEASON_ID),
+        **rows,
+        "accuracy": rows["correct"] * ACCURACY // rows["answered"],
+    }
+    topic = topic_id[q][sel]
+    o, s = _groups(member[sel], topic)
+    o = sel[o]
+    out["season_topics"] = {
+        "season_id": np.full(len(s), SEASON_ID),
+        "member_id": member[o[s]] + 1,
+        "topic": [topics[t] for t in topic_id[q][o[s]].tolist()],
+        "answered": np.diff(np.append(s, len(o))),
+        "correct": np.add.reduceat(correct[o], s),
+        "points": np.add.reduceat(points[o], s),
+    }
+    return out
+
+
+def _teams(
+    rng: np.random.Generator, member_ws: I64, teams: int, team_members: int, created: int
+) -> dict[str, dict[str, Any]]:
+    """`teams` teams in workspace 0, `team_members` of its members spread over them."""
+    ws0 = np.flatnonzero(member_ws == 0)
+    chosen = np.sort(rng.choice(ws0, min(team_members, len(ws0)), replace=False))
+    names = [f"Team {i + 1:02}" for i in range(teams)]
+    return {
+        "leagues": {"platform": ["slack"], "workspace": ["T0000"], "rule": ["top3"]},
+        "teams": {
+            "id": np.arange(1, teams + 1),
+            "platform": ["slack"] * teams,
+            "workspace": ["T0000"] * teams,
+            "name": names,
+            "name_key": [n.casefold() for n in names],
+            "created_at": np.full(teams, created),
+        },
+        "team_members": {
+            "member_id": chosen + 1,
+            "team_id": np.arange(len(chosen)) % teams + 1,
+            "joined_at": np.full(len(chosen), created),
+        },
+    }
+
+
+TIME_COLUMNS = {
+    "reached_at",
+    "created_at",
+    "closes_at",
+    "closed_at",
+    "answered_at",
+    "starts_at",
+    "ends_at",
+    "first_third_ends",
+    "last_third_starts",
+    "joined_at",
+}
 
 
 def _column(name: str, values: Any, dialect: str) -> list[Any]:
@@ -402,6 +572,12 @@ LOAD_ORDER = (
     "score_periods",
     "score_histograms",
     "score_topics",
+    "seasons",
+    "season_scores",
+    "season_topics",
+    "leagues",
+    "teams",
+    "team_members",
 )
 
 
@@ -436,7 +612,7 @@ async def load_postgres(url: str, history: History) -> None:
                 await conn.copy_records_to_table(
                     name, records=zip(*values, strict=True), columns=list(cols)
                 )
-            for table in ("channels", "members", "posts", "answers"):
+            for table in ("channels", "members", "posts", "answers", "seasons", "teams"):
                 await conn.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                     f"(SELECT max(id) FROM {table}))"
@@ -494,10 +670,185 @@ async def measure(url: str, history: History, samples: int) -> dict[str, list[fl
             BoardScope.WORKSPACE,
         )
         print(f"  largest all-time workspace board: {largest.players} players", flush=True)
+        out.update(await measure_league(store, history, clock, samples, rng))
     return out
 
 
+async def measure_league(
+    store: SqlStore, history: History, clock: FakeClock, samples: int, rng: random.Random
+) -> dict[str, list[float]]:
+    """Season boards (the whole season, a channel's) and team boards (all time, this
+    week, the season), as `/quiz season board` and `/quiz team board` read them."""
+    channels = history.tables["channels"]
+    mine = [c for c in range(len(channels["channel"])) if int(history.channel_ws[c]) == 0]
+    players = [m for m, w in enumerate(history.member_ws.tolist()) if w == 0]
+    ws = Workspace(Platform.SLACK, "T0000")
+    out: dict[str, list[float]] = {}
+    for name in ("season_workspace", "season_channel", "team_all", "team_week", "team_season"):
+        times: list[float] = []
+        for i in range(samples + 20):
+            c = rng.choice(mine)
+            ref = ChannelRef(Platform.SLACK, channels["workspace"][c], channels["channel"][c])
+            caller = UserRef(Platform.SLACK, ref.workspace, f"U{rng.choice(players):06}")
+            t0 = time.perf_counter()
+            if name in ("season_workspace", "season_channel", "team_season"):
+                season = await store.seasons.current(ref, clock.now())
+                assert season is not None
+            if name.startswith("season"):
+                where = ref if name == "season_channel" else None
+                board = await store.seasons.board(season, caller, where)
+                assert board.players >= len(board.rows)
+            else:
+                await store.leagues.rule(ws)
+                if name == "team_season":
+                    scores = await store.leagues.standings(ws, season_id=season.id)
+                else:
+                    window = BoardWindow.ALL if name == "team_all" else BoardWindow.WEEK
+                    zone = (await store.settings.get(ref)).timezone
+                    period = board_period(window, clock.now(), zone)
+                    scores = await store.leagues.standings(ws, period=period)
+                assert scores
+            if i >= 20:
+                times.append(time.perf_counter() - t0)
+        out[name] = times
+    season = await store.seasons.current(ref, clock.now())
+    assert season is not None
+    whole = await store.seasons.board(season, None)
+    teams = await store.leagues.standings(ws, season_id=season.id)
+    print(
+        f"  season board: {whole.players} players; {len(teams)} teams, "
+        f"{sum(t.members for t in teams)} members",
+        flush=True,
+    )
+    return out
+
+
+class _PodiumChat:
+    """Counts the podiums each replica posts (the platform's side, in memory)."""
+
+    def __init__(self) -> None:
+        self.posted: list[str] = []
+
+    async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
+        self.posted.append(channel.channel)
+        return MessageRef(channel, f"m{len(self.posted)}")
+
+    async def reply_in_thread(self, parent: MessageRef, message: Message) -> MessageRef:
+        raise NotImplementedError
+
+    async def send_private(self, channel: ChannelRef, user: UserRef, message: Message) -> None:
+        raise NotImplementedError
+
+    async def update_message(self, ref: MessageRef, message: Message) -> None:
+        raise NotImplementedError
+
+    async def upload_image(self, parent: MessageRef, image: Any, comment: str = "") -> None:
+        raise NotImplementedError
+
+
+async def season_end(url: str, seasons: int, members: int) -> tuple[float, int, int]:
+    """`seasons` channel seasons of one workspace end at once; two replicas (two engines
+    on one database) run their pass at the end time together. Returns the seconds until
+    every podium was posted, the podiums posted, and the distinct channels."""
+    bank = load_bank()
+    start = datetime(2027, 1, 4, 9, tzinfo=UTC)
+    clock = FakeClock(start)
+    ends = start + timedelta(weeks=1)
+    chats = [_PodiumChat(), _PodiumChat()]
+    settings = Settings(ask_cooldown=0)
+    features = [basics.feature, scheduling.feature, seasons_feature.feature]
+    async with (
+        SqlStore(url, clock=clock) as a,
+        SqlStore(url, clock=clock) as b,
+        assemble(
+            a,
+            {Platform.SLACK: chats[0]},
+            bank,
+            clock,
+            settings,
+            features=features,
+            generated=None,
+            wakeups=False,
+        ) as qa,
+        assemble(
+            b,
+            {Platform.SLACK: chats[1]},
+            bank,
+            clock,
+            settings,
+            features=features,
+            generated=None,
+            wakeups=False,
+        ) as qb,
+    ):
+        made = [
+            await a.seasons.start(
+                ChannelRef(Platform.SLACK, "TEND", f"C{i:03}"),
+                SeasonScope.CHANNEL,
+                f"S{i}",
+                start,
+                ends,
+                "bench",
+                start,
+            )
+            for i in range(seasons)
+        ]
+        users = [UserRef(Platform.SLACK, "TEND", f"U{m:04}", f"user{m}") for m in range(members)]
+        rng = random.Random(3)
+        async with a.sessions.begin() as s:
+            ids = await a.refs.member_ids(s, users)
+            rows, topics = [], []
+            for season in made:
+                for u in users:
+                    answered = rng.randint(1, 40)
+                    right = rng.randint(0, answered)
+                    early = rng.randint(0, answered // 3)
+                    late = rng.randint(0, answered // 3)
+                    rows.append(
+                        {
+                            "season_id": season.id,
+                            "board": 0,
+                            "member_id": ids[u.key],
+                            "points": 10 * right,
+                            "correct": right,
+                            "answered": answered,
+                            "reached_at": start,
+                            "current_streak": 0,
+                            "best_streak": rng.randint(0, right),
+                            "early_answered": early,
+                            "early_correct": rng.randint(0, early),
+                            "late_answered": late,
+                            "late_correct": rng.randint(0, late),
+                            "accuracy": right * ACCURACY // answered,
+                        }
+                    )
+                    topics.append(
+                        {
+                            "season_id": season.id,
+                            "member_id": ids[u.key],
+                            "topic": "gpu",
+                            "answered": answered,
+                            "correct": right,
+                            "points": 10 * right,
+                        }
+                    )
+            await s.execute(sa_insert(SeasonScoreRow), rows)
+            await s.execute(sa_insert(SeasonTopicRow), topics)
+        keepers = [q.registry.service(SeasonKeeper) for q in (qa, qb)]
+        assert keepers[0] is not None and keepers[1] is not None
+        clock.set(ends)
+        t0 = time.perf_counter()
+        await asyncio.gather(*(k.run(ends) for k in keepers if k is not None))
+        elapsed = time.perf_counter() - t0
+        await asyncio.gather(
+            *(k.run(ends + timedelta(minutes=5)) for k in keepers if k is not None)
+        )
+    posted = chats[0].posted + chats[1].posted
+    return elapsed, len(posted), len(set(posted))
+
+
 async def run_db(name: str, url: str, history: History, samples: int) -> dict[str, list[float]]:
+    """Load `history` into a fresh database and time every board on it."""
     engine = create_engine(url)
     await upgrade(engine)
     await engine.dispose()
@@ -520,6 +871,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=300, help="queries per board")
     parser.add_argument("--pg", default=os.environ.get("QUIZBOT_TEST_POSTGRES_URL", PG_DEFAULT))
     parser.add_argument("--skip-answers", action="store_true", help="do not rerun answers.py")
+    parser.add_argument("--teams", type=int, default=50)
+    parser.add_argument("--team-members", type=int, default=1000)
+    parser.add_argument(
+        "--season-ends", type=int, default=100, help="channel seasons ending at once"
+    )
     args = parser.parse_args()
     if problem := size_problem(
         args.answers, args.members, args.channels, args.workspaces, args.days
@@ -533,19 +889,39 @@ def parse_args() -> argparse.Namespace:
 async def main(args: argparse.Namespace) -> None:
 
     t0 = time.perf_counter()
-    history = generate(args.answers, args.members, args.channels, args.workspaces, args.days)
+    history = generate(
+        args.answers,
+        args.members,
+        args.channels,
+        args.workspaces,
+        args.days,
+        teams=args.teams,
+        team_members=args.team_members,
+    )
     sizes = ", ".join(f"{k} {v:,}" for k, v in history.counts.items())
     print(f"generated in {time.perf_counter() - t0:.0f} s: {sizes}", flush=True)
 
     results: dict[str, dict[str, list[float]]] = {}
+    ends: dict[str, tuple[float, int, int]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         results["sqlite"] = await run_db(
             "sqlite", f"sqlite+aiosqlite:///{Path(tmp) / 'boards.db'}", history, args.samples
         )
+        end_db = f"sqlite+aiosqlite:///{Path(tmp) / 'ends.db'}"
+        engine = create_engine(end_db)
+        await upgrade(engine)
+        await engine.dispose()
+        ends["sqlite"] = await season_end(end_db, args.season_ends, 20)
     pg = await pg_database(args.pg, "lb", migrate=False)
     if pg is not None:
         try:
             results["postgresql"] = await run_db("postgresql", pg, history, args.samples)
+        finally:
+            await drop_pg(args.pg, pg)
+    pg = await pg_database(args.pg, "ends", migrate=True)
+    if pg is not None:
+        try:
+            ends["postgresql"] = await season_end(pg, args.season_ends, 20)
         finally:
             await drop_pg(args.pg, pg)
 
@@ -567,6 +943,18 @@ async def main(args: argparse.Namespace) -> None:
             )
     if "postgresql" not in results:
         target("leaderboard_postgresql_measured", "not reachable", "measured", False)
+    for db_name, (elapsed, posted, distinct) in ends.items():
+        print(
+            f"{db_name} season end: {args.season_ends} seasons, two replicas: {posted} podiums "
+            f"({distinct} channels) in {elapsed:.2f} s"
+        )
+        target(
+            f"season_end_{db_name}_podiums_once",
+            f"{posted} posted for {args.season_ends} seasons",
+            f"{args.season_ends} exactly",
+            posted == distinct == args.season_ends,
+        )
+        target(f"season_end_{db_name}_seconds", f"{elapsed:.2f} s", "<= 10 s", elapsed <= 10)
 
 
 def answer_burst(pg: str) -> None:

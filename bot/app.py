@@ -34,7 +34,9 @@ from bot import (
     report,
     review,
     scheduling,
+    seasons,
     submit,
+    teams,
 )
 from bot.bank import QuestionBank
 from bot.clock import Clock, SystemClock
@@ -72,6 +74,8 @@ FEATURES: tuple[FeatureFactory, ...] = (
     report.feature,
     live.feature,
     scheduling.feature,
+    seasons.feature,
+    teams.feature,
     dashboard.feature,
 )
 

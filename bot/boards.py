@@ -6,6 +6,8 @@ The window is the current day, ISO week or month in the channel's time zone (see
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bot.commands import Invocation, Reply
 from bot.domain import BoardScope, BoardWindow, Locale
 from bot.errors import UserFacingError
@@ -55,4 +57,7 @@ async def leaderboard_command(
 ) -> list[Reply]:
     window, scope = parse_board(args, inv.locale)
     board = await service.leaderboard(inv.channel, inv.user, window, scope)
-    return [Reply(leaderboard_message(board, inv.locale), private=False)]
+    message = leaderboard_message(board, inv.locale)
+    if notes := await service.board_notes(inv.channel, inv.user, inv.locale):
+        message = replace(message, footer=" · ".join([message.footer, *notes]).strip(" ·"))
+    return [Reply(message, private=False)]

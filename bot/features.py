@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from bot.commands import Command, CommandSet
 from bot.domain import ChannelRef, Locale, UserRef
 from bot.messages import ANSWER, KIND, Message
-from bot.quiz import OutcomeRenderer, QuizService, RevealButton, RevealListener
+from bot.quiz import BoardNote, OutcomeRenderer, QuizService, RevealButton, RevealListener
 
 if TYPE_CHECKING:
     from bot.clock import Clock
@@ -92,6 +92,8 @@ class Feature:
     on_reveal: Sequence[RevealListener] = ()
     reveal_buttons: Sequence[RevealButton] = ()
     outcome_renderers: Sequence[OutcomeRenderer] = ()
+    # Lines under a member's board and stats (`QuizService.board_notes`).
+    board_notes: Sequence[BoardNote] = ()
     # Long-lived work, started in the order listed after every feature is built, and
     # stopped (in reverse) before the store and the platform clients it uses.
     services: Sequence[AbstractAsyncContextManager[Any]] = ()
@@ -161,6 +163,10 @@ class Registry:
     @property
     def outcome_renderers(self) -> tuple[OutcomeRenderer, ...]:
         return self._all("outcome_renderers")
+
+    @property
+    def board_notes(self) -> tuple[BoardNote, ...]:
+        return self._all("board_notes")
 
     @property
     def pages(self) -> tuple[Page, ...]:

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
     from bot.practice import PracticeRepository
     from bot.report import ReportRepository
     from bot.scheduling.ports import ScheduleStore
+    from bot.seasons import SeasonRepository
     from bot.team import TeamPackRepository
+    from bot.teams import TeamRepository
 
 
 class Chat(Protocol):
@@ -321,6 +323,12 @@ class FeatureStore(Store, Protocol):
 
     @property
     def live(self) -> LiveRepository: ...
+
+    @property
+    def seasons(self) -> SeasonRepository: ...
+
+    @property
+    def leagues(self) -> TeamRepository: ...
 
 
 class DemoRunner(Protocol):

@@ -86,6 +86,12 @@ class OutcomeRenderer(Protocol):
         ...
 
 
+class BoardNote(Protocol):
+    async def __call__(self, channel: ChannelRef, user: UserRef, locale: Locale) -> str | None:
+        """A line under a member's board or stats (their season, their team), or None."""
+        ...
+
+
 class QuizHooks(Protocol):
     """What features add to the quiz's own flow (`bot.features.Registry`): listeners run
     after a reveal, buttons under public reveals ("Report a problem"), and the wording of
@@ -100,11 +106,15 @@ class QuizHooks(Protocol):
     @property
     def outcome_renderers(self) -> Sequence[OutcomeRenderer]: ...
 
+    @property
+    def board_notes(self) -> Sequence[BoardNote]: ...
+
 
 class NoHooks:
     on_reveal: Sequence[RevealListener] = ()
     reveal_buttons: Sequence[RevealButton] = ()
     outcome_renderers: Sequence[OutcomeRenderer] = ()
+    board_notes: Sequence[BoardNote] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -564,6 +574,18 @@ class QuizService:
         return out
 
     # -- boards and settings -----------------------------------------------------------
+
+    async def board_notes(self, channel: ChannelRef, user: UserRef, locale: Locale) -> list[str]:
+        """What features say under a member's board and stats (a season, a team); a note
+        that fails is left out (logged): the board is shown anyway."""
+        notes = []
+        for note in self.hooks.board_notes:
+            try:
+                if (line := await note(channel, user, locale)) is not None:
+                    notes.append(line)
+            except Exception:
+                log.exception("a board note failed")
+        return notes
 
     async def leaderboard(
         self,

@@ -3,6 +3,8 @@ streaks, accuracy per topic, and the weakest topic with a suggestion to practise
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bot.commands import Invocation, Reply
 from bot.domain import LeaderboardRow, Locale, PlayerStats, TopicStats
 from bot.i18n import translator
@@ -74,4 +76,7 @@ async def stats_command(service: QuizService, inv: Invocation, args: list[str]) 
         t = translator(inv.locale)
         return [Reply(Message(body=t("You have no answers in this channel yet.")))]
     board = await service.leaderboard(inv.channel, inv.user)
-    return [Reply(stats_message(stats, board.caller, board.players, inv.locale))]
+    message = stats_message(stats, board.caller, board.players, inv.locale)
+    if notes := await service.board_notes(inv.channel, inv.user, inv.locale):
+        message = replace(message, body="\n".join([message.body, "", *notes]))
+    return [Reply(message)]

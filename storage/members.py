@@ -52,10 +52,16 @@ from storage.models import (
     ScoreQuestionRow,
     ScoreRow,
     ScoreTopicRow,
+    SeasonRow,
+    SeasonScoreRow,
+    SeasonTopicRow,
+    TeamMemberRow,
     TeamQuestionRow,
+    TeamRow,
 )
 from storage.refs import RefResolver
 from storage.score_fold import ALL_TIME, channel_board
+from storage.season_fold import season_board
 
 TOMBSTONE = "forgotten-{id}"
 
@@ -141,6 +147,28 @@ class SqlMemberData:
                         await s.execute(select(ScoreTopicRow).where(ScoreTopicRow.member_id == mid))
                     ).scalars()
                 ],
+                "seasons": [
+                    {
+                        "season": name,
+                        "board": "season" if r.board == 0 else channels.get(r.board, r.board),
+                        "points": r.points,
+                        "correct": r.correct,
+                        "answered": r.answered,
+                        "best_streak": r.best_streak,
+                    }
+                    for r, name in await s.execute(
+                        select(SeasonScoreRow, SeasonRow.name)
+                        .join(SeasonRow, SeasonRow.id == SeasonScoreRow.season_id)
+                        .where(SeasonScoreRow.member_id == mid)
+                    )
+                ],
+                "team": (
+                    await s.execute(
+                        select(TeamRow.name)
+                        .join(TeamMemberRow, TeamMemberRow.team_id == TeamRow.id)
+                        .where(TeamMemberRow.member_id == mid)
+                    )
+                ).scalar_one_or_none(),
                 "practice_cards": [
                     {
                         "question_id": r.question_id,
@@ -396,6 +424,12 @@ async def _leave_boards(s: AsyncSession, mid: int) -> None:
         )
     ):
         leaving[(board, starts, points)] += 1
+    for sid, season_part, points in await s.execute(
+        select(SeasonScoreRow.season_id, SeasonScoreRow.board, SeasonScoreRow.points).where(
+            SeasonScoreRow.member_id == mid
+        )
+    ):
+        leaving[(season_board(sid, season_part), ALL_TIME, points)] += 1
     if leaving:
         h = cast(Table, ScoreHistogramRow.__table__)
         await s.execute(
@@ -410,7 +444,17 @@ async def _leave_boards(s: AsyncSession, mid: int) -> None:
                 {"b": b, "s": st, "p": p, "n": n} for (b, st, p), n in sorted(leaving.items())
             ],
         )
-    for model in (ScoreRow, ScoreDayRow, ScorePeriodRow, ScoreTopicRow):
+    # Seasons and teams too: their boards and their team (`storage.teams` reads teams'
+    # points from these boards, so a team loses the member's points with them).
+    for model in (
+        ScoreRow,
+        ScoreDayRow,
+        ScorePeriodRow,
+        ScoreTopicRow,
+        SeasonScoreRow,
+        SeasonTopicRow,
+        TeamMemberRow,
+    ):
         await s.execute(sql_delete(model).where(model.member_id == mid))
 
 

@@ -633,3 +633,154 @@ class LiveScoreRow(Base):
     answered: Mapped[int] = mapped_column(Integer)
     rounds: Mapped[int] = mapped_column(Integer)
     reached_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class SeasonRow(Base):
+    """A season (migration 0013): a named competition over a channel's posts (scope
+    ``channel``) or every channel of a workspace (``workspace``), from `starts_at` to
+    `ends_at`. `state` goes ``active`` -> ``ended`` once, by a conditional update; the
+    podium is posted under a lease (`podium_leased_at`) and marked once (`podium_posted_at`),
+    like reveals. The season's first and last thirds (of its planned length) are fixed at
+    the start: the "most improved" award compares them."""
+
+    __tablename__ = "seasons"
+    __table_args__ = (
+        Index("ix_seasons_platform_workspace_state", "platform", "workspace", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    workspace: Mapped[str] = mapped_column(String(64))
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"))  # where it was started
+    scope: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(40))
+    starts_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    ends_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    first_third_ends: Mapped[datetime] = mapped_column(UtcDateTime())
+    last_third_starts: Mapped[datetime] = mapped_column(UtcDateTime())
+    state: Mapped[str] = mapped_column(String(16))
+    created_by: Mapped[str] = mapped_column(String(64), default="")
+    ended_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    podium_leased_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    podium_posted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    podium_message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
+class SeasonScoreRow(Base):
+    """A member's season totals (migration 0013), folded at close: `board` 0 is the whole
+    season, a channel id its board in that channel (workspace seasons only). The streak
+    is the season's own (scheduled questions of one channel); early/late count the answers
+    in the season's first and last thirds."""
+
+    __tablename__ = "season_scores"
+
+    season_id: Mapped[int] = mapped_column(ForeignKey("seasons.id"), primary_key=True)
+    board: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
+    points: Mapped[int] = mapped_column(Integer, default=0)
+    correct: Mapped[int] = mapped_column(Integer, default=0)
+    answered: Mapped[int] = mapped_column(Integer, default=0)
+    reached_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    current_streak: Mapped[int] = mapped_column(Integer, default=0)
+    best_streak: Mapped[int] = mapped_column(Integer, default=0)
+    early_answered: Mapped[int] = mapped_column(Integer, default=0)
+    early_correct: Mapped[int] = mapped_column(Integer, default=0)
+    late_answered: Mapped[int] = mapped_column(Integer, default=0)
+    late_correct: Mapped[int] = mapped_column(Integer, default=0)
+    # correct / answered in millionths (integer division), kept by the fold: the accuracy
+    # board is an index range (`ix_season_scores_accuracy`), not a sort.
+    accuracy: Mapped[int] = mapped_column(Integer, default=0)
+
+
+# The accuracy board's order among members with at least 5 answers (the documented
+# minimum, `bot.seasons.MIN_ACCURACY_ANSWERS`): a partial index.
+SEASON_ACCURATE = "answered >= 5"
+Index(
+    "ix_season_scores_accuracy",
+    SeasonScoreRow.season_id,
+    SeasonScoreRow.board,
+    SeasonScoreRow.accuracy.desc(),
+    SeasonScoreRow.correct.desc(),
+    SeasonScoreRow.reached_at,
+    SeasonScoreRow.member_id,
+    postgresql_where=text(SEASON_ACCURATE),
+    sqlite_where=text(SEASON_ACCURATE),
+)
+Index(
+    "ix_season_scores_rank",
+    SeasonScoreRow.season_id,
+    SeasonScoreRow.board,
+    SeasonScoreRow.points.desc(),
+    SeasonScoreRow.correct.desc(),
+    SeasonScoreRow.reached_at,
+    SeasonScoreRow.member_id,
+)
+Index("ix_season_scores_member_id", SeasonScoreRow.member_id)
+
+
+class SeasonTopicRow(Base):
+    """A member's season answers per topic (migration 0013): the podium's best per topic."""
+
+    __tablename__ = "season_topics"
+
+    season_id: Mapped[int] = mapped_column(ForeignKey("seasons.id"), primary_key=True)
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(80), primary_key=True)
+    answered: Mapped[int] = mapped_column(Integer, default=0)
+    correct: Mapped[int] = mapped_column(Integer, default=0)
+    points: Mapped[int] = mapped_column(Integer, default=0)
+
+
+Index("ix_season_topics_member_id", SeasonTopicRow.member_id)
+
+
+class LeagueRow(Base):
+    """A workspace's team league settings (migration 0013): the fair-score rule."""
+
+    __tablename__ = "leagues"
+
+    platform: Mapped[str] = mapped_column(String(16), primary_key=True)
+    workspace: Mapped[str] = mapped_column(String(64), primary_key=True)
+    rule: Mapped[str] = mapped_column(String(16), default="top3")
+
+
+class TeamRow(Base):
+    """A team of a workspace's league (migration 0013); its name unique in any case."""
+
+    __tablename__ = "teams"
+    __table_args__ = (UniqueConstraint("platform", "workspace", "name_key"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    workspace: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(32))
+    name_key: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # The platform group it follows (a Slack user group id, a Discord role id): its
+    # members are the group's, refreshed from the platform's API.
+    link: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
+class TeamMemberRow(Base):
+    """Who is on which team (migration 0013): a member (of one workspace) is on one team
+    at most — the primary key says so."""
+
+    __tablename__ = "team_members"
+
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"), index=True)
+    joined_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class TeamProposalRow(Base):
+    """A `/quiz team balance` proposal (migration 0013), accepted at most once: JSON
+    ``[[member id, …], …]`` per team, and its spread of points."""
+
+    __tablename__ = "team_proposals"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    workspace: Mapped[str] = mapped_column(String(64))
+    teams: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    accepted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)

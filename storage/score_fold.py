@@ -28,11 +28,13 @@ from storage.models import (
     ScoreQuestionRow,
     ScoreRow,
     ScoreTopicRow,
+    SeasonScoreRow,
 )
+from storage.season_fold import SeasonAnswer, fold_seasons
 
 ALL_TIME = date(1970, 1, 1)  # `starts` of the all-time rows in `score_periods`
 
-Board = type[ScoreRow] | type[ScoreDayRow] | type[ScorePeriodRow]
+Board = type[ScoreRow] | type[ScoreDayRow] | type[ScorePeriodRow] | type[SeasonScoreRow]
 
 
 def channel_board(channel_id: int, window: BoardWindow) -> str:
@@ -53,7 +55,8 @@ async def fold_post(s: AsyncSession, post: PostRow, channel: ChannelRow, dialect
     channel row (SQLite serializes every writer anyway). Rows are upserted in key order so
     concurrent folds of one workspace take row locks in the same order (no deadlock). One
     step per aggregate: all-time scores, days, periods (weeks, months, the workspace), the
-    histograms that rank them, topics.
+    histograms that rank them, topics; then the seasons covering the post
+    (`storage.season_fold`).
     """
     kind = PostKind(post.kind)
     if kind is PostKind.PRACTICE or kind is PostKind.LIVE:
@@ -81,12 +84,20 @@ async def fold_post(s: AsyncSession, post: PostRow, channel: ChannelRow, dialect
         )
     topic = await _topic(s, post.question_hash)
     await _fold_question(s, channel, post.question_id, topic, answers, dialect)
-    if not answers:
-        return
     scored = [
         _Scored(mid, at, bool(correct), score_answer(kind, correct, streaks.get(mid, 0)))
         for mid, correct, at in answers
     ]
+    await fold_seasons(
+        s,
+        post,
+        channel,
+        [SeasonAnswer(a.member_id, a.at, a.correct, a.score.points) for a in scored],
+        topic,
+        dialect,
+    )
+    if not answers:
+        return
     hist: dict[tuple[str, date, int], int] = defaultdict(int)
     await _fold_all_time(s, channel, scored, dialect, hist)
     await _fold_days(s, channel, scored, dialect, hist)

@@ -87,26 +87,9 @@ class SqlScoreRepository:
         async with self._sessions() as s:
             src = await self._source(s, channel, scope, period)
             if src is not None:
-                top, own = await self._top_and_caller(s, src, caller, limit)
-                for i, (points, correct, answered, user) in enumerate(top):
-                    rank = rows[-1].rank if rows and rows[-1].points == points else i + 1
-                    rows.append(LeaderboardRow(rank, user, points, correct, answered))
-                players = len(rows)
-                if caller is not None:
-                    mine = next((r for r in rows if r.user.key == caller.key), None)
-                if len(rows) == limit:
-                    h = ScoreHistogramRow
-                    ahead = h.points > (own[0] if own is not None else 0)
-                    players, above = (
-                        await s.execute(
-                            select(
-                                func.coalesce(func.sum(h.players), 0),
-                                func.coalesce(func.sum(case((ahead, h.players), else_=0)), 0),
-                            ).where(h.board == src.board, h.starts == src.starts)
-                        )
-                    ).one()
-                    if mine is None and own is not None:
-                        mine = LeaderboardRow(above + 1, own[3], *own[:3])
+                rows, players, mine = await read_board(
+                    s, src.model, src.where, src.board, caller, limit, src.starts
+                )
         return Leaderboard(
             rows=tuple(rows),
             players=players,
@@ -152,61 +135,6 @@ class SqlScoreRepository:
         where = (ScorePeriodRow.board == board, ScorePeriodRow.starts == starts)
         return _Source(ScorePeriodRow, where, board, starts)
 
-    async def _top_and_caller(
-        self, s: AsyncSession, src: _Source, caller: UserRef | None, limit: int
-    ) -> tuple[list[tuple[int, int, int, UserRef]], tuple[int, int, int, UserRef] | None]:
-        """The top `limit` rows in board order, and the caller's row (wherever it is)."""
-        m = src.model
-
-        def rows(tag: int) -> Select[Any, *tuple[Any, ...]]:
-            return (
-                select(
-                    m.points,
-                    m.correct,
-                    m.answered,
-                    m.reached_at,
-                    m.member_id,
-                    MemberRow.platform,
-                    MemberRow.workspace,
-                    MemberRow.user_id,
-                    MemberRow.display_name,
-                    literal(tag).label("tag"),
-                )
-                .join(MemberRow, MemberRow.id == m.member_id)
-                .where(*src.where)
-            )
-
-        order = (m.points.desc(), m.correct.desc(), m.reached_at.asc(), m.member_id.asc())
-        stmt: Any = select(rows(1).order_by(*order).limit(limit).subquery())
-        if caller is not None:
-            own = rows(0).where(
-                MemberRow.platform == str(caller.platform),
-                MemberRow.workspace == caller.workspace,
-                MemberRow.user_id == caller.user,
-            )
-            stmt = union_all(stmt, own)
-        top: list[tuple[Any, ...]] = []
-        mine = None
-        for (
-            points,
-            correct,
-            answered,
-            reached,
-            mid,
-            platform,
-            ws,
-            uid,
-            name,
-            tag,
-        ) in await s.execute(stmt):
-            row = (points, correct, answered, UserRef(Platform(platform), ws, uid, name))
-            if tag:
-                top.append((-points, -correct, reached, mid, row))
-            else:
-                mine = row
-        top.sort(key=lambda t: t[:4])  # a UNION keeps no order
-        return [t[4] for t in top], mine
-
     async def player_stats(self, channel: ChannelRef, user: UserRef) -> PlayerStats | None:
         """A member's all-time results in a channel, with accuracy per topic."""
         async with self._sessions() as s:
@@ -245,6 +173,99 @@ class SqlScoreRepository:
                 best_streak=sc.best_streak,
                 topics=tuple(TopicStats(t, a, c) for t, a, c in topics),
             )
+
+
+async def read_board(
+    s: AsyncSession,
+    model: Board,
+    where: tuple[Any, ...],
+    board: str,
+    caller: UserRef | None,
+    limit: int,
+    starts: date = ALL_TIME,
+) -> tuple[list[LeaderboardRow], int, LeaderboardRow | None]:
+    """A board's top `limit` rows, its number of players and the caller's row: the top
+    and the caller in one statement (a UNION ALL of two index lookups), then — only when
+    the board is longer than the top — the players and those ahead of the caller, summed
+    from the board's histogram (`board`, `starts` in `score_histograms`)."""
+    rows: list[LeaderboardRow] = []
+    mine = None
+    top, own = await _top_and_caller(s, model, where, caller, limit)
+    for i, (points, correct, answered, user) in enumerate(top):
+        rank = rows[-1].rank if rows and rows[-1].points == points else i + 1
+        rows.append(LeaderboardRow(rank, user, points, correct, answered))
+    players = len(rows)
+    if caller is not None:
+        mine = next((r for r in rows if r.user.key == caller.key), None)
+    if len(rows) == limit:
+        h = ScoreHistogramRow
+        ahead = h.points > (own[0] if own is not None else 0)
+        players, above = (
+            await s.execute(
+                select(
+                    func.coalesce(func.sum(h.players), 0),
+                    func.coalesce(func.sum(case((ahead, h.players), else_=0)), 0),
+                ).where(h.board == board, h.starts == starts)
+            )
+        ).one()
+        if mine is None and own is not None:
+            mine = LeaderboardRow(above + 1, own[3], *own[:3])
+    return rows, players, mine
+
+
+async def _top_and_caller(
+    s: AsyncSession, m: Board, where: tuple[Any, ...], caller: UserRef | None, limit: int
+) -> tuple[list[tuple[int, int, int, UserRef]], tuple[int, int, int, UserRef] | None]:
+    """The top `limit` rows in board order, and the caller's row (wherever it is)."""
+
+    def rows(tag: int) -> Select[Any, *tuple[Any, ...]]:
+        return (
+            select(
+                m.points,
+                m.correct,
+                m.answered,
+                m.reached_at,
+                m.member_id,
+                MemberRow.platform,
+                MemberRow.workspace,
+                MemberRow.user_id,
+                MemberRow.display_name,
+                literal(tag).label("tag"),
+            )
+            .join(MemberRow, MemberRow.id == m.member_id)
+            .where(*where)
+        )
+
+    order = (m.points.desc(), m.correct.desc(), m.reached_at.asc(), m.member_id.asc())
+    stmt: Any = select(rows(1).order_by(*order).limit(limit).subquery())
+    if caller is not None:
+        own = rows(0).where(
+            MemberRow.platform == str(caller.platform),
+            MemberRow.workspace == caller.workspace,
+            MemberRow.user_id == caller.user,
+        )
+        stmt = union_all(stmt, own)
+    top: list[tuple[Any, ...]] = []
+    mine = None
+    for (
+        points,
+        correct,
+        answered,
+        reached,
+        mid,
+        platform,
+        ws,
+        uid,
+        name,
+        tag,
+    ) in await s.execute(stmt):
+        row = (points, correct, answered, UserRef(Platform(platform), ws, uid, name))
+        if tag:
+            top.append((-points, -correct, reached, mid, row))
+        else:
+            mine = row
+    top.sort(key=lambda t: t[:4])  # a UNION keeps no order
+    return [t[4] for t in top], mine
 
 
 def _starts(period: BoardPeriod) -> date:

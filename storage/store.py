@@ -27,8 +27,10 @@ from storage.refs import ChannelDefaults, RefResolver
 from storage.report import SqlReportRepository
 from storage.schedules import SqlScheduleRepository
 from storage.scores import SqlScoreRepository
+from storage.seasons import SqlSeasonRepository
 from storage.settings import SqlSettingsRepository
 from storage.team import SqlTeamPackRepository
+from storage.teams import SqlTeamRepository
 from storage.web import SqlWebSessions
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,8 @@ class SqlStore(Lifecycle):
         self.dashboard = SqlDashboard(self.sessions, self.refs.defaults.timezone)
         self.live = SqlLiveRepository(self.sessions, self.refs)
         self.web = SqlWebSessions(self.sessions)
+        self.seasons = SqlSeasonRepository(self.sessions, self.refs)
+        self.leagues = SqlTeamRepository(self.sessions, self.refs)
 
     async def initialize(self) -> None:
         try:

@@ -41,7 +41,7 @@ from adapters.discord.render import (
 )
 from adapters.discord.replies import current_private_line
 from adapters.discord.rest import DiscordError, DiscordRest
-from bot.domain import ChannelRef, Locale, MessageRef, UserRef
+from bot.domain import ChannelRef, Locale, MessageRef, Platform, UserRef
 from bot.errors import PlatformError, UserFacingError
 from bot.i18n import N_, translator
 from bot.messages import Attachment, Image, Message
@@ -102,6 +102,32 @@ class DiscordChat:
         cache.move_to_end(key)
         while len(cache) > _REMEMBERED:
             cache.popitem(last=False)
+
+    async def group_members(self, workspace: str, group: str) -> list[UserRef] | None:
+        """A role's members (`bot.teams.GroupDirectory`), 1,000 a page; None when Discord
+        refuses (the Server Members intent is off, no such server)."""
+        found: list[UserRef] = []
+        after = "0"
+        for _ in range(100):
+            try:
+                page = await self.rest.call(
+                    "GET", f"/guilds/{workspace}/members?limit=1000&after={after}"
+                )
+            except (DiscordError, PlatformError):
+                return None
+            if not isinstance(page, list):
+                return None
+            for member in page:
+                who = member.get("user") or {}
+                if group in (member.get("roles") or []) and who.get("id"):
+                    name = member.get("nick") or who.get("global_name") or who.get("username")
+                    found.append(
+                        UserRef(Platform.DISCORD, workspace, str(who["id"]), str(name or ""))
+                    )
+            if len(page) < 1000:
+                break
+            after = str((page[-1].get("user") or {}).get("id", after))
+        return found
 
     async def _send(self, channel_id: str, body: dict[str, Any], image: Image | None = None) -> str:
         """POST a message; its id."""

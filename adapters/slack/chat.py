@@ -30,7 +30,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from adapters.slack.errors import CALL_ERRORS, describe, platform_error
 from adapters.slack.render import SlackMessage, render, render_form
-from bot.domain import ChannelRef, MessageRef, UserRef
+from bot.domain import ChannelRef, MessageRef, Platform, UserRef
 from bot.errors import PlatformError
 from bot.forms import Form
 from bot.lifecycle import Lifecycle
@@ -330,6 +330,20 @@ class SlackChat(Lifecycle):
         except ValueError:  # a port that is not a number
             return False
         return where == api or where in {("https", host, 443) for host in _FILE_HOSTS}
+
+    async def group_members(self, workspace: str, group: str) -> list[UserRef] | None:
+        """A user group's members (`bot.teams.GroupDirectory`); None when Slack refuses
+        (no such group, no usergroups:read scope)."""
+        try:
+            resp = await self.call(
+                "usergroups.users.list", self.client.usergroups_users_list(usergroup=group)
+            )
+        except PlatformError:
+            return None
+        users = resp.get("users")
+        if not isinstance(users, list):
+            return None
+        return [UserRef(Platform.SLACK, workspace, str(u), str(u)) for u in users]
 
     async def user_info(self, user_id: str) -> dict[str, Any]:
         resp = await self.call("users.info", self.client.users_info(user=user_id))

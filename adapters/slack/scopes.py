@@ -18,6 +18,7 @@ METHOD_SCOPES: Final[dict[str, str]] = {
     "files.getUploadURLExternal": "files:write",  # files_upload_v2, step 1
     "files.completeUploadExternal": "files:write",  # files_upload_v2, step 3
     "users.info": "users:read",  # the admin check (is_admin / is_owner)
+    "usergroups.users.list": "usergroups:read",  # a team that follows a user group
     "views.open": "",  # forms (modals): a trigger_id is the permission
 }
 

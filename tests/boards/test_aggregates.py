@@ -40,6 +40,9 @@ from bot.domain import (
 from bot.practice import Practice
 from bot.quiz import QuizService
 from bot.scoring import local_day, period_start, score_answer
+from bot.seasons import SeasonScope
+from bot.team import Workspace
+from bot.teams import TeamRule, TeamScore
 from storage.engine import alembic_config, create_engine, upgrade
 from storage.models import (
     AnswerRow,
@@ -53,6 +56,11 @@ from storage.models import (
     ScorePeriodRow,
     ScoreRow,
     ScoreTopicRow,
+    SeasonRow,
+    SeasonScoreRow,
+    SeasonTopicRow,
+    TeamMemberRow,
+    TeamRow,
 )
 from storage.scores import ALL_TIME
 from storage.store import SqlStore
@@ -137,6 +145,7 @@ async def _play_script(
     practice = Practice(service, store.practice)
     for ref, tz in CHANNELS:
         await store.settings.save(ChannelSettings(ref, timezone=tz))
+    await _seasons_and_teams(store, clock)
     posts: list[tuple[int, ChannelRef]] = []
     later: list[int] = []
     for channel_index, kind, round_clicks, close, hours in script:
@@ -173,6 +182,28 @@ async def _play_script(
     return service
 
 
+# Seasons: C1's own (ends within most scripts), C2's (starts after the first post), T2's
+# workspace season; teams in T1: members 0 and 1, member 2 alone.
+SEASONS = [
+    (0, SeasonScope.CHANNEL, timedelta(0), timedelta(days=2)),
+    (1, SeasonScope.CHANNEL, timedelta(hours=12), timedelta(days=5)),
+    (2, SeasonScope.WORKSPACE, timedelta(0), timedelta(days=3)),
+]
+
+
+async def _seasons_and_teams(store: SqlStore, clock: FakeClock) -> None:
+    now = clock.now()
+    for i, (index, scope, start, length) in enumerate(SEASONS):
+        ref = CHANNELS[index][0]
+        begins = now + start
+        await store.seasons.start(ref, scope, f"S{i}", begins, begins + length, "admin", now)
+    ws = Workspace.of(MEMBERS["T1"][0])
+    for name, members in (("Owls", MEMBERS["T1"][:2]), ("Foxes", MEMBERS["T1"][2:])):
+        await store.leagues.create(ws, name, now)
+        for who in members:
+            await store.leagues.join(who, name, now)
+
+
 async def _clear(store: SqlStore) -> None:
     async with store.sessions.begin() as s:
         for table in reversed(Base.metadata.sorted_tables):
@@ -201,6 +232,12 @@ async def recompute(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[An
         answers: dict[int, list[AnswerRow]] = defaultdict(list)
         for a in (await s.execute(select(AnswerRow))).scalars():
             answers[a.post_id].append(a)
+        seasons = (await s.execute(select(SeasonRow).order_by(SeasonRow.id))).scalars().all()
+    season_rows: dict[tuple[Any, ...], list[tuple[int, bool, datetime]]] = defaultdict(list)
+    season_streak: dict[tuple[int, int, int], int] = defaultdict(int)
+    season_best: dict[tuple[int, int, int], int] = defaultdict(int)
+    season_thirds: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    season_topics: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0, 0])
 
     streak: dict[tuple[int, int], int] = defaultdict(int)
     best: dict[tuple[int, int], int] = defaultdict(int)
@@ -216,9 +253,43 @@ async def recompute(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[An
             for key in list(streak):
                 if key[0] == ch.id and key[1] not in answered:
                     streak[key] = 0
+        covering = [
+            season
+            for season in seasons
+            if (season.platform, season.workspace) == (ch.platform, ch.workspace)
+            and (season.scope == "workspace" or season.channel_id == ch.id)
+            and season.starts_at <= post.created_at
+            and post.closed_at is not None
+            and post.closed_at < season.ends_at
+        ]
+        if kind is PostKind.SCHEDULED:
+            for season in covering:
+                streak_board = 0 if season.scope == "channel" else ch.id
+                for key in list(season_streak):
+                    if key[:2] == (season.id, streak_board) and key[2] not in answered:
+                        season_streak[key] = 0
         for a in answers[post.id]:
             key = (ch.id, a.member_id)
             scored = score_answer(kind, a.correct, streak[key])
+            for season in covering:
+                streak_board = 0 if season.scope == "channel" else ch.id
+                own = (season.id, streak_board, a.member_id)
+                season_streak[own] = score_answer(kind, a.correct, season_streak[own]).streak
+                for board in sorted({0, streak_board}):
+                    skey = (season.id, board, a.member_id)
+                    season_rows[skey].append((scored.points, a.correct, a.answered_at))
+                    season_best[skey] = max(season_best[skey], season_streak[own])
+                    thirds = season_thirds[skey]
+                    if a.answered_at < season.first_third_ends:
+                        thirds[0] += 1
+                        thirds[1] += int(a.correct)
+                    if a.answered_at >= season.last_third_starts:
+                        thirds[2] += 1
+                        thirds[3] += int(a.correct)
+                tkey = (season.id, a.member_id, topics[post.question_hash])
+                season_topics[tkey][0] += 1
+                season_topics[tkey][1] += int(a.correct)
+                season_topics[tkey][2] += scored.points
             streak[key] = scored.streak
             best[key] = max(best[key], scored.streak)
             item = (scored.points, a.correct, a.answered_at)
@@ -252,8 +323,21 @@ async def recompute(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[An
         "score_days": {k: total(v) for k, v in tallies["score_days"].items()},
         "score_periods": {k: total(v) for k, v in tallies["score_periods"].items()},
         "score_topics": {k: tuple(v) for k, v in topic_counts.items()},
+        "season_scores": {
+            k: (
+                *total(v),
+                season_streak[k] if k[1] != 0 or _channel_season(seasons, k[0]) else 0,
+                season_best[k],
+                *season_thirds[k],
+                sum(c for _, c, _ in v) * 1_000_000 // len(v),
+            )
+            for k, v in season_rows.items()
+        },
+        "season_topics": {k: tuple(v) for k, v in season_topics.items()},
     }
     players: dict[tuple[Any, ...], int] = defaultdict(int)
+    for (sid, board, _), v in out["season_scores"].items():
+        players[(f"season:{sid}:{board}", ALL_TIME, v[0])] += 1
     for (cid, _), v in out["scores"].items():
         players[(f"channel:{cid}:all", ALL_TIME, v[0])] += 1
     for (cid, _, day), v in out["score_days"].items():
@@ -264,9 +348,33 @@ async def recompute(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[An
     return out
 
 
+def _channel_season(seasons: Any, season_id: int) -> bool:
+    return any(season.id == season_id and season.scope == "channel" for season in seasons)
+
+
 async def actual(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]:
     async with store.sessions() as s:
         return {
+            "season_scores": {
+                (r.season_id, r.board, r.member_id): (
+                    r.points,
+                    r.correct,
+                    r.answered,
+                    r.reached_at,
+                    r.current_streak,
+                    r.best_streak,
+                    r.early_answered,
+                    r.early_correct,
+                    r.late_answered,
+                    r.late_correct,
+                    r.accuracy,
+                )
+                for r in (await s.execute(select(SeasonScoreRow))).scalars()
+            },
+            "season_topics": {
+                (r.season_id, r.member_id, r.topic): (r.answered, r.correct, r.points)
+                for r in (await s.execute(select(SeasonTopicRow))).scalars()
+            },
             "scores": {
                 (r.channel_id, r.member_id): (
                     r.points,
@@ -324,6 +432,81 @@ async def _check_boards(
         assert ws_board.players == len(ws_rows)
         ranks = {names[m]: 1 + sum(o[0] > v[0] for _, o in ws_rows) for m, v in ws_rows}
         assert all(ranks[r.user.user] == r.rank for r in ws_board.rows)
+    await _check_season_and_team_boards(store, expected, names)
+
+
+async def _check_season_and_team_boards(
+    store: SqlStore, expected: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]], names: Any
+) -> None:
+    """Each season's board (whole, and per channel) and the team boards (a window, a
+    season) list what the recomputation gives."""
+    async with store.sessions() as s:
+        seasons = (await s.execute(select(SeasonRow).order_by(SeasonRow.id))).scalars().all()
+        teams = dict(
+            (
+                await s.execute(
+                    select(TeamMemberRow.member_id, TeamRow.name).join(
+                        TeamRow, TeamRow.id == TeamMemberRow.team_id
+                    )
+                )
+            ).all()
+        )
+        ch_ids = {c.id: c for c in (await s.execute(select(ChannelRow))).scalars()}
+    for row in seasons:
+        season = await store.seasons.get(row.id)
+        assert season is not None
+        boards = {k[1] for k in expected["season_scores"] if k[0] == row.id} | {0}
+        for board in sorted(boards):
+            rows = [
+                (k[2], v) for k, v in expected["season_scores"].items() if k[:2] == (row.id, board)
+            ]
+            want = sorted(rows, key=lambda kv: (-kv[1][0], -kv[1][1], kv[1][3], kv[0]))[:10]
+            where = None
+            if board:
+                c = ch_ids[board]
+                where = ChannelRef(Platform(c.platform), c.workspace, c.channel)
+            got = await store.seasons.board(season, None, where, min_answers=2)
+            assert [(r.user.user, r.points) for r in got.rows] == [
+                (names[m], v[0]) for m, v in want
+            ]
+            assert got.players == len(rows)
+            accurate = sorted(
+                (kv for kv in rows if kv[1][2] >= 2),
+                key=lambda kv: (-(kv[1][1] * 1_000_000 // kv[1][2]), -kv[1][1], kv[1][3], kv[0]),
+            )[:10]
+            assert [r.user.user for r in got.accurate] == [names[m] for m, _ in accurate]
+    ws = Workspace.of(MEMBERS["T1"][0])
+
+    def team_scores(points: dict[int, tuple[int, int]]) -> list[TeamScore]:
+        out = []
+        for name in ("Foxes", "Owls"):
+            members = [m for m, t in teams.items() if t == name]
+            got = sorted((points.get(m, (0, 0)) for m in members), reverse=True)
+            out.append(
+                TeamScore(
+                    name,
+                    len(members),
+                    sum(1 for _, n in got if n),
+                    sum(p for p, _ in got[:3]),
+                    sum(p for p, _ in got),
+                )
+            )
+        return out
+
+    ws_all = {
+        k[2]: (v[0], v[2])
+        for k, v in expected["score_periods"].items()
+        if k[0] == "workspace:slack:T1:all"
+    }
+    got_all = await store.leagues.standings(ws, BoardPeriod(BoardWindow.ALL))
+    assert sorted(got_all, key=lambda t: t.name) == team_scores(ws_all)
+    first = next(r for r in seasons if r.workspace == "T1")
+    in_season = {
+        k[2]: (v[0], v[2]) for k, v in expected["season_scores"].items() if k[:2] == (first.id, 0)
+    }
+    got_season = await store.leagues.standings(ws, season_id=first.id)
+    assert sorted(got_season, key=lambda t: t.name) == team_scores(in_season)
+    assert await store.leagues.rule(ws) is TeamRule.TOP3
 
 
 async def test_migration_backfill_equals_what_the_folds_wrote(service: QuizService) -> None:

@@ -81,6 +81,12 @@ async def _forget(url: str, bank: QuestionBank, script: list[tuple[Any, ...]], w
                     )
                     assert gone.user not in {r.user.user for r in board.rows}
                     assert board.caller is None
+        # Off the seasons' boards and off their team (the team board lost their points).
+        assert await store.leagues.team_of(gone) is None
+        for season in await store.seasons.listed(CHANNELS[0][0]):
+            board = await store.seasons.board(season, gone, min_answers=1)
+            assert board.caller is None
+            assert gone.user not in {r.user.user for r in board.rows + board.accurate}
         if mid is None:
             return
         async with store.sessions() as s:

@@ -83,6 +83,8 @@ class FakeDiscord(RestRoutes, Lifecycle):
         self.downloads: list[str] = []  # attachment ids, as fetched
         self.dms: dict[str, str] = {}  # user id -> the bot's DM channel with them
         self.closed_dms: set[str] = set()  # users who take no DMs from the server's members
+        self.role_members: dict[str, list[str]] = {}  # role id -> user ids
+        self.members_intent = True
         self._seq = itertools.count(1)
         self._sockets: list[tuple[web.WebSocketResponse, int, int]] = []  # ws, shard, count
         self._injected: list[_Injected] = []

@@ -64,6 +64,8 @@ class RestRoutes(DiscordPayloads):
     owner_id: str
     roles: dict[str, int]  # role id -> permissions
     members: dict[str, list[str]]  # user id -> role ids
+    role_members: dict[str, list[str]]  # role id -> its members' user ids
+    members_intent: bool  # the Server Members intent is on (GET /guilds/{id}/members)
     _changed: asyncio.Condition
 
     # -- attachments (Discord's CDN) -----------------------------------------------------
@@ -116,6 +118,8 @@ class RestRoutes(DiscordPayloads):
             recipient = str(body["recipient_id"])
             channel = self.dms.setdefault(recipient, self.snowflake())  # one per user
             return json_response({"id": channel, "type": 1, "recipients": [user(recipient)]})
+        if method == "GET" and parts[0] == "guilds" and parts[-1] == "members":
+            return self._guild_members(parts[1], call.query)
         if parts[0] == "channels" and len(parts) >= 3 and parts[2] == "messages":
             return self._channel_messages(method, parts[1], parts[3:], body, files)
         raise RouteError(404, 0, "404: Not Found")
@@ -136,6 +140,26 @@ class RestRoutes(DiscordPayloads):
         if member not in self.members:
             raise RouteError(404, 10007, "Unknown Member")
         return json_response({"user": user(member), "roles": list(self.members[member])})
+
+    def _guild_members(self, guild_id: str, query: dict[str, str]) -> web.Response:
+        """`GET /guilds/{id}/members`: needs the Server Members intent (`members_intent`);
+        members with their roles (`role_members`: role id -> user ids), by id."""
+        if guild_id != self.guild_id:
+            raise RouteError(404, 10004, "Unknown Guild")
+        if not self.members_intent:
+            raise RouteError(403, 50001, "Missing Access")
+        roles: dict[str, list[str]] = {}
+        for role_id, users in self.role_members.items():
+            for uid in users:
+                roles.setdefault(uid, []).append(role_id)
+        after, limit = int(query.get("after", "0")), int(query.get("limit", "1"))
+        ids = sorted((u for u in roles if int(u) > after), key=int)[:limit]
+        return json_response(
+            [
+                self.member(user(u, f"user{u[-4:]}"), permissions=None, roles=tuple(roles[u]))
+                for u in ids
+            ]
+        )
 
     def _gateway_info(self) -> Json:
         return {

@@ -171,6 +171,8 @@ CASES: dict[str, tuple[dict[str, Any] | Callable[[FakeDiscord], dict[str, Any]],
     # The file goes to the import (downloaded, read, stored: one new question).
     "import": (question_file, "1 new question from 1 entries"),
     "live": ({"arguments": "board"}, "No live round has ended in this channel yet"),
+    "season": ({"arguments": "start Spring 8"}, "Season Spring runs"),
+    "team": ({"arguments": "create Owls"}, "Team Owls is made"),
 }
 
 

@@ -84,6 +84,7 @@ class FakeSlack(Lifecycle):
         self.bot_user = bot_user
         self.calls: list[Call] = []
         self.users: dict[str, dict[str, Any]] = {}
+        self.usergroups: dict[str, list[str]] = {}  # user group id -> its members
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.uploads: dict[str, bytes] = {}
         self.shared: dict[str, bytes] = {}  # files members shared (url_private), by id
@@ -394,6 +395,12 @@ class FakeSlack(Lifecycle):
             return {"ok": False, "error": "message_not_found"}
         self.messages[key] = {**self.messages[key], **args}
         return {"ok": True, "channel": key[0], "ts": key[1], "text": args.get("text", "")}
+
+    def _m_usergroups_users_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        members = self.usergroups.get(args.get("usergroup", ""))
+        if members is None:
+            return {"ok": False, "error": "no_such_subteam"}
+        return {"ok": True, "users": list(members)}
 
     def _m_users_info(self, args: dict[str, Any]) -> dict[str, Any]:
         user = args.get("user", "")

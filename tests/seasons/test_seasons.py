@@ -1,0 +1,109 @@
+"""Seasons: starting one (and the refusals that store nothing), its boards over the
+season's posts only, the end on time with one podium, the archive."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import func, select
+
+from bot.clock import FakeClock
+from bot.domain import ChannelRef, Platform, PostKind
+from bot.features import Quiz
+from bot.scheduling import Scheduler
+from bot.seasons import SeasonKeeper
+from storage.models import SeasonRow
+from storage.store import SqlStore
+from tests.boards.conftest import play
+from tests.conftest import user
+from tests.fakes import RecordingChat
+from tests.seasons.conftest import T0, say, text_of
+
+C1 = ChannelRef(Platform.SLACK, "T1", "C1")
+C2 = ChannelRef(Platform.SLACK, "T1", "C2")
+ANN, BOB, CAT, DAN = user("ann"), user("bob"), user("cat"), user("dan")
+
+
+async def _seasons(store: SqlStore) -> int:
+    async with store.sessions() as s:
+        return (await s.execute(select(func.count()).select_from(SeasonRow))).scalar_one()
+
+
+def podiums(chat: RecordingChat) -> list[str]:
+    return [
+        text_of(m.message)
+        for m in chat.sent
+        if m.kind == "post" and m.message is not None and "is over" in (m.message.title or "")
+    ]
+
+
+async def test_a_season_counts_only_its_own_posts_and_ends_with_one_podium(
+    league: Quiz, store: SqlStore, chat: RecordingChat, clock: FakeClock, scheduler: Scheduler
+) -> None:
+    service = league.service
+    await play(service, C1, {ANN: True, BOB: True})  # before the season: not counted
+    started = await say(league, C1, ANN, "season start Spring 2", admin=True)
+    assert "Season Spring runs 2027-01-04 – 2027-01-17" in started.body
+    for day in range(3):
+        clock.set(T0 + timedelta(days=day, hours=1))
+        await play(service, C1, {BOB: True, CAT: day != 1, ANN: False})
+    await play(service, C2, {DAN: True})  # another channel: not this season's
+    board = text_of(await say(league, C1, CAT, "season board"))
+    assert "🥇 bob — 36 pts (3/3 correct)" in board
+    assert "🥈 cat — 20 pts (2/3 correct)" in board
+    assert "dan" not in board and "ann — 0 pts (0/3 correct)" in board
+    current = text_of(await say(league, C1, CAT, "season"))
+    assert "Leader: bob (36 pts)" in current and "You: rank 2 of 3, 20 pts" in current
+    assert not podiums(chat)
+    clock.set(T0 + timedelta(weeks=2))
+    await scheduler.tick()
+    await scheduler.tick()
+    (podium,) = podiums(chat)
+    assert "🏆 Season Spring is over" in podium
+    assert "🥇 bob — 36 pts" in podium and "🥈 cat — 20 pts" in podium
+    assert "Longest streak: bob (3 in a row)" in podium
+    listed = text_of(await say(league, C1, ANN, "season list"))
+    assert "Spring* · 2027-01-04 – 2027-01-17 · ended" in listed
+    past = text_of(await say(league, C1, ANN, "season board spring"))
+    assert "🥇 bob — 36 pts" in past and "ended" in past
+
+
+async def test_refusals_store_nothing(league: Quiz, store: SqlStore) -> None:
+    refused = await say(league, C1, ANN, "season start Spring 4")
+    assert "admin" in refused.body.lower()
+    bad = [
+        ("season start Spring until 2026-12-01", "before it starts"),
+        ("season start Spring until 2027-02-30", "is not a date"),
+        ("season start Spring 99", "1 to 52 weeks"),
+        ("season start Spring from 2027-03-01 until 2027-02-01", "before it starts"),
+        ("season start " + "x" * 41, "1 to 40 characters"),
+        ("season start Spring 4 until 2027-03-01", "not both"),
+        ("season start Spring fortnight", "do not understand"),
+    ]
+    for text, words in bad:
+        assert words in (await say(league, C1, ANN, text, admin=True)).body, text
+    assert await _seasons(store) == 0
+    await say(league, C1, ANN, "season start Spring 4", admin=True)
+    overlap = await say(league, C1, ANN, "season start Summer 2", admin=True)
+    assert "already covers this channel" in overlap.body
+    overlap = await say(league, C2, ANN, "season start Summer 2 workspace", admin=True)
+    assert "already covers this channel" in overlap.body
+    assert await _seasons(store) == 1
+    # Another channel may run its own; a season after this one is fine too.
+    await say(league, C2, ANN, "season start Winter 2", admin=True)
+    later = await say(league, C1, ANN, "season start Summer from 2027-03-01 2", admin=True)
+    assert "Season Summer runs 2027-03-01 – 2027-03-14" in later.body
+    assert await _seasons(store) == 3
+
+
+async def test_an_admin_ends_a_season_now_and_the_podium_is_posted_once(
+    league: Quiz, chat: RecordingChat, clock: FakeClock, keeper: SeasonKeeper
+) -> None:
+    await say(league, C1, ANN, "season start Sprint 1", admin=True)
+    await play(league.service, C1, {ANN: True}, kind=PostKind.ASK)
+    clock.advance(timedelta(hours=1))
+    assert "Season Sprint is over" in (await say(league, C1, ANN, "season end", admin=True)).body
+    assert len(podiums(chat)) == 1
+    assert await keeper.tick() == []
+    assert len(podiums(chat)) == 1
+    assert "No season is running" in (await say(league, C1, ANN, "season")).body
