@@ -784,3 +784,61 @@ class TeamProposalRow(Base):
     teams: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     accepted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+class SlackInstallationRow(Base):
+    """A workspace or Enterprise Grid organisation that installed the Slack app through
+    OAuth (migration 0014), keyed ``<enterprise id>:<team id>`` (``-`` for none; an
+    organisation-wide install has no team). Uninstalling or revoking deletes the tokens
+    and sets `uninstalled_at`; the row stays until ``quizbot workspace forget``.
+    `refresh_claimed_until` is the token-rotation claim: one replica refreshes, the
+    others read its token."""
+
+    __tablename__ = "slack_installations"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    workspace_key: Mapped[str] = mapped_column(String(80), unique=True)
+    enterprise_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    team_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    is_enterprise_install: Mapped[bool] = mapped_column(Boolean, default=False)
+    app_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    enterprise_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    enterprise_url: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    team_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    bot_token: Mapped[str | None] = mapped_column(Text, nullable=True)
+    bot_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    bot_user_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    bot_scopes: Mapped[str] = mapped_column(Text, default="")
+    bot_refresh_token: Mapped[str | None] = mapped_column(Text, nullable=True)
+    bot_token_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    user_id: Mapped[str] = mapped_column(String(32))
+    user_token: Mapped[str | None] = mapped_column(Text, nullable=True)
+    user_scopes: Mapped[str] = mapped_column(Text, default="")
+    user_refresh_token: Mapped[str | None] = mapped_column(Text, nullable=True)
+    user_token_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    token_type: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    installed_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    uninstalled_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    refresh_claimed_until: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+class SlackOAuthStateRow(Base):
+    """An install under way (migration 0014): the OAuth state's SHA-256, taken once (a
+    delete) before it expires, on any replica."""
+
+    __tablename__ = "slack_oauth_states"
+
+    state_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+
+
+class SlackEnterpriseTeamRow(Base):
+    """A workspace of an Enterprise Grid organisation (migration 0014), learned from its
+    requests: a post to its channels uses the organisation-wide install's token."""
+
+    __tablename__ = "slack_enterprise_teams"
+
+    team_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    enterprise_id: Mapped[str] = mapped_column(String(32))

@@ -29,6 +29,7 @@ from storage.schedules import SqlScheduleRepository
 from storage.scores import SqlScoreRepository
 from storage.seasons import SqlSeasonRepository
 from storage.settings import SqlSettingsRepository
+from storage.slack_installs import SqlSlackInstallations, SqlSlackOAuthStates
 from storage.team import SqlTeamPackRepository
 from storage.teams import SqlTeamRepository
 from storage.web import SqlWebSessions
@@ -77,6 +78,8 @@ class SqlStore(Lifecycle):
         self.web = SqlWebSessions(self.sessions)
         self.seasons = SqlSeasonRepository(self.sessions, self.refs)
         self.leagues = SqlTeamRepository(self.sessions, self.refs)
+        self.slack_installs = SqlSlackInstallations(self.sessions, self.clock)
+        self.slack_states = SqlSlackOAuthStates(self.sessions, self.clock)
 
     async def initialize(self) -> None:
         try:
