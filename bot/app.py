@@ -290,9 +290,20 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
     async with AsyncExitStack() as stack:
         # 1. The platforms' outbound clients: every chat is registered before the core
         # starts (the scheduler's catch-up posts at once) and closed after it stops.
+        tokens = None
         if slack is not None:
+            if slack.multi_workspace:
+                from adapters.slack.tokens import WorkspaceTokens
+
+                # The installs' store opens with the core: calls wait for it (`attach`).
+                tokens = WorkspaceTokens(
+                    None,
+                    SystemClock(),
+                    client_id=slack.client_id or "",
+                    client_secret=slack.client_secret or "",
+                )
             slack_chat = await stack.enter_async_context(
-                SlackChat(slack.bot_token, base_url=slack.api_url, metrics=metrics)
+                SlackChat(slack.bot_token, tokens=tokens, base_url=slack.api_url, metrics=metrics)
             )
             chats[Platform.SLACK] = slack_chat
         if settings.discord_token is not None:
@@ -307,11 +318,26 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
         ended: list[asyncio.Future[Any]] = []
         http_routes: list[Callable[[Any], None]] = []
         if slack is not None:
-            adapter = await stack.enter_async_context(SlackAdapter(core.quiz, slack_chat, slack))
+            if tokens is not None:
+                tokens.attach(core.store.slack_installs)
+            adapter = await stack.enter_async_context(
+                SlackAdapter(
+                    core.quiz,
+                    slack_chat,
+                    slack,
+                    installs=core.store.slack_installs,
+                    states=core.store.slack_states,
+                )
+            )
             core.web.add_check("slack", adapter.healthy)
             if not adapter.socket_mode:
                 http_routes.append(adapter.mount)
-            log.info("Slack adapter running (%s mode)", "Socket" if adapter.socket_mode else "HTTP")
+            log.info(
+                "Slack adapter running (%s mode, %s%s)",
+                "Socket" if adapter.socket_mode else "HTTP",
+                slack.mode,
+                ": workspaces install at /slack/install" if slack.multi_workspace else "",
+            )
         if settings.discord_token is not None:
             discord = await stack.enter_async_context(
                 DiscordAdapter.from_settings(settings, core.quiz, rest=rest)

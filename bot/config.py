@@ -195,7 +195,8 @@ class Settings(BaseSettings):
         None,
         validation_alias=AliasChoices("SLACK_CLIENT_ID"),
         description="Slack app's Client ID (Basic Information > App Credentials): Sign in "
-        "with Slack on the dashboard",
+        "with Slack on the dashboard; without SLACK_BOT_TOKEN, the multi-workspace mode "
+        "(Add to Slack at /slack/install)",
     )
     slack_client_secret: SecretStr | None = Field(
         None,
@@ -301,7 +302,11 @@ def dashboard_problems(settings: Settings) -> list[str]:
             )
             problems.append(f"{have} is set without {need}: set both (or neither)")
     signs_in = settings.slack_client_id is not None or settings.discord_client_id is not None
-    if settings.web_secret is None and signs_in:
+    # SLACK_CLIENT_ID without a bot token is the multi-workspace OAuth install: the
+    # dashboard is then optional (its Sign in with Slack shares the client id and secret).
+    slack_oauth = settings.slack_client_id is not None and settings.slack_bot_token is None
+    dashboard_only = signs_in and not (slack_oauth and settings.discord_client_id is None)
+    if settings.web_secret is None and dashboard_only:
         problems.append(
             "QUIZBOT_WEB_SECRET is not set: the dashboard signs its cookies with it "
             "(openssl rand -hex 32)"
@@ -321,9 +326,11 @@ def dashboard_problems(settings: Settings) -> list[str]:
             "DISCORD_CLIENT_ID needs DISCORD_TOKEN too: the sign-in lists only the servers "
             "the bot is in, asked with the bot token"
         )
-    if settings.slack_client_id is not None and settings.slack_bot_token is None:
+    if slack_oauth and settings.slack_signing_secret is None:
         problems.append(
-            "SLACK_CLIENT_ID needs SLACK_BOT_TOKEN too: workspace admins are asked with users.info"
+            "SLACK_CLIENT_ID needs SLACK_BOT_TOKEN (one workspace) or SLACK_SIGNING_SECRET "
+            "(installs through OAuth in HTTP mode) too: workspace admins are asked with "
+            "users.info"
         )
     return problems
 

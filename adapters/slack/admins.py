@@ -43,7 +43,7 @@ class SlackAdmins:
         if kept is not None and kept[1] > now:
             return AdminStatus.YES if kept[0] else AdminStatus.NO
         try:
-            info = await self.chat.user_info(user.user)
+            info = await self.chat.user_info(user.user, user.workspace)
         except PlatformError as exc:
             self._problems.problem(
                 f"users.info {exc.reason[:60]}",

@@ -20,6 +20,10 @@ from typing import Any, cast
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.oauth.installation_store import Installation
+from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
+from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 
 from adapters.slack.admins import SlackAdmins
 from adapters.slack.chat import SlackChat
@@ -28,6 +32,7 @@ from adapters.slack.dedupe import RecentKeys
 from adapters.slack.errors import CALL_ERRORS, describe
 from adapters.slack.files import FileRoutes
 from adapters.slack.inbound import Inbound, Malformed
+from adapters.slack.oauth import mount_oauth, oauth_flow
 from adapters.slack.payloads import (
     BlockActionsPayload,
     ButtonClick,
@@ -38,6 +43,7 @@ from adapters.slack.payloads import (
     form_metadata,
     submission_to_core,
 )
+from adapters.slack.tokens import NotInstalled
 from bot.admin import ADMIN_CACHE, AdminCheck, AdminStatus
 from bot.commands import Invocation, Reply, run_command
 from bot.domain import Delivery, UserRef
@@ -71,6 +77,8 @@ class SlackAdapter(Lifecycle):
         *,
         admin_cache_ttl: float = ADMIN_CACHE.total_seconds(),
         ping_interval: float = 10.0,
+        installs: AsyncInstallationStore | None = None,
+        states: AsyncOAuthStateStore | None = None,
     ) -> None:
         self.service = quiz.service
         self.commands = quiz.commands
@@ -88,6 +96,12 @@ class SlackAdapter(Lifecycle):
         self._acks = AckFirst()  # outcomes wait for the burst's acknowledgements
         self._problems = ThrottledLog(log)
         self._inbound: Inbound | None = None
+        # Multi-workspace mode: the installs (OAuth), and the org workspaces seen.
+        self.installs = installs
+        self.states = states
+        self._teams_seen: set[str] = set()
+        if config.multi_workspace and (installs is None or states is None):
+            raise ConfigError("multi-workspace mode needs the installation and state stores")
         self.files = FileRoutes(
             self.chat, self.service, quiz.registry, self.deliveries, self.tasks, self.admin
         )
@@ -96,7 +110,8 @@ class SlackAdapter(Lifecycle):
 
     async def initialize(self) -> None:
         self.config.check()
-        await self._check_bot_token()
+        if not self.config.multi_workspace:
+            await self._check_bot_token()
         # One call of our own first: a bad app token fails here with a clear message,
         # where the Socket Mode client would retry forever.
         url = await self._socket_url(self.config.app_token) if self.config.app_token else None
@@ -155,6 +170,21 @@ class SlackAdapter(Lifecycle):
                 "(Basic Information > App Credentials)"
             )
         app.router.add_post(path, self._handle_http)
+        if self.config.multi_workspace:
+            assert self.installs is not None and self.states is not None
+            assert self.config.client_id and self.config.client_secret
+            mount_oauth(
+                app,
+                oauth_flow(
+                    self.chat.client,
+                    client_id=self.config.client_id,
+                    client_secret=self.config.client_secret,
+                    installs=self.installs,
+                    states=self.states,
+                    authorization_url=self.config.oauth_url,
+                    installed=self._installed,
+                ),
+            )
 
     async def _handle_http(self, request: web.Request) -> web.Response:
         return await self.inbound.handle_http(request)  # started by then: routes freeze first
@@ -162,15 +192,81 @@ class SlackAdapter(Lifecycle):
     def _events_app(self) -> AsyncApp:
         """Bolt, for the Events API only (`url_verification`, `message` events in direct
         messages: files sent to the bot): requests reach it already verified."""
+        multi = self.config.multi_workspace
         app = AsyncApp(
             name="quizbot",
             client=self.chat.client,
             request_verification_enabled=False,
             process_before_response=True,
             logger=logging.getLogger("adapters.slack.bolt"),
+            authorize=cast(Any, self._authorize) if multi else None,
         )
         app.event("message")(self.files.on_event)  # every one: an unhandled event is a 404
+        if multi:
+            app.event("app_uninstalled")(self._uninstalled)
+            app.event("tokens_revoked")(self._revoked)
         return app
+
+    # -- multi-workspace mode ----------------------------------------------------------
+
+    async def _authorize(
+        self, enterprise_id: str | None, team_id: str | None
+    ) -> AuthorizeResult | None:
+        """Bolt's `authorize` for the Events API: the workspace's token (rotated by
+        `WorkspaceTokens` under the store's claim); None (bolt logs it) when none."""
+        if not team_id or not await self.workspace_ready(team_id, enterprise_id):
+            return None
+        token = await self.chat.token_for(team_id)
+        return AuthorizeResult(enterprise_id=enterprise_id, team_id=team_id, bot_token=token)
+
+    async def workspace_ready(self, team_id: str, enterprise_id: str | None = None) -> bool:
+        """Multi-workspace mode: whether an install serves `team_id` (a request of one
+        that has none is dropped with a logged line, nothing stored or posted)."""
+        if not self.config.multi_workspace or self.chat.tokens is None:
+            return True
+        if enterprise_id and team_id not in self._teams_seen:
+            remember = getattr(self.installs, "remember_team", None)
+            if remember is not None:
+                await remember(team_id, enterprise_id)
+            self._teams_seen.add(team_id)
+        try:
+            await self.chat.tokens.token(team_id)
+        except NotInstalled:  # logged once per interval by WorkspaceTokens
+            self.service.metrics.dropped_payloads.inc(platform=PLATFORM, kind="not installed")
+            return False
+        except PlatformError:
+            return False
+        return True
+
+    async def _installed(self, installation: Installation) -> None:
+        """A (re)install: read its token afresh."""
+        if self.chat.tokens is not None:
+            if installation.team_id:
+                self.chat.tokens.forget(installation.team_id)
+            else:
+                self.chat.tokens.forget_all()
+
+    async def _uninstalled(self, body: dict[str, Any]) -> None:
+        await self._forget_tokens(body, "uninstalled the app")
+
+    async def _revoked(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+        if (event.get("tokens") or {}).get("bot"):
+            await self._forget_tokens(body, "revoked the bot token")
+
+    async def _forget_tokens(self, body: dict[str, Any], what: str) -> None:
+        """Delete the workspace's tokens at once: nothing is sent for it afterwards."""
+        assert self.installs is not None and self.chat.tokens is not None
+        team = body.get("team_id")
+        enterprise = body.get("enterprise_id")
+        org_wide = bool(body.get("is_enterprise_install"))
+        await self.installs.async_delete_all(
+            enterprise_id=enterprise, team_id=None if org_wide else team
+        )
+        if org_wide:
+            self.chat.tokens.forget_all()
+        elif team:
+            self.chat.tokens.forget(str(team))
+        log.info("Slack: %s %s: its tokens are deleted", team or enterprise, what)
 
     # -- /quiz -------------------------------------------------------------------------
 
@@ -180,6 +276,8 @@ class SlackAdapter(Lifecycle):
             call = command_to_core(cast(SlashCommandForm, form))
         except KeyError as exc:
             raise Malformed(f"a slash command without {exc}") from None
+        if not await self.workspace_ready(call.channel.workspace, form.get("enterprise_id")):
+            return
         key = f"slack:command:{call.trigger_id}" if call.trigger_id else None
         if key is not None and not await self.deliveries.begin(
             key, PLATFORM, {"kind": "command", "form": dict(form)}
@@ -201,7 +299,10 @@ class SlackAdapter(Lifecycle):
             if reply.form is not None and call.trigger_id:
                 try:
                     await self.chat.open_form(
-                        call.trigger_id, reply.form, form_metadata(call.channel)
+                        call.trigger_id,
+                        reply.form,
+                        form_metadata(call.channel),
+                        call.channel.workspace,
                     )
                     return
                 except PlatformError:
@@ -231,6 +332,12 @@ class SlackAdapter(Lifecycle):
         and answered with the outcome of its first delivery. A form's submission is
         answered in the acknowledgement itself (returned: Slack shows the errors in the
         form, or closes it)."""
+        team = payload.get("team") or {}
+        if isinstance(team, dict) and team.get("id"):
+            enterprise = payload.get("enterprise") or {}
+            org = enterprise.get("id") if isinstance(enterprise, dict) else None
+            if not await self.workspace_ready(str(team["id"]), org):
+                return None
         if payload.get("type") == "view_submission":
             return await self._submitted(payload)
         self._acks.enter()
@@ -284,7 +391,10 @@ class SlackAdapter(Lifecycle):
         if isinstance(result, Form):
             try:
                 await self.chat.open_form(
-                    click.trigger_id, result, form_metadata(click.click.channel)
+                    click.trigger_id,
+                    result,
+                    form_metadata(click.click.channel),
+                    click.click.channel.workspace,
                 )
                 return
             except PlatformError:

@@ -26,10 +26,12 @@ from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from adapters.slack.errors import CALL_ERRORS, describe, platform_error
 from adapters.slack.render import SlackMessage, render, render_form
+from adapters.slack.tokens import WorkspaceTokens
 from bot.domain import ChannelRef, MessageRef, Platform, UserRef
 from bot.errors import PlatformError
 from bot.forms import Form
@@ -94,25 +96,66 @@ def retry_handlers(max_rate_limit_retries: int, sleep: Sleep) -> list[AsyncRetry
     ]
 
 
+class OAuthWebClient(AsyncWebClient):
+    """`AsyncWebClient` whose ``oauth.v2.access`` sends the client credentials in the form
+    body (which Slack takes as well as HTTP Basic auth) rather than through aiohttp's
+    deprecated `BasicAuth`: installs and token refreshes."""
+
+    async def oauth_v2_access(
+        self,
+        *,
+        client_id: str,
+        client_secret: str,
+        code: str | None = None,
+        redirect_uri: str | None = None,
+        grant_type: str | None = None,
+        refresh_token: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncSlackResponse:
+        fields = {
+            "client_id": client_id,
+            "client_secret": client_secret,
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "grant_type": grant_type,
+            "refresh_token": refresh_token,
+            **kwargs,
+        }
+        data = {k: v for k, v in fields.items() if v is not None}
+        response: AsyncSlackResponse = await self.api_call("oauth.v2.access", data=data)
+        return response
+
+
 class SlackChat(Lifecycle):
     """Outbound Slack calls. Start it (``async with``) before use: it owns the HTTP session
     shared by every Web API call and `response_url` reply.
 
     Every failed call (after slack_sdk's retries) is logged once per interval with its
     method and status, counted in ``quizbot_platform_errors_total``, and raised as the
-    core's `PlatformError` (`NotInChannel` where the bot may not post)."""
+    core's `PlatformError` (`NotInChannel` where the bot may not post).
+
+    Single-token mode (`token`, SLACK_BOT_TOKEN) sends every call with that token. In
+    multi-workspace mode (`tokens`) every call that concerns a workspace is sent with that
+    workspace's own bot token (`WorkspaceTokens`): a post, a reply, an ephemeral, an
+    upload, `users.info` of workspace A never goes out with B's token; a workspace with no
+    installation gets nothing (`NotInstalled`, logged once)."""
 
     def __init__(
         self,
-        token: str,
+        token: str | None,
         *,
+        tokens: WorkspaceTokens | None = None,
         base_url: str = DEFAULT_API_URL,
         max_rate_limit_retries: int = 30,
         sleep: Sleep = asyncio.sleep,
         timeout: int = 30,
         metrics: QuizMetrics | None = None,
     ) -> None:
+        if token is None and tokens is None:
+            raise ValueError("SlackChat needs a bot token or WorkspaceTokens")
         self._token = token
+        self.tokens = tokens
+        self._clients: dict[str, AsyncWebClient] = {}
         self._base_url = base_url if base_url.endswith("/") else base_url + "/"
         self._handlers = retry_handlers(max_rate_limit_retries, sleep)
         self._timeout = timeout
@@ -127,19 +170,26 @@ class SlackChat(Lifecycle):
                 connector=aiohttp.TCPConnector(limit=100),
                 timeout=aiohttp.ClientTimeout(total=self._timeout),
             )
-            self._client = AsyncWebClient(
+            self._client = OAuthWebClient(
                 token=self._token,
                 base_url=self._base_url,
                 session=self._session,
                 timeout=self._timeout,
                 retry_handlers=self._handlers,
             )
+            if self.tokens is not None:
+                self.tokens.oauth_client = self._client  # tokenless in this mode
 
     async def shutdown(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
             self._client = None
+            self._clients.clear()
+
+    @property
+    def multi_workspace(self) -> bool:
+        return self.tokens is not None
 
     @property
     def client(self) -> AsyncWebClient:
@@ -147,12 +197,41 @@ class SlackChat(Lifecycle):
             raise RuntimeError("SlackChat is not started: use `async with SlackChat(...)`")
         return self._client
 
-    async def call(self, method: str, work: Awaitable[T]) -> T:
+    async def client_for(self, workspace: str) -> AsyncWebClient:
+        """The client that acts in `workspace`: the one token's (single-token mode), or a
+        client with the workspace's own bot token on the shared session."""
+        if self.tokens is None:
+            return self.client
+        token = await self.tokens.token(workspace)
+        client = self._clients.get(token)
+        if client is None:
+            if self._session is None:
+                raise RuntimeError("SlackChat is not started: use `async with SlackChat(...)`")
+            if len(self._clients) >= 10_000:
+                self._clients.clear()
+            client = self._clients[token] = AsyncWebClient(
+                token=token,
+                base_url=self._base_url,
+                session=self._session,
+                timeout=self._timeout,
+                retry_handlers=self._handlers,
+            )
+        return client
+
+    async def token_for(self, workspace: str) -> str:
+        if self.tokens is None:
+            assert self._token is not None
+            return self._token
+        return await self.tokens.token(workspace)
+
+    async def call(self, method: str, work: Awaitable[T], workspace: str | None = None) -> T:
         """Await one Web API call; a failure becomes a logged, counted `PlatformError`."""
         try:
             return await work
         except CALL_ERRORS as exc:
             status, reason = describe(exc)
+            if workspace is not None and self.tokens is not None and reason in _TOKEN_GONE:
+                self.tokens.forget(workspace)  # read the store again next time
             if self.metrics is not None:
                 self.metrics.platform_errors.inc(
                     platform="slack", method=method, status=str(status or "none")
@@ -170,11 +249,13 @@ class SlackChat(Lifecycle):
 
     async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
         slack = render(message)
+        client = await self.client_for(channel.workspace)
         resp = await self.call(
             "chat.postMessage",
-            self.client.chat_postMessage(
+            client.chat_postMessage(
                 channel=channel.channel, **_content(slack), unfurl_links=False, unfurl_media=False
             ),
+            channel.workspace,
         )
         ref = MessageRef(channel, str(resp["ts"]))
         if message.image is not None:
@@ -183,41 +264,48 @@ class SlackChat(Lifecycle):
 
     async def reply_in_thread(self, parent: MessageRef, message: Message) -> MessageRef:
         slack = render(message)
+        client = await self.client_for(parent.channel.workspace)
         resp = await self.call(
             "chat.postMessage",
-            self.client.chat_postMessage(
+            client.chat_postMessage(
                 channel=parent.channel.channel,
                 thread_ts=parent.message,
                 **_content(slack),
                 unfurl_links=False,
                 unfurl_media=False,
             ),
+            parent.channel.workspace,
         )
         if message.image is not None:
             await self.upload_image(parent, message.image)
         return MessageRef(parent.channel, str(resp["ts"]))
 
     async def send_private(self, channel: ChannelRef, user: UserRef, message: Message) -> None:
+        client = await self.client_for(channel.workspace)
         await self.call(
             "chat.postEphemeral",
-            self.client.chat_postEphemeral(
+            client.chat_postEphemeral(
                 channel=channel.channel, user=user.user, **_content(render(message))
             ),
+            channel.workspace,
         )
 
     async def update_message(self, ref: MessageRef, message: Message) -> None:
+        client = await self.client_for(ref.channel.workspace)
         await self.call(
             "chat.update",
-            self.client.chat_update(
+            client.chat_update(
                 channel=ref.channel.channel, ts=ref.message, **_content(render(message))
             ),
+            ref.channel.workspace,
         )
 
     async def upload_image(self, parent: MessageRef, image: Image, comment: str = "") -> None:
         """`files_upload_v2`: get an upload URL, send the bytes, complete into the thread."""
+        client = await self.client_for(parent.channel.workspace)
         await self.call(
             "files.upload",
-            self.client.files_upload_v2(
+            client.files_upload_v2(
                 channel=parent.channel.channel,
                 thread_ts=parent.message,
                 file=image.data,
@@ -253,12 +341,16 @@ class SlackChat(Lifecycle):
         if resp.status_code != 200:
             raise PlatformError("Slack", "response_url", resp.status_code, resp.body[:200])
 
-    async def open_form(self, trigger_id: str, form: Form, metadata: str) -> None:
-        """Open `form` as a modal for the user whose click or command carried
-        `trigger_id` (valid for 3 s)."""
+    async def open_form(
+        self, trigger_id: str, form: Form, metadata: str, workspace: str = ""
+    ) -> None:
+        """Open `form` as a modal for the user (of `workspace`) whose click or command
+        carried `trigger_id` (valid for 3 s)."""
+        client = await self.client_for(workspace)
         await self.call(
             "views.open",
-            self.client.views_open(trigger_id=trigger_id, view=render_form(form, metadata)),
+            client.views_open(trigger_id=trigger_id, view=render_form(form, metadata)),
+            workspace,
         )
 
     async def send_file(
@@ -266,13 +358,14 @@ class SlackChat(Lifecycle):
     ) -> None:
         """A file only `user` sees: uploaded into their direct message with the bot
         (`conversations.open`, then `files_upload_v2`)."""
+        client = await self.client_for(channel.workspace)
         opened = await self.call(
-            "conversations.open", self.client.conversations_open(users=user.user)
+            "conversations.open", client.conversations_open(users=user.user), channel.workspace
         )
         dm = str((opened.get("channel") or {}).get("id", ""))
         await self.call(
             "files.upload",
-            self.client.files_upload_v2(
+            client.files_upload_v2(
                 channel=dm,
                 file=file.data,
                 filename=file.filename,
@@ -281,7 +374,9 @@ class SlackChat(Lifecycle):
             ),
         )
 
-    async def download(self, url: str, max_bytes: int, sink: Callable[[bytes], object]) -> int:
+    async def download(
+        self, url: str, max_bytes: int, sink: Callable[[bytes], object], workspace: str = ""
+    ) -> int:
         """Stream a file a member shared (its ``url_private``) into `sink`, with the bot
         token (``files:read``); only to Slack's own hosts (or the configured API's host).
         Raises `PlatformError` for a refusal, a login page instead of the file, or more
@@ -296,7 +391,7 @@ class SlackChat(Lifecycle):
                 None,
                 f"not a Slack file URL: {where.scheme}://{where.netloc[:60]}",
             )
-        headers = {"Authorization": f"Bearer {self._token}"}
+        headers = {"Authorization": f"Bearer {await self.token_for(workspace)}"}
         try:
             # No redirect is followed: its target would get the token unchecked. Slack
             # answers a file it will not give with a redirect to its login page anyway.
@@ -335,8 +430,9 @@ class SlackChat(Lifecycle):
         """A user group's members (`bot.teams.GroupDirectory`); None when Slack refuses
         (no such group, no usergroups:read scope)."""
         try:
+            client = await self.client_for(workspace)
             resp = await self.call(
-                "usergroups.users.list", self.client.usergroups_users_list(usergroup=group)
+                "usergroups.users.list", client.usergroups_users_list(usergroup=group), workspace
             )
         except PlatformError:
             return None
@@ -345,10 +441,15 @@ class SlackChat(Lifecycle):
             return None
         return [UserRef(Platform.SLACK, workspace, str(u), str(u)) for u in users]
 
-    async def user_info(self, user_id: str) -> dict[str, Any]:
-        resp = await self.call("users.info", self.client.users_info(user=user_id))
+    async def user_info(self, user_id: str, workspace: str = "") -> dict[str, Any]:
+        client = await self.client_for(workspace)
+        resp = await self.call("users.info", client.users_info(user=user_id), workspace)
         user = resp.get("user")
         return user if isinstance(user, dict) else {}
+
+
+# Errors after which a workspace's kept token is read from the store again.
+_TOKEN_GONE = frozenset({"invalid_auth", "token_revoked", "token_expired", "account_inactive"})
 
 
 def _content(slack: SlackMessage) -> dict[str, Any]:

@@ -191,7 +191,9 @@ class FileRoutes:
                 path = await asyncio.to_thread(private_temp_file, file.name)
                 try:
                     with await asyncio.to_thread(path.open, "wb") as out:
-                        await self.chat.download(file.url, route.max_bytes, out.write)
+                        await self.chat.download(
+                            file.url, route.max_bytes, out.write, file.user.workspace
+                        )
                     await handle(work, path, reply, sent, self._problems)
                 except PlatformError as exc:
                     t = translator(locale)

@@ -20,6 +20,9 @@ METHOD_SCOPES: Final[dict[str, str]] = {
     "users.info": "users:read",  # the admin check (is_admin / is_owner)
     "usergroups.users.list": "usergroups:read",  # a team that follows a user group
     "views.open": "",  # forms (modals): a trigger_id is the permission
+    # Multi-workspace mode: an install's code, and a rotating token's refresh, exchanged
+    # with the app's client id and secret.
+    "oauth.v2.access": "",
 }
 
 # Scopes the app needs beyond single methods.
@@ -34,7 +37,12 @@ EXTRA_BOT_SCOPES: Final[dict[str, str]] = {
 }
 
 # Events the app subscribes to (the manifest's settings.event_subscriptions.bot_events).
-BOT_EVENTS: Final[dict[str, str]] = {"message.im": "im:history"}
+BOT_EVENTS: Final[dict[str, str]] = {
+    "message.im": "im:history",
+    # Multi-workspace mode: a workspace's tokens are deleted at once (no scope needed).
+    "app_uninstalled": "",
+    "tokens_revoked": "",
+}
 
 # Socket Mode: `apps.connections.open` takes the app-level token (xapp-...), whose scope is
 # set when the token is created, not in the manifest.

@@ -11,6 +11,7 @@ change, with a deadline) and never sleep.
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import json
 import uuid
@@ -100,8 +101,21 @@ class FakeSlack(Lifecycle):
         self._sockets: list[web.WebSocketResponse] = []
         self._changed: asyncio.Condition | None = None
         self._runner: web.AppRunner | None = None
+        self._basic = ("", "")
         self.port = 0
         self.oidc = SlackOidc()  # Sign in with Slack (OpenID Connect)
+        # Many workspaces (OAuth installs): each bot token belongs to one team, each
+        # registered channel to one team; a call whose token's team is not the channel's
+        # is refused and recorded in `violations`.
+        self.team_tokens: dict[str, str] = {}  # bot token -> its team (or enterprise)
+        self.channel_teams: dict[str, str] = {}  # channel -> its team
+        self.violations: list[Call] = []
+        self.client_id = "1111.2222"
+        self.client_secret = "fake-client-secret"
+        self.oauth_codes: dict[str, dict[str, Any]] = {}  # code -> the install it grants
+        self.refresh_tokens: dict[str, str] = {}  # live refresh token -> its team
+        self.refreshed: list[str] = []  # teams whose token was refreshed, in order
+        self.expires_in = 43200
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -202,6 +216,84 @@ class FakeSlack(Lifecycle):
             "type": "event_callback",
             "event_id": f"Ev{uuid.uuid4().hex[:12].upper()}",  # unique across tests
             "event_time": 1700000000,
+        }
+
+    # -- many workspaces ---------------------------------------------------------------
+
+    def add_workspace(self, team: str, token: str, channels: tuple[str, ...] = ()) -> None:
+        """Workspace `team`, installed with bot `token`, owning `channels`."""
+        self.team_tokens[token] = team
+        for channel in channels:
+            self.channel_teams[channel] = team
+
+    def revoke(self, team: str) -> None:
+        """Every token of `team` stops working (an uninstall, revoked tokens)."""
+        for token, owner in list(self.team_tokens.items()):
+            if owner == team:
+                del self.team_tokens[token]
+        for refresh, owner in list(self.refresh_tokens.items()):
+            if owner == team:
+                del self.refresh_tokens[refresh]
+
+    def grant(
+        self,
+        team: str | None,
+        *,
+        enterprise: str | None = None,
+        rotating: bool = False,
+        user: str = "UINSTALLER",
+        channels: tuple[str, ...] = (),
+    ) -> str:
+        """A member approves the install in Slack's page: the code `oauth.v2.access`
+        exchanges (an organisation-wide install when `team` is None)."""
+        code = f"code-{next(self._ids)}"
+        self.oauth_codes[code] = {
+            "team": team,
+            "enterprise": enterprise,
+            "rotating": rotating,
+            "user": user,
+            "channels": channels,
+        }
+        return code
+
+    def _issue(self, owner: str, rotating: bool) -> dict[str, Any]:
+        token = f"xoxb-{owner}-{next(self._ids)}"
+        self.team_tokens[token] = owner
+        out: dict[str, Any] = {"access_token": token, "token_type": "bot"}
+        if rotating:
+            refresh = f"xoxe-1-{owner}-{next(self._ids)}"
+            self.refresh_tokens[refresh] = owner
+            out |= {"refresh_token": refresh, "expires_in": self.expires_in}
+        return out
+
+    def _m_oauth_v2_access(self, args: dict[str, Any], basic: tuple[str, str]) -> dict[str, Any]:
+        client_id = args.get("client_id") or basic[0]
+        secret = args.get("client_secret") or basic[1]
+        if (client_id, secret) != (self.client_id, self.client_secret):
+            return {"ok": False, "error": "invalid_client_id"}
+        if args.get("grant_type") == "refresh_token":
+            owner = self.refresh_tokens.pop(str(args.get("refresh_token", "")), None)
+            if owner is None:  # used already (a refresh is single use), or revoked
+                return {"ok": False, "error": "invalid_refresh_token"}
+            self.refreshed.append(owner)
+            return {"ok": True, **self._issue(owner, rotating=True)}
+        grant = self.oauth_codes.pop(str(args.get("code", "")), None)
+        if grant is None:
+            return {"ok": False, "error": "invalid_code"}
+        team, enterprise = grant["team"], grant["enterprise"]
+        owner = team or enterprise
+        for channel in grant["channels"]:
+            self.channel_teams[channel] = owner
+        return {
+            "ok": True,
+            **self._issue(owner, grant["rotating"]),
+            "scope": "commands,chat:write",
+            "bot_user_id": self.bot_user,
+            "app_id": "A0FAKE",
+            "team": {"id": team, "name": f"Team {team}"} if team else None,
+            "enterprise": {"id": enterprise, "name": f"Org {enterprise}"} if enterprise else None,
+            "is_enterprise_install": team is None,
+            "authed_user": {"id": grant["user"], "scope": "", "token_type": "user"},
         }
 
     # -- reading the record ------------------------------------------------------------
@@ -317,6 +409,9 @@ class FakeSlack(Lifecycle):
         token = (
             auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else args.pop("token", None)
         )
+        basic = auth.removeprefix("Basic ") if auth.startswith("Basic ") else ""
+        pair = base64.b64decode(basic).decode().split(":", 1) if basic else ["", ""]
+        self._basic = (pair[0], pair[-1])
         call = Call(method, args, token)
         self.calls.append(call)
         try:
@@ -339,11 +434,25 @@ class FakeSlack(Lifecycle):
             return self.oidc.token(args)
         if method == "openid.connect.userInfo":  # the signed-in user's own token
             return self.oidc.user_info(token)
+        if method == "oauth.v2.access":  # client credentials, no token
+            return self._m_oauth_v2_access(args, self._basic)
         wanted = self.app_token if method in _APP_TOKEN_METHODS else self.bot_token
         if not token:
             return {"ok": False, "error": "not_authed"}
-        if token != wanted:
+        owner = self.team_tokens.get(token)
+        if token != wanted and owner is None:
             return {"ok": False, "error": "invalid_auth"}
+        if owner is not None:
+            channel = str(args.get("channel", ""))
+            user = self.users.get(str(args.get("user", ""))) or {}
+            if (
+                self.channel_teams.get(channel, owner) != owner
+                or user.get("team_id", owner) != owner
+            ):
+                self.violations.append(Call(method, args, token))
+                return {"ok": False, "error": "channel_not_found"}
+            if method == "auth.test":
+                return {**self._m_auth_test(args), "team_id": owner}
         if (errors := self._failures.get(method)) and errors:
             return {"ok": False, "error": errors.pop(0)}
         if method in _BLOCK_METHODS and "blocks" in args:

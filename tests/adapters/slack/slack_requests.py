@@ -39,9 +39,11 @@ def slash_command(
     channel: str = CHANNEL,
     response_url: str | None = None,
     trigger_id: str | None = None,
+    team: str = TEAM,
 ) -> dict[str, str]:
     form = dict(_sample("slash_command.json"))
     form.update(
+        team_id=team,
         text=text,
         user_id=user,
         user_name=user.removeprefix("U0").lower(),
@@ -63,10 +65,14 @@ def block_actions(
     trigger_id: str | None = None,
     message_ts: str = "1700000000.000001",
     action: str = "answer",
+    team: str = TEAM,
 ) -> dict[str, Any]:
     payload = copy.deepcopy(_sample("block_actions.json"))
     action_id = f"quiz:{action}:{post_id}:{choice}"
     payload["user"].update(id=user, username=user.removeprefix("U0").lower())
+    if team != TEAM:
+        payload["team"] = {**(payload.get("team") or {}), "id": team}
+        payload["user"]["team_id"] = team
     payload["channel"]["id"] = channel
     payload["container"].update(channel_id=channel, message_ts=message_ts)
     payload["trigger_id"] = trigger_id or new_trigger_id()
