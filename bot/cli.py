@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     from questions.cli import add_questions_commands
     from storage.member_cli import add_member_commands
     from storage.report import add_report_commands
+    from storage.workspace_cli import add_workspace_commands
 
     add_questions_commands(sub, _open_store)
     add_demo_commands(sub, _worker_settings)
@@ -76,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sim_commands(sub)
     add_report_commands(sub, _open_store)
     add_member_commands(sub, _open_store)
+    add_workspace_commands(sub, _open_store)
 
     return parser
 
