@@ -31,7 +31,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from adapters.slack.errors import CALL_ERRORS, describe, platform_error
 from adapters.slack.render import SlackMessage, render, render_form
-from adapters.slack.tokens import WorkspaceTokens
+from adapters.slack.tokens import NotInstalled, WorkspaceTokens
 from bot.domain import ChannelRef, MessageRef, Platform, UserRef
 from bot.errors import PlatformError
 from bot.forms import Form
@@ -217,6 +217,17 @@ class SlackChat(Lifecycle):
                 retry_handlers=self._handlers,
             )
         return client
+
+    async def can_post(self, channel: ChannelRef) -> bool:
+        """False for a channel of a workspace with no installation (multi-workspace mode):
+        the scheduler skips its slots (paused) until the workspace installs again."""
+        if self.tokens is None:
+            return True
+        try:
+            await self.tokens.token(channel.workspace)
+        except NotInstalled:
+            return False
+        return True
 
     async def token_for(self, workspace: str) -> str:
         if self.tokens is None:

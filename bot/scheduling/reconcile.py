@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Collection, Iterable
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from bot.domain import Post
+from bot.domain import ChannelRef, Post
 from bot.metrics import QuizMetrics
 from bot.quiz import QuizService
 from bot.scheduling.ports import ScheduleStore
@@ -67,9 +67,20 @@ async def retry_reveals(
     return sum(results)
 
 
+async def can_post(service: QuizService, channel: ChannelRef) -> bool:
+    """Whether the platform takes posts for `channel` now: a chat may say no with an
+    optional ``can_post`` (`SlackChat`: a workspace with no installation). Its work is
+    paused — slots skipped, reveals and resends left for later — not failed."""
+    chat = service.chats.get(channel.platform)
+    check = getattr(chat, "can_post", None)
+    return True if check is None else bool(await check(channel))
+
+
 async def _retry_reveal_one(
     service: QuizService, metrics: QuizMetrics, post: Post, lease: timedelta
 ) -> bool:
+    if not await can_post(service, post.channel):
+        return False  # paused: tried again once the workspace is back
     try:
         reveal = await service.retry_reveal(post, lease)
     except Exception:
@@ -110,6 +121,8 @@ async def _resend_one(
             )
             return "abandoned"
         return ""
+    if not await can_post(service, post.channel):
+        return ""  # paused: its window runs out, or the workspace is back first
     question = await service.store.questions.get(post.question_hash)
     if question is None:
         log.error("post %s has no stored question version %s", post.id, post.question_hash)

@@ -34,7 +34,7 @@ from bot.metrics import QuizMetrics
 from bot.quiz import DEFAULT_REVEAL_LEASE, QuizService
 from bot.scheduling.claims import Claimed, claim_slots
 from bot.scheduling.ports import ScheduleStore
-from bot.scheduling.reconcile import close_due, resend_unsent, retry_reveals
+from bot.scheduling.reconcile import can_post, close_due, resend_unsent, retry_reveals
 from bot.scheduling.recurrence import Recurrence, RecurrenceError
 from bot.scheduling.spec import MAX_DEFAULT_WINDOW, ScheduleRequest, recurrence_of
 from bot.scheduling.trigger import Wakeups
@@ -329,6 +329,12 @@ class Scheduler(Lifecycle):
             schedule = entry.schedule
             if schedule.id not in enabled or schedule.channel.platform not in self.service.chats:
                 continue  # an instance running that platform posts it
+            if not await self._can_post(schedule.channel):
+                # Paused: a Slack workspace that uninstalled the app. The slot is skipped,
+                # the schedule kept; a reinstall resumes it at its next slot.
+                self.metrics.skipped_slots.inc()
+                skipped.append((schedule.id, slot))
+                continue
             closes_at = self.close_time(schedule, slot)
             if closes_at <= now:
                 self.metrics.skipped_slots.inc()
@@ -352,6 +358,9 @@ class Scheduler(Lifecycle):
             self.metrics.scheduler_lag.set(max(0.0, lag))
         sent = await asyncio.gather(*(self._publish(c) for c in claims))
         return [p for p in sent if p is not None], skipped
+
+    async def _can_post(self, channel: ChannelRef) -> bool:
+        return await can_post(self.service, channel)  # `reconcile.can_post`
 
     def _consume_due_slots(
         self, entry: _Entry, now: datetime, skipped: list[tuple[int, datetime]]

@@ -24,16 +24,19 @@ from adapters.slack.app import SlackAdapter
 from adapters.slack.chat import SlackChat
 from adapters.slack.config import SlackConfig
 from adapters.slack.tokens import NotInstalled, WorkspaceTokens
-from bot import basics
+from bot import basics, scheduling
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform
+from bot.features import FeatureFactory, Quiz
 from bot.messages import Message
+from bot.scheduling.scheduler import Scheduler
 from storage.store import SqlStore
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.conftest import SETTINGS
 from tests.adapters.slack.fake_slack import FakeSlack
 from tests.quiz import quiz_of
+from tests.scheduling.conftest import request, run_until
 
 TEAMS = {"T0AAA": "C0AAA", "T0BBB": "C0BBB", "T0CCC": "C0CCC"}
 
@@ -45,6 +48,7 @@ class Multi:
     store: SqlStore
     base: str
     session: aiohttp.ClientSession
+    quiz: Quiz
     cookie: str = ""
 
     async def command(
@@ -127,12 +131,21 @@ class Multi:
             return resp.status, await resp.text()
 
     def posts(self, channel: str) -> list[Any]:
-        return [c for c in self.fake.calls_to("chat.postMessage") if c.args["channel"] == channel]
+        """The questions posted in `channel` (not the reveals in their threads)."""
+        return [
+            c
+            for c in self.fake.calls_to("chat.postMessage")
+            if c.args["channel"] == channel and "thread_ts" not in c.args
+        ]
 
 
 @asynccontextmanager
 async def multi_slack(
-    fake: FakeSlack, store: SqlStore, bank: QuestionBank, clock: FakeClock
+    fake: FakeSlack,
+    store: SqlStore,
+    bank: QuestionBank,
+    clock: FakeClock,
+    features: tuple[FeatureFactory, ...] = (basics.feature,),
 ) -> AsyncIterator[Multi]:
     tokens = WorkspaceTokens(
         store.slack_installs, clock, client_id=fake.client_id, client_secret=fake.client_secret
@@ -153,7 +166,7 @@ async def multi_slack(
             {Platform.SLACK: chat},
             bank,
             clock,
-            features=(basics.feature,),
+            features=features,
             settings=SETTINGS,
         ) as quiz,
         SlackAdapter(
@@ -169,7 +182,7 @@ async def multi_slack(
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         async with aiohttp.ClientSession() as session:
             try:
-                yield Multi(fake, adapter, store, f"http://127.0.0.1:{port}", session)
+                yield Multi(fake, adapter, store, f"http://127.0.0.1:{port}", session, quiz)
                 await adapter.idle()
             finally:
                 await runner.cleanup()
@@ -285,7 +298,9 @@ async def test_an_organisation_wide_install_serves_its_workspaces(multi: Multi) 
     assert multi.fake.violations == []
 
 
-async def test_uninstall_stops_one_workspace_and_a_reinstall_resumes_it(multi: Multi) -> None:
+async def test_uninstall_stops_one_workspace_and_a_reinstall_resumes_it(
+    multi: Multi, clock: FakeClock
+) -> None:
     await multi.install("T0AAA")
     await multi.install("T0BBB")
     for team in ("T0AAA", "T0BBB"):
@@ -295,6 +310,7 @@ async def test_uninstall_stops_one_workspace_and_a_reinstall_resumes_it(multi: M
     assert await multi.event("T0AAA", {"type": "app_uninstalled"}) == 200
     multi.fake.revoke("T0AAA")
     assert await multi.store.slack_installs.uninstalled("T0AAA")
+    clock.advance(timedelta(minutes=1))  # past the ask cooldown
     for team in ("T0AAA", "T0BBB"):
         assert await multi.command(team, "close", user="U0ROOT") == 200
         assert await multi.command(team, "ask") == 200
@@ -304,13 +320,14 @@ async def test_uninstall_stops_one_workspace_and_a_reinstall_resumes_it(multi: M
             ChannelRef(Platform.SLACK, "T0AAA", "C0AAA"), Message(body="x")
         )
     assert len(multi.posts("C0AAA")) == 1  # nothing more for the uninstalled workspace
-    assert len(multi.posts("C0BBB")) >= 2  # the other keeps running
+    assert len(multi.posts("C0BBB")) == 2  # the other keeps running
     status, _ = await multi.install("T0AAA")
     assert status == 200
+    clock.advance(timedelta(minutes=1))
     assert await multi.command("T0AAA", "close", user="U0ROOT") == 200
     assert await multi.command("T0AAA", "ask") == 200
     await multi.adapter.idle()
-    assert len(multi.posts("C0AAA")) >= 2
+    assert len(multi.posts("C0AAA")) == 2  # resumed
     assert multi.fake.violations == []
 
 
@@ -374,3 +391,29 @@ async def test_two_replicas_refresh_a_rotating_token_once(
     fresh = await store.slack_installs.bot_token("T0AAA")
     assert fresh is not None and fresh.token != issued["access_token"]
     assert fresh.expires_at == clock.now() + timedelta(seconds=fake_slack.expires_in)
+
+
+async def test_an_uninstalled_workspaces_schedules_pause_and_a_reinstall_resumes_them(
+    fake_slack: FakeSlack, store: SqlStore, bank: QuestionBank, clock: FakeClock
+) -> None:
+    features = (basics.feature, scheduling.feature)
+    async with multi_slack(fake_slack, store, bank, clock, features) as multi:
+        scheduler = multi.quiz.registry.service(Scheduler)
+        assert scheduler is not None
+        for team in ("T0AAA", "T0BBB"):
+            await multi.install(team)
+            channel = ChannelRef(Platform.SLACK, team, TEAMS[team])
+            await scheduler.add(channel, request("09:30 UTC", clock.now()), "U0ROOT")
+        day = timedelta(days=1)
+        await run_until(clock, [scheduler], clock.now() + day)
+        assert len(multi.posts("C0AAA")) == len(multi.posts("C0BBB")) == 1
+        assert await multi.event("T0AAA", {"type": "app_uninstalled"}) == 200
+        multi.fake.revoke("T0AAA")
+        await run_until(clock, [scheduler], clock.now() + 2 * day)
+        assert len(multi.posts("C0AAA")) == 1  # paused: nothing posted, not even tried
+        assert not [c for c in multi.fake.calls if c.args.get("channel") == "C0AAA" and not c.ok]
+        assert len(multi.posts("C0BBB")) == 3
+        await multi.install("T0AAA")
+        await run_until(clock, [scheduler], clock.now() + day)
+        assert len(multi.posts("C0AAA")) == 2  # resumed at its next slot, no backlog
+        assert multi.fake.violations == []
