@@ -183,6 +183,7 @@ class SlackAdapter(Lifecycle):
                     states=self.states,
                     authorization_url=self.config.oauth_url,
                     installed=self._installed,
+                    redirect_uri=self.config.redirect_uri,
                 ),
             )
 

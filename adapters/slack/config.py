@@ -25,6 +25,9 @@ class SlackConfig:
     client_id: str | None = None
     client_secret: str | None = None
     oauth_url: str = "https://slack.com/oauth/v2/authorize"  # Slack's page (a fake in tests)
+    # The install's redirect (QUIZBOT_PUBLIC_URL + /slack/oauth_redirect); unset: the
+    # app's first Redirect URL.
+    redirect_uri: str | None = None
 
     @property
     def socket_mode(self) -> bool:
@@ -53,6 +56,11 @@ class SlackConfig:
             admin_ids=settings.admin_ids,
             client_id=(settings.slack_client_id or "").strip() or None,
             client_secret=_secret(settings.slack_client_secret),
+            redirect_uri=(
+                settings.public_url.rstrip("/") + "/slack/oauth_redirect"
+                if settings.public_url
+                else None
+            ),
         )
         config.check()
         return config

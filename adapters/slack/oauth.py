@@ -58,6 +58,7 @@ def oauth_flow(
     states: AsyncOAuthStateStore,
     authorization_url: str,
     installed: Installed,
+    redirect_uri: str | None = None,
 ) -> AsyncOAuthFlow:
     async def success(args: AsyncSuccessArgs) -> BoltResponse:
         await installed(args.installation)
@@ -89,6 +90,7 @@ def oauth_flow(
         scopes=sorted(bot_scopes()),
         install_path=INSTALL_PATH,
         redirect_uri_path=REDIRECT_PATH,
+        redirect_uri=redirect_uri,
         authorization_url=authorization_url,
         installation_store=installs,
         installation_store_bot_only=False,

@@ -8,7 +8,15 @@ from adapters.slack.config import SlackConfig
 from bot.config import load_settings
 from bot.errors import ConfigError
 
-SLACK_VARS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "SLACK_API_URL")
+SLACK_VARS = (
+    "SLACK_BOT_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_APP_TOKEN",
+    "SLACK_API_URL",
+    "SLACK_CLIENT_ID",
+    "SLACK_CLIENT_SECRET",
+    "QUIZBOT_PUBLIC_URL",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -57,5 +65,38 @@ def test_mistakes_name_the_variable(
 ) -> None:
     for k, v in env.items():
         monkeypatch.setenv(k, v)
+    with pytest.raises(ConfigError, match=message):
+        SlackConfig.from_settings(load_settings())
+
+
+def test_client_credentials_without_a_bot_token_select_the_multi_workspace_mode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SLACK_CLIENT_ID", "1111.2222")
+    monkeypatch.setenv("SLACK_CLIENT_SECRET", "s3cret")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "abc")
+    monkeypatch.setenv("QUIZBOT_PUBLIC_URL", "https://quiz.example.com/")
+    config = SlackConfig.from_settings(load_settings())
+    assert config is not None and config.multi_workspace and not config.socket_mode
+    assert config.mode == "multi-workspace OAuth"
+    assert config.redirect_uri == "https://quiz.example.com/slack/oauth_redirect"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SLACK_CLIENT_ID": "1111.2222", "SLACK_SIGNING_SECRET": "abc"}, "SLACK_CLIENT_SECRET"),
+        (
+            {"SLACK_CLIENT_ID": "1", "SLACK_CLIENT_SECRET": "s", "SLACK_APP_TOKEN": "xapp-1"},
+            "unset SLACK_APP_TOKEN",
+        ),
+        ({"SLACK_CLIENT_ID": "1", "SLACK_CLIENT_SECRET": "s"}, "needs SLACK_SIGNING_SECRET"),
+    ],
+)
+def test_the_multi_workspace_mode_names_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], message: str
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError, match=message):
         SlackConfig.from_settings(load_settings())
