@@ -70,6 +70,7 @@ async def _fake_main(workspaces: int, conn: Connection) -> None:
                 {
                     "private_replies": len(fake.calls_to("response_url")),
                     "posts": len(fake.calls_to("chat.postMessage")),
+                    "updates": len(fake.calls_to("chat.update")),
                     "refused": len([c for c in fake.calls if not c.ok]),
                     "violations": len(fake.violations),
                     "tokens": len({c.token for c in fake.calls if c.token}),
@@ -80,12 +81,14 @@ async def _fake_main(workspaces: int, conn: Connection) -> None:
 # -- the bot process -------------------------------------------------------------------
 
 
-def run_bot(db_url: str, api_url: str, workspaces: int, repeats: int, conn: Connection) -> None:
-    asyncio.run(_bot_main(db_url, api_url, workspaces, repeats, conn))
+def run_bot(
+    db_url: str, api_url: str, workspaces: int, count_interval: float, conn: Connection
+) -> None:
+    asyncio.run(_bot_main(db_url, api_url, workspaces, count_interval, conn))
 
 
 async def _bot_main(
-    db_url: str, api_url: str, workspaces: int, repeats: int, conn: Connection
+    db_url: str, api_url: str, workspaces: int, count_interval: float, conn: Connection
 ) -> None:
     from slack_sdk.oauth.installation_store import Installation
 
@@ -133,6 +136,7 @@ async def _bot_main(
                 rng=random.Random(1),
                 generated=None,
                 features=[basics.feature],
+                count_update_interval=count_interval,
             ) as quiz,
             SlackAdapter(
                 quiz, chat, config, installs=store.slack_installs, states=store.slack_states
@@ -205,7 +209,9 @@ def prepare(
     return out
 
 
-def run_multi(db_url: str, users: int, workspaces: int, repeats: int) -> dict[str, Any]:
+def run_multi(
+    db_url: str, users: int, workspaces: int, repeats: int, count_interval: float = 1.0
+) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     fake_end, fake_child = ctx.Pipe()
     bot_end, bot_child = ctx.Pipe()
@@ -214,7 +220,7 @@ def run_multi(db_url: str, users: int, workspaces: int, repeats: int) -> dict[st
     fake_port = fake_end.recv()
     api = f"http://127.0.0.1:{fake_port}/api/"
     bot = ctx.Process(
-        target=run_bot, args=(db_url, api, workspaces, repeats, bot_child), daemon=True
+        target=run_bot, args=(db_url, api, workspaces, count_interval, bot_child), daemon=True
     )
     bot.start()
     port = bot_end.recv()
@@ -249,6 +255,13 @@ def main() -> None:
     parser.add_argument("--workspaces", type=int, default=100)
     parser.add_argument("--users", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=slack_ack.REPEATS)
+    parser.add_argument(
+        "--count-interval",
+        type=float,
+        default=1.0,
+        help="seconds between two 'N answered' edits of one question (as serve: 1); a "
+        "large value shows what the workspaces' own edits cost",
+    )
     parser.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="both")
     parser.add_argument(
         "--pg", default=os.environ.get("QUIZBOT_TEST_POSTGRES_URL", slack_ack.PG_DEFAULT)
@@ -260,7 +273,7 @@ def main() -> None:
 
     def both(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
         single = slack_ack.run_once(url, args.users)
-        multi = run_multi(url, args.users, args.workspaces, args.repeats)
+        multi = run_multi(url, args.users, args.workspaces, args.repeats, args.count_interval)
         return single, multi
 
     if args.db in ("sqlite", "both"):
@@ -290,7 +303,8 @@ def main() -> None:
             + f" ms (median {many:.0f}); one workspace (slack_ack, same run) p99 "
             + ", ".join(f"{single[f'keepalive-{i}']['p99']:.0f}" for i in range(args.repeats))
             + f" ms (median {one:.0f}); {fake['tokens']} distinct tokens used, "
-            f"{fake['private_replies']} private outcomes, {fake['refused']} calls refused"
+            f"{fake['private_replies']} private outcomes, {fake['updates']} count edits "
+            f"(chat.update), {fake['refused']} calls refused"
         )
         target(
             f"slack_workspaces_{db}_ack_p99",
