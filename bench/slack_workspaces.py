@@ -255,13 +255,6 @@ def main() -> None:
     parser.add_argument("--workspaces", type=int, default=100)
     parser.add_argument("--users", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=slack_ack.REPEATS)
-    parser.add_argument(
-        "--count-interval",
-        type=float,
-        default=1.0,
-        help="seconds between two 'N answered' edits of one question (as serve: 1); a "
-        "large value shows what the workspaces' own edits cost",
-    )
     parser.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="both")
     parser.add_argument(
         "--pg", default=os.environ.get("QUIZBOT_TEST_POSTGRES_URL", slack_ack.PG_DEFAULT)
@@ -273,7 +266,7 @@ def main() -> None:
 
     def both(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
         single = slack_ack.run_once(url, args.users)
-        multi = run_multi(url, args.users, args.workspaces, args.repeats, args.count_interval)
+        multi = run_multi(url, args.users, args.workspaces, args.repeats)
         return single, multi
 
     if args.db in ("sqlite", "both"):
