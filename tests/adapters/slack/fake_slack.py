@@ -569,7 +569,9 @@ class FakeSlack(Lifecycle):
         auth = request.headers.get("Authorization", "")
         self.calls.append(Call("file", {"file_id": file_id}, auth.removeprefix("Bearer ")))
         await self._notify()
-        if auth != f"Bearer {self.bot_token}" or file_id not in self.shared:
+        token = auth.removeprefix("Bearer ")
+        known = token == self.bot_token or token in self.team_tokens
+        if not auth.startswith("Bearer ") or not known or file_id not in self.shared:
             return web.Response(text="<html>sign in</html>", content_type="text/html")
         return web.Response(body=self.shared[file_id], content_type="application/octet-stream")
 
