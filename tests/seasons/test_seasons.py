@@ -79,6 +79,7 @@ async def test_refusals_store_nothing(league: Quiz, store: SqlStore) -> None:
         ("season start " + "x" * 41, "1 to 40 characters"),
         ("season start Spring 4 until 2027-03-01", "not both"),
         ("season start Spring fortnight", "do not understand"),
+        ("season start Spring from 2027-01-03", "today or later"),
     ]
     for text, words in bad:
         assert words in (await say(league, C1, ANN, text, admin=True)).body, text
