@@ -274,7 +274,17 @@ def parse_start(words: list[str], now: datetime, zone: str, t: Translator) -> St
         i += 1
     if weeks is not None and until is not None:
         raise UserFacingError(t("Give the weeks or the end date, not both.") + " " + usage)
-    starts_at = _local_midnight(first, zone) if first is not None else now
+    today = now.astimezone(ZoneInfo(zone)).date()
+    if first is not None and first < today:
+        # Posts closed before the season was stored were never folded into it.
+        raise UserFacingError(
+            t(
+                "A season starts today or later, not on {day}: nothing was stored.",
+                day=first.isoformat(),
+            )
+        )
+    # From today: from now (what closed earlier today was folded before the season).
+    starts_at = _local_midnight(first, zone) if first is not None and first > today else now
     if until is not None:
         ends_at = _local_midnight(until + timedelta(days=1), zone)  # through that day
     else:
