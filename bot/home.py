@@ -34,6 +34,7 @@ from bot.domain import (
     ChannelSettings,
     Locale,
     PlayerStats,
+    Reveal,
     Schedule,
     TopicStats,
     UserRef,
@@ -56,6 +57,9 @@ log = logging.getLogger(__name__)
 
 PRACTICE_NOW = "practice-now"  # quiz:practice-now:0:<channel id>: a practice question there
 REFRESH_INTERVAL = timedelta(seconds=60)  # a member's home is republished at most this often
+# A home page's card is kept this long unless the member answers or a question of their
+# workspace is revealed (schedules, settings and practice due times show within it).
+CARD_TTL = timedelta(seconds=60)
 MAX_CHANNELS = 50  # channels of a workspace a card reads (a member plays in a few)
 ADMIN_CHANNELS = 5  # channels an admin's settings section shows
 TOPICS_SHOWN = 8
@@ -126,6 +130,7 @@ class Homes(Lifecycle):
         parts: Parts,
         *,
         interval: timedelta = REFRESH_INTERVAL,
+        card_ttl: timedelta = CARD_TTL,
     ) -> None:
         self.service: QuizService = parts.service
         self.store = parts.store
@@ -135,6 +140,11 @@ class Homes(Lifecycle):
         self.practice = Practice(parts.service, parts.store.practice)
         self._publishers: dict[str, Publisher] = {}
         self._last: OrderedDict[str, datetime] = OrderedDict()
+        self.card_ttl = card_ttl
+        # Home pages' cards: member key -> (card, when read), and each workspace's members.
+        self._cards: OrderedDict[str, tuple[Card, datetime]] = OrderedDict()
+        self._by_workspace: dict[str, set[str]] = {}
+        self._generation = 0  # bumped by every forget: a card read across one is not kept
         self.tasks = TaskSupervisor("home")
 
     async def shutdown(self) -> None:
@@ -236,6 +246,36 @@ class Homes(Lifecycle):
             out.append(ChannelAdmin(settings, tuple(schedules)))
         return tuple(out)
 
+    async def home_card(self, member: UserRef, admin: AdminCheck = NOBODY) -> Card:
+        """The card a home page shows: kept `card_ttl` unless the member answers or a
+        question of their workspace is revealed (a burst of opens reads each once)."""
+        now = self.clock.now()
+        kept = self._cards.get(member.key)
+        if kept is not None and now - kept[1] < self.card_ttl:
+            return kept[0]
+        generation = self._generation
+        card = await self.card(member, admin=admin)
+        if generation != self._generation:
+            return card  # figures changed while it was read: shown, not kept
+        self._cards[member.key] = (card, now)
+        self._cards.move_to_end(member.key)
+        self._by_workspace.setdefault(_workspace_key(member), set()).add(member.key)
+        while len(self._cards) > _REMEMBERED:
+            old, (stale, _) = self._cards.popitem(last=False)
+            self._by_workspace.get(_workspace_key(stale.member), set()).discard(old)
+        return card
+
+    def forget(self, member: UserRef) -> None:
+        """Drop `member`'s kept card (their figures changed)."""
+        self._generation += 1
+        self._cards.pop(member.key, None)
+
+    async def revealed(self, reveal: Reveal, thread_locale: Locale) -> None:
+        """A `RevealListener`: the workspace's boards moved, its kept cards are stale."""
+        self._generation += 1
+        for key in self._by_workspace.pop(_workspace_key(reveal.post.channel), set()):
+            self._cards.pop(key, None)
+
     # -- `/quiz me` and "Practice now" -------------------------------------------------
 
     async def command(self, service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
@@ -266,6 +306,7 @@ class Homes(Lifecycle):
     def answered(self, user: UserRef, outcome: AnswerOutcome) -> None:
         """An `AnswerListener`: a recorded answer refreshes the member's home page."""
         if outcome.status is AnswerStatus.RECORDED:
+            self.forget(user)
             self.refresh(user)
 
     def refresh(self, user: UserRef) -> bool:
@@ -296,6 +337,10 @@ class Homes(Lifecycle):
     async def idle(self) -> None:
         """Wait for the refreshes under way (tests)."""
         await self.tasks.drain()
+
+
+def _workspace_key(ref: ChannelRef | UserRef) -> str:
+    return f"{ref.platform}:{ref.workspace}"
 
 
 UNKNOWN_CHANNEL = N_("That channel is not one of this workspace's quiz channels.")
@@ -430,6 +475,7 @@ def feature(parts: Parts) -> Feature:
         buttons=[ButtonKind(PRACTICE_NOW, click=homes.practise, about_post=False)],
         services=[homes],
         on_answer=[homes.answered],
+        on_reveal=[homes.revealed],
     )
 
 

@@ -76,7 +76,9 @@ class SlackHome:
     async def publish(self, member: UserRef) -> None:
         """Render `member`'s card and publish it; a stale hash: once more, fresh."""
         for attempt in (1, 2):
-            card = await self.homes.card(member, admin=self.admin(member))
+            if attempt == 2:
+                self.homes.forget(member)  # a fresh render
+            card = await self.homes.home_card(member, self.admin(member))
             view = home_view(card_message(card))
             known = self._hashes.get(member.key) if attempt == 1 else None
             args: dict[str, Any] = {"user_id": member.user, "view": view}

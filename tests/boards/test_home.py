@@ -168,3 +168,21 @@ async def test_answers_refresh_a_home_page_at_most_once_per_interval(
     await play(service, C1, {ALICE: False})
     await homes.idle()
     assert len(published) == 3
+
+
+async def test_a_home_card_is_kept_until_an_answer_or_a_reveal(
+    basic: Quiz, service: QuizService, clock: FakeClock
+) -> None:
+    homes = homes_of(basic)
+    first = await homes.home_card(ALICE)
+    assert await homes.home_card(ALICE) is first  # kept
+    post = await play(service, C1, {BOB: True}, close=False)
+    assert await homes.home_card(ALICE) is first  # Bob's answer is not Alice's
+    assert await service.close(post.id) is not None  # a reveal in her workspace
+    after_reveal = await homes.home_card(ALICE)
+    assert after_reveal is not first and after_reveal.players == 1
+    await play(service, C1, {ALICE: True}, close=False)
+    assert await homes.home_card(ALICE) is not after_reveal  # her own answer
+    kept = await homes.home_card(ALICE)
+    clock.advance(homes.card_ttl)
+    assert await homes.home_card(ALICE) is not kept  # and at most `card_ttl`

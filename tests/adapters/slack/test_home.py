@@ -112,12 +112,14 @@ async def test_a_stale_hash_is_published_again_with_a_fresh_render(
     http: SlackHttp, clock: FakeClock
 ) -> None:
     await open_home(http, "U0ALICE")
+    assert "No scored answers yet" in http.fake.home_text("U0ALICE")
     http.fake.touch_home("U0ALICE")  # another replica published meanwhile
     await play(http.service, CHANNEL, {ALICE: True})  # the answer refreshes the home
     await settle(http)
-    calls = [c for c in http.fake.calls_to("views.publish", ok_only=False)]
+    calls = list(http.fake.calls_to("views.publish", ok_only=False))
     assert [c.response.get("error") for c in calls] == [None, "hash_conflict", None]
     assert "hash" in calls[1].args and "hash" not in calls[2].args
+    await open_home(http, "U0ALICE")  # the reveal made the kept card stale: read afresh
     assert "Answered 1, correct 1 (100%)" in http.fake.home_text("U0ALICE")
 
 
