@@ -60,8 +60,8 @@ class SlackHome:
         if event.get("tab", "home") != "home":
             return  # the Messages tab
         user_id = str(event.get("user") or "")
-        team = str(body.get("team_id") or (body.get("authorizations") or [{}])[0].get("team_id"))
-        if not user_id or not team:
+        team = body.get("team_id") or event.get("team") or ""
+        if not user_id or not isinstance(team, str) or not team:
             return
         view = event.get("view")
         if isinstance(view, Mapping) and isinstance(view.get("hash"), str):
