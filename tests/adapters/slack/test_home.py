@@ -11,12 +11,15 @@ from datetime import timedelta
 
 import pytest
 
+from adapters.slack.app import SlackAdapter
+from adapters.slack.chat import SlackChat
 from bot.app import FEATURES
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform, PostKind, UserRef
 from bot.home import PRACTICE_NOW, Homes
 from tests.adapters.slack import slack_requests as rq
-from tests.adapters.slack.conftest import SlackHttp, SlackWith
+from tests.adapters.slack.conftest import QuizWith, SlackHttp, SlackWith, make_config
+from tests.adapters.slack.fake_slack import FakeSlack
 from tests.boards.conftest import play
 
 ALICE = UserRef(Platform.SLACK, rq.TEAM, "U0ALICE", "alice")
@@ -138,3 +141,28 @@ async def test_practice_now_in_the_home_tab_sends_a_private_question(http: Slack
     assert sent.args["channel"] == rq.CHANNEL
     assert any(a.startswith("quiz:answer:") for a in sent.action_ids)
     assert len(await http.service.store.practice.cards(ALICE)) == 0  # asked, not answered
+
+
+async def test_an_event_without_a_user_publishes_nothing(http: SlackHttp) -> None:
+    body = http.fake.home_opened("U0ALICE")
+    del body["event"]["user"]
+    status, _ = await http.event(body)
+    assert status == 200
+    await settle(http)
+    assert http.fake.calls_to("views.publish", ok_only=False) == []
+
+
+@pytest.mark.timeout(30)
+async def test_the_home_is_published_over_socket_mode(
+    fake_slack: FakeSlack, slack_chat: SlackChat, quiz_with: QuizWith
+) -> None:
+    async with (
+        quiz_with(*FEATURES) as quiz,
+        SlackAdapter(quiz, slack_chat, make_config(fake_slack, socket=True)) as adapter,
+    ):
+        await fake_slack.wait_connected()
+        env = await fake_slack.push("events_api", fake_slack.home_opened("U0ALICE"))
+        await fake_slack.wait_for_ack(env)
+        await fake_slack.wait_until(lambda: "U0ALICE" in fake_slack.homes)
+        await adapter.idle()
+        assert "Your quiz card" in fake_slack.home_text("U0ALICE")
