@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from bot.commands import Command, CommandSet
 from bot.domain import ChannelRef, Locale, UserRef
 from bot.messages import ANSWER, KIND, Message
-from bot.quiz import BoardNote, OutcomeRenderer, QuizService, RevealButton, RevealListener
+from bot.quiz import (
+    AnswerListener,
+    BoardNote,
+    OutcomeRenderer,
+    QuizService,
+    RevealButton,
+    RevealListener,
+)
 
 if TYPE_CHECKING:
     from bot.clock import Clock
@@ -105,6 +112,7 @@ class Feature:
     tickers: Sequence[Ticker] = ()
     holds: Sequence[ChannelHold] = ()
     stats: Sequence[StatsLine] = ()  # lines of `/quiz stats` (live rounds' points, apart)
+    on_answer: Sequence[AnswerListener] = ()  # told of every click's outcome (App Home)
 
 
 class Registry:
@@ -167,6 +175,10 @@ class Registry:
     @property
     def board_notes(self) -> tuple[BoardNote, ...]:
         return self._all("board_notes")
+
+    @property
+    def on_answer(self) -> tuple[AnswerListener, ...]:
+        return self._all("on_answer")
 
     @property
     def pages(self) -> tuple[Page, ...]:

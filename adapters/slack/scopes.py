@@ -20,6 +20,7 @@ METHOD_SCOPES: Final[dict[str, str]] = {
     "users.info": "users:read",  # the admin check (is_admin / is_owner)
     "usergroups.users.list": "usergroups:read",  # a team that follows a user group
     "views.open": "",  # forms (modals): a trigger_id is the permission
+    "views.publish": "",  # the App Home tab (a member's card): no scope needed
 }
 
 # Scopes the app needs beyond single methods.
@@ -34,7 +35,8 @@ EXTRA_BOT_SCOPES: Final[dict[str, str]] = {
 }
 
 # Events the app subscribes to (the manifest's settings.event_subscriptions.bot_events).
-BOT_EVENTS: Final[dict[str, str]] = {"message.im": "im:history"}
+# ("" = no scope needed).
+BOT_EVENTS: Final[dict[str, str]] = {"message.im": "im:history", "app_home_opened": ""}
 
 # Socket Mode: `apps.connections.open` takes the app-level token (xapp-...), whose scope is
 # set when the token is created, not in the manifest.
