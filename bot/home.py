@@ -140,6 +140,9 @@ class Homes(Lifecycle):
         self.practice = Practice(parts.service, parts.store.practice)
         self._publishers: dict[str, Publisher] = {}
         self._last: OrderedDict[str, datetime] = OrderedDict()
+        # Members whose home page is open somewhere (they opened it on this replica): only
+        # theirs is refreshed after an answer, never a burst's thousand strangers'.
+        self._opened: OrderedDict[str, None] = OrderedDict()
         self.card_ttl = card_ttl
         # Home pages' cards: member key -> (card, when read), and each workspace's members.
         self._cards: OrderedDict[str, tuple[Card, datetime]] = OrderedDict()
@@ -303,6 +306,13 @@ class Homes(Lifecycle):
     def unwatch(self, platform: str) -> None:
         self._publishers.pop(platform, None)
 
+    def opened(self, user: UserRef) -> None:
+        """`user` opened their home page: their answers refresh it from now on."""
+        self._opened[user.key] = None
+        self._opened.move_to_end(user.key)
+        while len(self._opened) > _REMEMBERED:
+            self._opened.popitem(last=False)
+
     def answered(self, user: UserRef, outcome: AnswerOutcome) -> None:
         """An `AnswerListener`: a recorded answer refreshes the member's home page."""
         if outcome.status is AnswerStatus.RECORDED:
@@ -313,7 +323,7 @@ class Homes(Lifecycle):
         """Republish `user`'s home page unless it was republished within the interval;
         True when it is."""
         publish = self._publishers.get(str(user.platform))
-        if publish is None:
+        if publish is None or user.key not in self._opened:
             return False
         now = self.clock.now()
         last = self._last.get(user.key)

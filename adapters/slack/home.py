@@ -67,6 +67,7 @@ class SlackHome:
         if isinstance(view, Mapping) and isinstance(view.get("hash"), str):
             self._remember(f"{Platform.SLACK}:{team}:{user_id}", view["hash"])
         member = UserRef(Platform.SLACK, team, user_id)
+        self.homes.opened(member)
         self.tasks.spawn(self._publish_quietly(member), name="slack-home")
 
     async def _publish_quietly(self, member: UserRef) -> None:

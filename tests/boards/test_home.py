@@ -155,10 +155,16 @@ async def test_answers_refresh_a_home_page_at_most_once_per_interval(
         published.append(member)
 
     homes.watch(str(Platform.SLACK), publish)
-    await play(service, C1, {ALICE: True, BOB: True})
+    await play(service, C1, {ALICE: True, BOB: True, CAROL: True})
+    await homes.idle()
+    assert published == []  # nobody has opened a home page: nothing to refresh
+    homes.opened(ALICE)
+    homes.opened(BOB)
+    clock.advance(homes.interval + timedelta(seconds=1))
+    await play(service, C1, {ALICE: True, BOB: True, CAROL: True})
     await play(service, C1, {ALICE: True})  # within the interval: no second refresh
     await homes.idle()
-    assert published == [ALICE, BOB]
+    assert published == [ALICE, BOB]  # Carol never opened hers
     clock.advance(homes.interval + timedelta(seconds=1))
     await play(service, C1, {ALICE: False})
     await homes.idle()
