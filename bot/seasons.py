@@ -308,7 +308,8 @@ def _day(at: datetime, zone: str) -> str:
     return at.astimezone(ZoneInfo(zone)).date().isoformat()
 
 
-def _dates(season: Season, zone: str) -> str:
+def season_dates(season: Season, zone: str) -> str:
+    """A season's first and last days in `zone`."""
     last = season.ends_at - timedelta(seconds=1)
     return f"{_day(season.starts_at, zone)} – {_day(last, zone)}"
 
@@ -363,7 +364,7 @@ def board_message(board: SeasonBoard, zone: str, locale: Locale) -> Message:
     footer = " · ".join(
         [
             t.n("{count} player", "{count} players", board.players),
-            _dates(season, zone),
+            season_dates(season, zone),
             *([t("ended")] if ended else []),
         ]
     )
@@ -518,7 +519,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
                     "Season {name} ({dates}) already covers this channel then: end it first "
                     "(/quiz season end) or pick other dates. Nothing was stored.",
                     name=exc.season.name,
-                    dates=_dates(exc.season, zone),
+                    dates=season_dates(exc.season, zone),
                 )
             ) from None
         except SeasonNameTaken:
@@ -537,7 +538,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
         body = t(
             "Season {name} runs {dates} over {where}. Boards: /quiz season board",
             name=made.name,
-            dates=_dates(made, zone),
+            dates=season_dates(made, zone),
             where=where,
         )
         return [Reply(Message(body=body), private=False)]
@@ -563,7 +564,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
         lines = []
         for s in found:
             state = t("running") if s.state is SeasonState.ACTIVE else t("ended")
-            lines.append(f"*{s.name}* · {_dates(s, zone)} · {state}")
+            lines.append(f"*{s.name}* · {season_dates(s, zone)} · {state}")
         lines.append(t("A season's board: /quiz season board <name>"))
         return [Reply(Message(title=t("Seasons"), body="\n".join(lines)))]
 
@@ -610,7 +611,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
         board = await seasons.board(current, inv.user, None, limit=1)
         left = max(0, (current.ends_at - now).days)
         lines = [
-            t("{dates} · {count} days left", dates=_dates(current, zone), count=left),
+            t("{dates} · {count} days left", dates=season_dates(current, zone), count=left),
         ]
         if board.rows:
             lead = board.rows[0]
@@ -684,5 +685,6 @@ __all__ = [
     "feature",
     "parse_start",
     "podium_message",
+    "season_dates",
     "season_feature",
 ]
