@@ -52,6 +52,8 @@ HealthCheck = Callable[[], Awaitable[bool]]
 # (channel, member, locale) -> the line, or None when there is nothing to say.
 StatsLine = Callable[["ChannelRef", "UserRef", Locale], Awaitable[str | None]]
 # The channels, of those given, where scheduled questions wait (a live round runs there).
+# A line of the admin report (`/quiz report`) about a channel: a running season, the teams.
+ReportNote = Callable[["ChannelRef", Locale], Awaitable[str | None]]
 ChannelHold = Callable[[Collection[ChannelRef]], Awaitable[set[ChannelRef]]]
 S = TypeVar("S")
 
@@ -113,6 +115,7 @@ class Feature:
     holds: Sequence[ChannelHold] = ()
     stats: Sequence[StatsLine] = ()  # lines of `/quiz stats` (live rounds' points, apart)
     on_answer: Sequence[AnswerListener] = ()  # told of every click's outcome (App Home)
+    report_notes: Sequence[ReportNote] = ()  # lines under the admin report (seasons, teams)
 
 
 class Registry:
@@ -187,6 +190,10 @@ class Registry:
     @property
     def stats(self) -> tuple[StatsLine, ...]:
         return self._all("stats")
+
+    @property
+    def report_notes(self) -> tuple[ReportNote, ...]:
+        return self._all("report_notes")
 
     @property
     def tickers(self) -> tuple[Ticker, ...]:

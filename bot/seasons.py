@@ -649,9 +649,34 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
             players=board.players,
         )
 
+    async def report_note(channel: ChannelRef, locale: Locale) -> str | None:
+        """Under the admin report: the running season, its players and leader."""
+        current = await seasons.current(channel, keeper.clock.now())
+        if current is None:
+            return None
+        t = translator(locale)
+        zone = (await keeper.service.store.settings.get(channel)).timezone
+        board = await seasons.board(current, None, None, limit=1)
+        if not board.rows:
+            return t(
+                "Season {name} ({dates}): no points yet.",
+                name=current.name,
+                dates=season_dates(current, zone),
+            )
+        leader = board.rows[0]
+        return t(
+            "Season {name} ({dates}): {players} players; leader {leader} with {points} pts.",
+            name=current.name,
+            dates=season_dates(current, zone),
+            players=board.players,
+            leader=leader.user.display or leader.user.user,
+            points=leader.points,
+        )
+
     return Feature(
         "seasons",
         board_notes=[note],
+        report_notes=[report_note],
         commands=[
             Command(
                 "season",

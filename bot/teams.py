@@ -588,9 +588,24 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
         t = translator(locale)
         return t("Your team: {team} (/quiz team board)", team=mine)
 
+    async def report_note(channel: ChannelRef, locale: Locale) -> str | None:
+        """Under the admin report: the teams, all time, by the workspace's rule."""
+        ws = Workspace.of(channel)
+        rule = await teams.rule(ws)
+        scores = ranked(await teams.standings(ws), rule)
+        if not scores:
+            return None
+        t = translator(locale)
+        digits = 0 if rule is TeamRule.TOP3 else 1
+        shown = " · ".join(f"{s.name} {number(s.score(rule), locale, digits)}" for s in scores[:10])
+        if rule is TeamRule.TOP3:
+            return t("Teams (the points of their 3 best members): {teams}", teams=shown)
+        return t("Teams (points per active member): {teams}", teams=shown)
+
     return Feature(
         "teams",
         board_notes=[note],
+        report_notes=[report_note],
         commands=[
             Command(
                 "team",
