@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from bot.commands import Command, CommandSet
 from bot.domain import ChannelRef, Locale, UserRef
 from bot.messages import ANSWER, KIND, Message
-from bot.quiz import BoardNote, OutcomeRenderer, QuizService, RevealButton, RevealListener
+from bot.quiz import (
+    AnswerListener,
+    BoardNote,
+    OutcomeRenderer,
+    QuizService,
+    RevealButton,
+    RevealListener,
+)
 
 if TYPE_CHECKING:
     from bot.clock import Clock
@@ -45,6 +52,8 @@ HealthCheck = Callable[[], Awaitable[bool]]
 # (channel, member, locale) -> the line, or None when there is nothing to say.
 StatsLine = Callable[["ChannelRef", "UserRef", Locale], Awaitable[str | None]]
 # The channels, of those given, where scheduled questions wait (a live round runs there).
+# A line of the admin report (`/quiz report`) about a channel: a running season, the teams.
+ReportNote = Callable[["ChannelRef", Locale], Awaitable[str | None]]
 ChannelHold = Callable[[Collection[ChannelRef]], Awaitable[set[ChannelRef]]]
 S = TypeVar("S")
 
@@ -105,6 +114,8 @@ class Feature:
     tickers: Sequence[Ticker] = ()
     holds: Sequence[ChannelHold] = ()
     stats: Sequence[StatsLine] = ()  # lines of `/quiz stats` (live rounds' points, apart)
+    on_answer: Sequence[AnswerListener] = ()  # told of every click's outcome (App Home)
+    report_notes: Sequence[ReportNote] = ()  # lines under the admin report (seasons, teams)
 
 
 class Registry:
@@ -169,12 +180,20 @@ class Registry:
         return self._all("board_notes")
 
     @property
+    def on_answer(self) -> tuple[AnswerListener, ...]:
+        return self._all("on_answer")
+
+    @property
     def pages(self) -> tuple[Page, ...]:
         return self._all("pages")
 
     @property
     def stats(self) -> tuple[StatsLine, ...]:
         return self._all("stats")
+
+    @property
+    def report_notes(self) -> tuple[ReportNote, ...]:
+        return self._all("report_notes")
 
     @property
     def tickers(self) -> tuple[Ticker, ...]:

@@ -86,6 +86,12 @@ class OutcomeRenderer(Protocol):
         ...
 
 
+class AnswerListener(Protocol):
+    def __call__(self, user: UserRef, outcome: AnswerOutcome) -> None:
+        """Told of every click's outcome, at once (it must not block: schedule work)."""
+        ...
+
+
 class BoardNote(Protocol):
     async def __call__(self, channel: ChannelRef, user: UserRef, locale: Locale) -> str | None:
         """A line under a member's board or stats (their season, their team), or None."""
@@ -109,12 +115,16 @@ class QuizHooks(Protocol):
     @property
     def board_notes(self) -> Sequence[BoardNote]: ...
 
+    @property
+    def on_answer(self) -> Sequence[AnswerListener]: ...
+
 
 class NoHooks:
     on_reveal: Sequence[RevealListener] = ()
     reveal_buttons: Sequence[RevealButton] = ()
     outcome_renderers: Sequence[OutcomeRenderer] = ()
     board_notes: Sequence[BoardNote] = ()
+    on_answer: Sequence[AnswerListener] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,7 +377,7 @@ class QuizService:
             outcome = replace(outcome, status=AnswerStatus.RECORDED)
         post = outcome.post
         question = await self.store.questions.get(post.question_hash) if post else None
-        return self._replied(outcome, question, user_locale)
+        return self._replied(outcome, question, user_locale, user)
 
     async def record_typed(
         self,
@@ -395,10 +405,14 @@ class QuizService:
             value=value,
             correct=target.accepts(value),
         )
-        return self._replied(outcome, question, user_locale)
+        return self._replied(outcome, question, user_locale, user)
 
     def _replied(
-        self, outcome: AnswerOutcome, question: Question | None, user_locale: Locale | None
+        self,
+        outcome: AnswerOutcome,
+        question: Question | None,
+        user_locale: Locale | None,
+        user: UserRef,
     ) -> AnswerReply:
         post = outcome.post
         if post is not None:
@@ -409,6 +423,11 @@ class QuizService:
         if outcome.status is AnswerStatus.RECORDED and post is not None and question:
             self._schedule_count_update(post, question)
         self.metrics.answers.inc(status=str(outcome.status))
+        for listener in self.hooks.on_answer:
+            try:
+                listener(user, outcome)
+            except Exception:
+                log.exception("an answer listener failed")
         for render in self.hooks.outcome_renderers:
             if (message := render(outcome, locale)) is not None:
                 return AnswerReply(outcome, message)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from bot.basics import SCOPE_OPTION
@@ -168,6 +168,7 @@ def report_text(rows: Sequence[QuestionReport]) -> str:
 def feature(parts: Parts) -> Feature:
     """The admin-only `/quiz report [workspace]`."""
     reports = parts.store.reports
+    registry = parts.registry  # read per report: features added after this one add notes
 
     async def report(service: QuizService, inv: Invocation, args: list[str]) -> list[Reply]:
         scope = BoardScope.CHANNEL
@@ -184,7 +185,11 @@ def feature(parts: Parts) -> Feature:
                     )
                 )
         rows = await reports.questions(inv.channel, scope, inv.locale)
-        return [Reply(report_message(rows, scope, inv.locale))]
+        message = report_message(rows, scope, inv.locale)
+        notes = [n for note in registry.report_notes if (n := await note(inv.channel, inv.locale))]
+        if notes:
+            message = replace(message, body="\n\n".join([message.body, *notes]))
+        return [Reply(message)]
 
     return Feature(
         "report",

@@ -274,7 +274,17 @@ def parse_start(words: list[str], now: datetime, zone: str, t: Translator) -> St
         i += 1
     if weeks is not None and until is not None:
         raise UserFacingError(t("Give the weeks or the end date, not both.") + " " + usage)
-    starts_at = _local_midnight(first, zone) if first is not None else now
+    today = now.astimezone(ZoneInfo(zone)).date()
+    if first is not None and first < today:
+        # Posts closed before the season was stored were never folded into it.
+        raise UserFacingError(
+            t(
+                "A season starts today or later, not on {day}: nothing was stored.",
+                day=first.isoformat(),
+            )
+        )
+    # From today: from now (what closed earlier today was folded before the season).
+    starts_at = _local_midnight(first, zone) if first is not None and first > today else now
     if until is not None:
         ends_at = _local_midnight(until + timedelta(days=1), zone)  # through that day
     else:
@@ -298,7 +308,8 @@ def _day(at: datetime, zone: str) -> str:
     return at.astimezone(ZoneInfo(zone)).date().isoformat()
 
 
-def _dates(season: Season, zone: str) -> str:
+def season_dates(season: Season, zone: str) -> str:
+    """A season's first and last days in `zone`."""
     last = season.ends_at - timedelta(seconds=1)
     return f"{_day(season.starts_at, zone)} – {_day(last, zone)}"
 
@@ -353,7 +364,7 @@ def board_message(board: SeasonBoard, zone: str, locale: Locale) -> Message:
     footer = " · ".join(
         [
             t.n("{count} player", "{count} players", board.players),
-            _dates(season, zone),
+            season_dates(season, zone),
             *([t("ended")] if ended else []),
         ]
     )
@@ -508,7 +519,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
                     "Season {name} ({dates}) already covers this channel then: end it first "
                     "(/quiz season end) or pick other dates. Nothing was stored.",
                     name=exc.season.name,
-                    dates=_dates(exc.season, zone),
+                    dates=season_dates(exc.season, zone),
                 )
             ) from None
         except SeasonNameTaken:
@@ -527,7 +538,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
         body = t(
             "Season {name} runs {dates} over {where}. Boards: /quiz season board",
             name=made.name,
-            dates=_dates(made, zone),
+            dates=season_dates(made, zone),
             where=where,
         )
         return [Reply(Message(body=body), private=False)]
@@ -553,7 +564,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
         lines = []
         for s in found:
             state = t("running") if s.state is SeasonState.ACTIVE else t("ended")
-            lines.append(f"*{s.name}* · {_dates(s, zone)} · {state}")
+            lines.append(f"*{s.name}* · {season_dates(s, zone)} · {state}")
         lines.append(t("A season's board: /quiz season board <name>"))
         return [Reply(Message(title=t("Seasons"), body="\n".join(lines)))]
 
@@ -600,7 +611,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
         board = await seasons.board(current, inv.user, None, limit=1)
         left = max(0, (current.ends_at - now).days)
         lines = [
-            t("{dates} · {count} days left", dates=_dates(current, zone), count=left),
+            t("{dates} · {count} days left", dates=season_dates(current, zone), count=left),
         ]
         if board.rows:
             lead = board.rows[0]
@@ -638,9 +649,34 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
             players=board.players,
         )
 
+    async def report_note(channel: ChannelRef, locale: Locale) -> str | None:
+        """Under the admin report: the running season, its players and leader."""
+        current = await seasons.current(channel, keeper.clock.now())
+        if current is None:
+            return None
+        t = translator(locale)
+        zone = (await keeper.service.store.settings.get(channel)).timezone
+        board = await seasons.board(current, None, None, limit=1)
+        if not board.rows:
+            return t(
+                "Season {name} ({dates}): no points yet.",
+                name=current.name,
+                dates=season_dates(current, zone),
+            )
+        leader = board.rows[0]
+        return t(
+            "Season {name} ({dates}): {players} players; leader {leader} with {points} pts.",
+            name=current.name,
+            dates=season_dates(current, zone),
+            players=board.players,
+            leader=leader.user.display or leader.user.user,
+            points=leader.points,
+        )
+
     return Feature(
         "seasons",
         board_notes=[note],
+        report_notes=[report_note],
         commands=[
             Command(
                 "season",
@@ -674,5 +710,6 @@ __all__ = [
     "feature",
     "parse_start",
     "podium_message",
+    "season_dates",
     "season_feature",
 ]

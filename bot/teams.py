@@ -39,11 +39,14 @@ from bot.commands import Command, Invocation, Reply
 from bot.domain import BoardPeriod, BoardWindow, ChannelRef, Locale, Platform, UserRef
 from bot.errors import UserFacingError
 from bot.features import ButtonKind, Feature, Parts
+from bot.formats import number
 from bot.i18n import N_, Translator, translator
 from bot.messages import Button, ButtonStyle, Message
+from bot.pages import Page, PageHandler, PageRequest, Render
 from bot.quoting import quoted
 from bot.render import MEDALS
 from bot.scoring import board_period, local_day
+from bot.seasons import season_dates
 from bot.team import Workspace
 
 if TYPE_CHECKING:
@@ -585,9 +588,24 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
         t = translator(locale)
         return t("Your team: {team} (/quiz team board)", team=mine)
 
+    async def report_note(channel: ChannelRef, locale: Locale) -> str | None:
+        """Under the admin report: the teams, all time, by the workspace's rule."""
+        ws = Workspace.of(channel)
+        rule = await teams.rule(ws)
+        scores = ranked(await teams.standings(ws), rule)
+        if not scores:
+            return None
+        t = translator(locale)
+        digits = 0 if rule is TeamRule.TOP3 else 1
+        shown = " · ".join(f"{s.name} {number(s.score(rule), locale, digits)}" for s in scores[:10])
+        if rule is TeamRule.TOP3:
+            return t("Teams (the points of their 3 best members): {teams}", teams=shown)
+        return t("Teams (points per active member): {teams}", teams=shown)
+
     return Feature(
         "teams",
         board_notes=[note],
+        report_notes=[report_note],
         commands=[
             Command(
                 "team",
@@ -597,7 +615,49 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
             )
         ],
         buttons=[ButtonKind(ACCEPT, click=accepted, admin="team balance", about_post=False)],
+        pages=[Page("league", league_page(teams, seasons, clock), N_("League"), nav=True)],
     )
+
+
+def league_page(teams: TeamRepository, seasons: SeasonRepository, clock: Clock) -> PageHandler:
+    """The dashboard's league page: the channel's running season (its boards by points and
+    by accuracy), its past seasons, and the team board (both fair scores, the workspace's
+    rule first) for all time and the running season — the chat's own reads."""
+
+    async def page(req: PageRequest) -> Render:
+        t = translator(req.locale)
+        channel = req.channel
+        now = clock.now()
+        zone = (await req.store.settings.get(channel)).timezone
+        current = await seasons.current(channel, now)
+        board = await seasons.board(current, req.member, channel) if current else None
+        running = current.id if current else None
+        past = [s for s in await seasons.listed(channel, limit=10) if s.id != running]
+        rule = await teams.rule(req.workspace)
+        all_time = ranked(await teams.standings(req.workspace), rule)
+        in_season = (
+            ranked(await teams.standings(req.workspace, season_id=current.id), rule)
+            if current
+            else []
+        )
+        return Render(
+            "league.html",
+            {
+                "channels": req.channels,
+                "chosen": req.chosen,
+                "channel": channel,
+                "season": current,
+                "season_dates": season_dates(current, zone) if current else "",
+                "board": board,
+                "past": [(s, season_dates(s, zone)) for s in past],
+                "rule": rule.value,
+                "rule_text": _rule_text(rule, t),
+                "teams": [(x, number(x.per_member, req.locale, 1)) for x in all_time],
+                "season_teams": [(x, number(x.per_member, req.locale, 1)) for x in in_season],
+            },
+        )
+
+    return page
 
 
 def _rule_text(rule: TeamRule, t: Translator) -> str:

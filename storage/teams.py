@@ -2,7 +2,7 @@
 rule, balance proposals (accepted once: a conditional update). Team boards are summed
 from the boards' aggregates — the workspace board of a window (`score_periods`) or a
 season's (`season_scores`) — joined with the memberships, ranked in SQL with one window
-function; never from the answers."""
+function (on PostgreSQL a LATERAL probe per member); never from the answers."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import and_, case, delete, func, select, update
+from sqlalchemy import and_, case, delete, func, select, true, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -198,22 +198,27 @@ class SqlTeamRepository:
             src = ScorePeriodRow
             board = workspace_board(str(ws.platform), ws.id, period.window)
             on = and_(src.board == board, src.starts == starts, src.member_id == tm.member_id)
-        points = func.coalesce(src.points, 0)
+        # PostgreSQL's planner misjudges a board's size and would hash-join all of it:
+        # a LATERAL lookup keeps it to one index probe per member. SQLite (no LATERAL)
+        # already loops over the members.
+        row: Any = src
+        target: Any = src
+        if self._dialect == "postgresql":
+            # LIMIT 1 (one row by the primary key anyway) keeps it from being flattened.
+            row = target = select(src.points, src.answered).where(on).limit(1).lateral("looked")
+            on = true()
+        points = func.coalesce(row.points if row is src else row.c.points, 0)
+        answered = func.coalesce(row.answered if row is src else row.c.answered, 0)
         place = (
             func.row_number()
             .over(partition_by=tm.team_id, order_by=(points.desc(), tm.member_id))
             .label("place")
         )
         members = (
-            select(
-                tm.team_id,
-                points.label("points"),
-                func.coalesce(src.answered, 0).label("answered"),
-                place,
-            )
+            select(tm.team_id, points.label("points"), answered.label("answered"), place)
             .select_from(tm)
             .join(TeamRow, TeamRow.id == tm.team_id)
-            .outerjoin(src, on)
+            .outerjoin(target, on)
             .where(TeamRow.platform == str(ws.platform), TeamRow.workspace == ws.id)
             .subquery()
         )

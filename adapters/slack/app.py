@@ -31,6 +31,7 @@ from adapters.slack.config import SlackConfig
 from adapters.slack.dedupe import RecentKeys
 from adapters.slack.errors import CALL_ERRORS, describe
 from adapters.slack.files import FileRoutes
+from adapters.slack.home import SlackHome
 from adapters.slack.inbound import Inbound, Malformed
 from adapters.slack.oauth import mount_oauth, oauth_flow
 from adapters.slack.payloads import (
@@ -46,10 +47,11 @@ from adapters.slack.payloads import (
 from adapters.slack.tokens import NotInstalled
 from bot.admin import ADMIN_CACHE, AdminCheck, AdminStatus
 from bot.commands import Invocation, Reply, run_command
-from bot.domain import Delivery, UserRef
+from bot.domain import ChannelRef, Delivery, UserRef
 from bot.errors import ConfigError, NotInChannel, PlatformError
 from bot.features import Quiz
 from bot.forms import Form
+from bot.home import PRACTICE_NOW, Homes
 from bot.i18n import N_, translator
 from bot.lifecycle import Lifecycle
 from bot.logs import ThrottledLog
@@ -105,6 +107,8 @@ class SlackAdapter(Lifecycle):
         self.files = FileRoutes(
             self.chat, self.service, quiz.registry, self.deliveries, self.tasks, self.admin
         )
+        self._homes = quiz.registry.service(Homes)  # None: no home feature, no App Home
+        self.home = SlackHome(chat, self._homes, self.admin, self.tasks) if self._homes else None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -112,6 +116,8 @@ class SlackAdapter(Lifecycle):
         self.config.check()
         if not self.config.multi_workspace:
             await self._check_bot_token()
+        if self._homes is not None and self.home is not None:
+            self._homes.watch(PLATFORM, self.home.publish)
         # One call of our own first: a bad app token fails here with a clear message,
         # where the Socket Mode client would retry forever.
         url = await self._socket_url(self.config.app_token) if self.config.app_token else None
@@ -135,6 +141,8 @@ class SlackAdapter(Lifecycle):
 
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Disconnect, finish the requests already acknowledged (up to `timeout`)."""
+        if self._homes is not None:
+            self._homes.unwatch(PLATFORM)
         if self._inbound is not None:
             await self._inbound.shutdown()
             self._inbound = None
@@ -206,6 +214,8 @@ class SlackAdapter(Lifecycle):
         if multi:
             app.event("app_uninstalled")(self._uninstalled)
             app.event("tokens_revoked")(self._revoked)
+        if self.home is not None:
+            app.event("app_home_opened")(self.home.on_event)
         return app
 
     # -- multi-workspace mode ----------------------------------------------------------
@@ -356,6 +366,12 @@ class SlackAdapter(Lifecycle):
         except (KeyError, TypeError, AttributeError) as exc:
             raise Malformed(f"a block_actions payload without {exc}") from None
         for click in clicks:
+            if click.click.kind == PRACTICE_NOW and not click.click.channel.channel:
+                # A click in the App Home has no channel: the button names it.
+                where = ChannelRef(
+                    click.click.user.platform, click.click.user.workspace, click.click.value
+                )
+                click = replace(click, click=replace(click.click, channel=where))
             if click.click.kind == ANSWER:
                 if self._recent.seen(click.key) and retry:
                     continue

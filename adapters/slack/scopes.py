@@ -23,6 +23,7 @@ METHOD_SCOPES: Final[dict[str, str]] = {
     # Multi-workspace mode: an install's code, and a rotating token's refresh, exchanged
     # with the app's client id and secret.
     "oauth.v2.access": "",
+    "views.publish": "",  # the App Home tab (a member's card): no scope needed
 }
 
 # Scopes the app needs beyond single methods.
@@ -37,9 +38,11 @@ EXTRA_BOT_SCOPES: Final[dict[str, str]] = {
 }
 
 # Events the app subscribes to (the manifest's settings.event_subscriptions.bot_events).
+# ("" = no scope needed).
 BOT_EVENTS: Final[dict[str, str]] = {
     "message.im": "im:history",
-    # Multi-workspace mode: a workspace's tokens are deleted at once (no scope needed).
+    "app_home_opened": "",
+    # Multi-workspace mode: a workspace's tokens are deleted at once.
     "app_uninstalled": "",
     "tokens_revoked": "",
 }

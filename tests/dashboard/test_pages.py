@@ -293,3 +293,54 @@ async def test_no_page_reads_the_answers_but_the_members_own_history(site: Site)
     assert reading and {p for p, _ in reading} == {"me"}, reading
     for _, statement in reading:
         assert re.search(r"WHERE answers\.member_id = ", statement), statement
+
+
+async def test_the_league_page_shows_the_season_boards_and_the_teams_fair_scores(
+    site: Site,
+) -> None:
+    from datetime import timedelta
+
+    from bot.seasons import SeasonScope
+
+    clock = site.quiz.service.clock
+    now = clock.now()
+    ws = Workspace.of(A)
+    cat = member(A, "cat")
+    async with site.client() as client:
+        await site.sign_in(client, ANN, admin=False)
+        async with client.get("/w/slack/TA/league") as resp:
+            assert resp.status == 200
+            empty = await resp.text()
+        await site.store.seasons.start(
+            A, SeasonScope.CHANNEL, "Spring", now, now + timedelta(weeks=2), "UANN", now
+        )
+        for name, who in (("Owls", (ANN, BOB)), ("Larks", (cat,))):
+            await site.store.leagues.create(ws, name, now)
+            for m in who:
+                await site.store.leagues.join(m, name, now)
+        await play(site, {ANN: True, BOB: True, cat: True})
+        await play(site, {ANN: True, BOB: False, cat: True})
+        async with client.get("/w/slack/TA/league") as resp:
+            html = await resp.text()
+        csrf = await csrf_of(html)
+        async with client.post(
+            "/lang", data={"csrf": csrf, "lang": "el", "back": "/w/slack/TA/league"}
+        ) as resp:
+            greek = await resp.text()
+    assert "No season is running in this channel" in empty and "No teams yet" in empty
+    assert "<strong>Spring</strong>" in html
+    season = html.split('id="season-h"')[1].split('id="teams-h"')[0]
+    rows = re.findall(r'<th scope="row">(\w+)</th><td>(\d+)</td>', season)
+    points = {name: int(p) for name, p in rows[:3]}
+    assert set(points) == {"ann", "bob", "cat"} and rows[2][0] == "bob"
+    assert points["ann"] == points["cat"] > points["bob"] > 0
+    teams = html.split('id="teams-h"')[1]
+    # Every point was scored in the season: the all-time team board adds the same points.
+    owls = points["ann"] + points["bob"]
+    per = f"{owls / 2:.1f}"
+    owls_row = rf"Owls</th><td>{owls}</td><td>{re.escape(per)}</td><td>2</td><td>2</td>"
+    assert re.search(owls_row, teams), teams
+    larks = points["cat"]
+    assert re.search(rf"Larks</th><td>{larks}</td><td>{larks}\.0</td><td>1</td><td>1</td>", teams)
+    assert "Πρωτάθλημα" in greek and "Πόντοι ανά ενεργό μέλος" in greek
+    assert re.search(rf"Owls</th><td>{owls}</td><td>{per.replace('.', ',')}</td>", greek)

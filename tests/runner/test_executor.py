@@ -146,13 +146,19 @@ def test_a_dead_fork_server_fails_what_ran_and_is_restarted(token: int) -> None:
     with Executor(ExecutorConfig(registry=SOURCE, torch=False)) as ex:
         running = ex.submit(job("gate", token=token))
         eventually_sync(running.started.done, timeout=10.0, what="the demo to start")
+        # Started is when the server forked it; its pid file is written a moment later.
+        pid_text = eventually_sync(
+            lambda: gate_pid_path(token).exists() and gate_pid_path(token).read_text().strip(),
+            timeout=10.0,
+            what="the demo to write its pid",
+        )
         assert ex._proc is not None
         ex._proc.kill()
         result = running.result(10.0)
         assert result.state is DemoState.FAILED
         assert "fork server stopped unexpectedly" in result.error
         # The orphaned demo died with its server (it would otherwise wait for its gate).
-        demo_pid = int(gate_pid_path(token).read_text())
+        demo_pid = int(pid_text)
         gate_pid_path(token).unlink()
         eventually_sync(lambda: _dead(demo_pid), timeout=5.0, what="the orphaned demo to die")
         eventually_sync(lambda: ex._proc is None, timeout=10.0, what="the reader to notice")

@@ -79,6 +79,7 @@ async def test_refusals_store_nothing(league: Quiz, store: SqlStore) -> None:
         ("season start " + "x" * 41, "1 to 40 characters"),
         ("season start Spring 4 until 2027-03-01", "not both"),
         ("season start Spring fortnight", "do not understand"),
+        ("season start Spring from 2027-01-03", "today or later"),
     ]
     for text, words in bad:
         assert words in (await say(league, C1, ANN, text, admin=True)).body, text
@@ -107,3 +108,25 @@ async def test_an_admin_ends_a_season_now_and_the_podium_is_posted_once(
     assert await keeper.tick() == []
     assert len(podiums(chat)) == 1
     assert "No season is running" in (await say(league, C1, ANN, "season")).body
+
+
+async def test_the_podium_names_the_most_improved_and_the_best_per_topic(
+    league: Quiz, chat: RecordingChat, clock: FakeClock, keeper: SeasonKeeper
+) -> None:
+    """Three weeks: the first third is week one, the last third week three. Ann goes from
+    1 of 3 right to 3 of 3 (3 answers in each third: the minimum); Bob improves more,
+    0 of 2 to 2 of 2, on too few answers."""
+    await say(league, C1, ANN, "season start Trio 3", admin=True)
+    week = timedelta(weeks=1)
+    for day, right in ((0, True), (1, False), (2, False), (15, True), (16, True), (17, True)):
+        clock.set(T0 + timedelta(days=day, hours=1))
+        results = {ANN: right, CAT: True}
+        if day in (0, 1, 15, 16):
+            results[BOB] = day >= 15
+        await play(league.service, C1, results, topic="fragmentation")
+    clock.set(T0 + 3 * week)
+    assert len(await keeper.tick()) == 1
+    (podium,) = podiums(chat)
+    assert "Most improved: ann (33% → 100% correct)" in podium
+    assert "Best in fragmentation: cat (6/6 correct)" in podium
+    assert "Longest streak: cat (6 in a row)" in podium

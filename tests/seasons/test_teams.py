@@ -189,3 +189,27 @@ async def test_a_platform_without_groups_says_so(league: Quiz) -> None:
         "Name the team and the group"
         in (await say(league, C1, ANN, "team link Eng", admin=True)).body
     )
+
+
+async def test_the_admin_report_names_the_running_season_and_the_teams(
+    store: SqlStore, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+) -> None:
+    from bot import report
+
+    clock.set(T0)
+    chats = {Platform.SLACK: chat}
+    async with quiz_of(store, chats, bank, clock, features=[*LEAGUE, report.feature]) as q:
+        await play(q.service, C1, {ANN: True})
+        plain = text_of(await say(q, C1, ANN, "report", admin=True))
+        await say(q, C1, ANN, "team create Big")
+        await say(q, C1, ANN, "team create Small")
+        for who in (ANN, BOB):
+            await say(q, C1, who, "team join Big")
+        await say(q, C1, EVE, "team join Small")
+        await say(q, C1, ANN, "season start Cup 2", admin=True)
+        await play(q.service, C1, {ANN: True, BOB: True, EVE: False})
+        after = text_of(await say(q, C1, ANN, "report", admin=True))
+    assert "Season" not in plain and "Teams (" not in plain
+    assert "Season Cup (2027-01-04 – 2027-01-17): 3 players; leader " in after
+    # All time: Big is ann (10, then 11 on a streak of two) and bob (10); Small: eve, 0.
+    assert "Teams (the points of their 3 best members): Big 31 · Small 0" in after, after

@@ -31,8 +31,10 @@ from tests.adapters.features import TEAM_FEATURES
 from tests.quiz import quiz_of
 
 # Every test here talks to a real client over sockets: bound each one (a module's own
-# timeout marker wins). pytest reads no `pytestmark` from a conftest, hence the hook.
-TIMEOUT = 30.0
+# timeout marker wins). pytest reads no `pytestmark` from a conftest, hence the hook. Longer
+# than one wait (`tests.polling.WAIT`), so a wait that fails says what it waited for; a
+# gateway's reconnect on a busy machine takes seconds.
+TIMEOUT = 90.0
 HERE = Path(__file__).parent
 
 

@@ -91,6 +91,9 @@ class FakeSlack(Lifecycle):
         self.shared: dict[str, bytes] = {}  # files members shared (url_private), by id
         self.acks: list[dict[str, Any]] = []
         self.views: list[dict[str, Any]] = []  # modals opened (views.open)
+        # App Home tabs (views.publish): user -> (the view as published, its hash).
+        self.homes: dict[str, tuple[dict[str, Any], str]] = {}
+        self.home_publishes: list[tuple[str, float]] = []  # (user, loop time) per publish
         self.not_in: set[str] = set()  # channels where chat.postMessage says not_in_channel
         self._rate_limits: dict[str, list[int]] = {}
         self._failures: dict[str, list[str]] = {}
@@ -295,6 +298,41 @@ class FakeSlack(Lifecycle):
             "is_enterprise_install": team is None,
             "authed_user": {"id": grant["user"], "scope": "", "token_type": "user"},
         }
+
+    def home_opened(
+        self, user: str, *, tab: str = "home", view_hash: str | None = None
+    ) -> dict[str, Any]:
+        """A member opens the app's Home tab: the Events API body Slack would post
+        (``app_home_opened``, with the tab's current view and its hash once published)."""
+        event: dict[str, Any] = {
+            "type": "app_home_opened",
+            "user": user,
+            "channel": f"D{user}",
+            "tab": tab,
+            "event_ts": self._next_ts(),
+        }
+        if user in self.homes:
+            view, current = self.homes[user]
+            event["view"] = {**view, "id": f"V{user}", "hash": view_hash or current}
+        return {
+            "token": "legacy",
+            "team_id": self.team,
+            "api_app_id": "A0FAKE",
+            "event": event,
+            "type": "event_callback",
+            "event_id": f"Ev{uuid.uuid4().hex[:12].upper()}",
+            "event_time": 1700000000,
+        }
+
+    def touch_home(self, user: str) -> None:
+        """Someone else published `user`'s home meanwhile: the hash the bot holds is stale."""
+        view, _ = self.homes.get(user, ({"type": "home", "blocks": []}, ""))
+        self.homes[user] = (view, f"h{next(self._ids)}")
+
+    def home_text(self, user: str) -> str:
+        """All the text of `user`'s published Home tab."""
+        view, _ = self.homes[user]
+        return Call("views.publish", {"blocks": view.get("blocks", [])}).text
 
     # -- reading the record ------------------------------------------------------------
 
@@ -545,6 +583,28 @@ class FakeSlack(Lifecycle):
             return {"ok": False, "error": "invalid_arguments", "response_metadata": problems}
         self.views.append(view)
         return {"ok": True, "view": {"id": f"V{next(self._ids)}", **view}}
+
+    def _m_views_publish(self, args: dict[str, Any]) -> dict[str, Any]:
+        view = args.get("view")
+        if isinstance(view, str):
+            view = json.loads(view)
+        user = str(args.get("user_id", ""))
+        if not user or not isinstance(view, dict):
+            return {"ok": False, "error": "invalid_arguments"}
+        if view.get("type") != "home":
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": ["type"]}
+        blocks = view.get("blocks") or []
+        problems = block_kit_problems(blocks) if len(blocks) <= 100 else ["over 100 blocks"]
+        problems = [p for p in problems if "> 50" not in p]  # a home view takes 100
+        if problems:
+            return {"ok": False, "error": "invalid_blocks", "errors": problems}
+        given = args.get("hash")
+        if given is not None and user in self.homes and self.homes[user][1] != given:
+            return {"ok": False, "error": "hash_conflict"}
+        new_hash = f"h{next(self._ids)}"
+        self.homes[user] = (view, new_hash)
+        self.home_publishes.append((user, asyncio.get_running_loop().time()))
+        return {"ok": True, "view": {"id": f"V{user}", **view, "hash": new_hash}}
 
     def _m_conversations_open(self, args: dict[str, Any]) -> dict[str, Any]:
         users = str(args.get("users", ""))

@@ -74,6 +74,7 @@ def test_the_manifest_subscribes_to_the_events_the_adapter_listens_to() -> None:
     assert set(m["settings"]["event_subscriptions"]["bot_events"]) == set(BOT_EVENTS)
     assert {s for s in BOT_EVENTS.values() if s} <= set(m["oauth_config"]["scopes"]["bot"])
     assert m["features"]["app_home"]["messages_tab_enabled"] is True
+    assert m["features"]["app_home"]["home_tab_enabled"] is True
 
 
 def test_the_setup_guide_explains_every_scope_the_manifest_grants() -> None:
