@@ -202,13 +202,21 @@ class SlackAdapter(Lifecycle):
         """Bolt, for the Events API only (`url_verification`, `message` events in direct
         messages: files sent to the bot): requests reach it already verified."""
         multi = self.config.multi_workspace
+
+        # A plain function: bolt passes its arguments by name (a bound method's `self`
+        # would be taken for one).
+        async def authorize(
+            enterprise_id: str | None, team_id: str | None
+        ) -> AuthorizeResult | None:
+            return await self._authorize(enterprise_id, team_id)
+
         app = AsyncApp(
             name="quizbot",
             client=self.chat.client,
             request_verification_enabled=False,
             process_before_response=True,
             logger=logging.getLogger("adapters.slack.bolt"),
-            authorize=cast(Any, self._authorize) if multi else None,
+            authorize=cast(Any, authorize) if multi else None,
         )
         app.event("message")(self.files.on_event)  # every one: an unhandled event is a 404
         if multi:

@@ -417,3 +417,23 @@ async def test_an_uninstalled_workspaces_schedules_pause_and_a_reinstall_resumes
         await run_until(clock, [scheduler], clock.now() + day)
         assert len(multi.posts("C0AAA")) == 2  # resumed at its next slot, no backlog
         assert multi.fake.violations == []
+
+
+async def test_each_members_home_tab_is_published_with_their_workspaces_token(
+    fake_slack: FakeSlack, store: SqlStore, bank: QuestionBank, clock: FakeClock
+) -> None:
+    from bot import home
+
+    async with multi_slack(fake_slack, store, bank, clock, (basics.feature, home.feature)) as m:
+        for team in ("T0AAA", "T0BBB"):
+            await m.install(team)
+        for team, user in (("T0AAA", "U0ANN"), ("T0BBB", "U0BEN")):
+            body = m.fake.home_opened(user)
+            body["team_id"] = team
+            assert await m.event(team, body["event"], event_id=f"Ev{team}home") == 200
+        await m.adapter.idle()
+        published = m.fake.calls_to("views.publish")
+        assert sorted((c.args["user_id"], token_team(m.fake, c.token)) for c in published) == [
+            ("U0ANN", "T0AAA"),
+            ("U0BEN", "T0BBB"),
+        ]
