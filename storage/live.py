@@ -48,6 +48,20 @@ def _user(m: MemberRow) -> UserRef:
     return UserRef(Platform(m.platform), m.workspace, m.user_id, m.display_name)
 
 
+def _channel_scores(channel: ChannelRef) -> Select[LiveScoreRow, MemberRow]:
+    """The live board's rows of `channel`, with their members."""
+    return (
+        select(LiveScoreRow, MemberRow)
+        .join(MemberRow, MemberRow.id == LiveScoreRow.member_id)
+        .join(ChannelRow, ChannelRow.id == LiveScoreRow.channel_id)
+        .where(
+            ChannelRow.platform == str(channel.platform),
+            ChannelRow.workspace == channel.workspace,
+            ChannelRow.channel == channel.channel,
+        )
+    )
+
+
 def _round(row: LiveRoundRow, ch: ChannelRow) -> LiveRound:
     channel = _channel(ch)
     return LiveRound(
@@ -540,14 +554,7 @@ class SqlLiveRepository:
         async with self._sessions() as s:
             rows = (
                 await s.execute(
-                    select(LiveScoreRow, MemberRow)
-                    .join(MemberRow, MemberRow.id == LiveScoreRow.member_id)
-                    .join(ChannelRow, ChannelRow.id == LiveScoreRow.channel_id)
-                    .where(
-                        ChannelRow.platform == str(channel.platform),
-                        ChannelRow.workspace == channel.workspace,
-                        ChannelRow.channel == channel.channel,
-                    )
+                    _channel_scores(channel)
                     .order_by(
                         LiveScoreRow.points.desc(),
                         LiveScoreRow.correct.desc(),
@@ -571,13 +578,7 @@ class SqlLiveRepository:
         async with self._sessions() as s:
             found = (
                 await s.execute(
-                    select(LiveScoreRow, MemberRow)
-                    .join(MemberRow, MemberRow.id == LiveScoreRow.member_id)
-                    .join(ChannelRow, ChannelRow.id == LiveScoreRow.channel_id)
-                    .where(
-                        ChannelRow.platform == str(channel.platform),
-                        ChannelRow.workspace == channel.workspace,
-                        ChannelRow.channel == channel.channel,
+                    _channel_scores(channel).where(
                         MemberRow.platform == str(user.platform),
                         MemberRow.workspace == user.workspace,
                         MemberRow.user_id == user.user,
