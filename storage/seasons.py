@@ -11,8 +11,9 @@ from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, literal_column, or_, select, update
+from sqlalchemy import ColumnElement, and_, func, literal_column, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import InstrumentedAttribute
 
 from bot.domain import ChannelRef, LeaderboardRow, Platform, UserRef
 from bot.seasons import (
@@ -164,49 +165,36 @@ class SqlSeasonRepository:
             return _season(row, ch)
 
     async def current(self, channel: ChannelRef, now: datetime) -> Season | None:
-        async with self._sessions() as s:
-            cid = await self._channel_id(s, channel)
-            found = (
-                await s.execute(
-                    _select()
-                    .where(
-                        _covering(channel, cid),
-                        SeasonRow.state == ACTIVE,
-                        SeasonRow.starts_at <= now,
-                        SeasonRow.ends_at > now,
-                    )
-                    .order_by((SeasonRow.scope == SeasonScope.WORKSPACE.value).asc(), SeasonRow.id)
-                    .limit(1)
-                )
-            ).first()
-            return _season(*found) if found is not None else None
+        return await self._first(
+            channel,
+            (SeasonRow.state == ACTIVE, SeasonRow.starts_at <= now, SeasonRow.ends_at > now),
+            ((SeasonRow.scope == SeasonScope.WORKSPACE.value).asc(), SeasonRow.id),
+        )
 
     async def upcoming(self, channel: ChannelRef, now: datetime) -> Season | None:
-        async with self._sessions() as s:
-            cid = await self._channel_id(s, channel)
-            found = (
-                await s.execute(
-                    _select()
-                    .where(
-                        _covering(channel, cid),
-                        SeasonRow.state == ACTIVE,
-                        SeasonRow.starts_at > now,
-                    )
-                    .order_by(SeasonRow.starts_at)
-                    .limit(1)
-                )
-            ).first()
-            return _season(*found) if found is not None else None
+        return await self._first(
+            channel,
+            (SeasonRow.state == ACTIVE, SeasonRow.starts_at > now),
+            (SeasonRow.starts_at,),
+        )
 
     async def named(self, channel: ChannelRef, name: str) -> Season | None:
+        return await self._first(
+            channel, (func.lower(SeasonRow.name) == name.lower(),), (SeasonRow.id.desc(),)
+        )
+
+    async def _first(
+        self,
+        channel: ChannelRef,
+        where: tuple[ColumnElement[bool], ...],
+        order: tuple[ColumnElement[Any] | InstrumentedAttribute[Any], ...],
+    ) -> Season | None:
+        """The first season covering `channel` that meets `where`, in `order`."""
         async with self._sessions() as s:
             cid = await self._channel_id(s, channel)
             found = (
                 await s.execute(
-                    _select()
-                    .where(_covering(channel, cid), func.lower(SeasonRow.name) == name.lower())
-                    .order_by(SeasonRow.id.desc())
-                    .limit(1)
+                    _select().where(_covering(channel, cid), *where).order_by(*order).limit(1)
                 )
             ).first()
             return _season(*found) if found is not None else None
