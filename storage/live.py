@@ -164,6 +164,22 @@ class SqlLiveRepository:
                 .values(lobby_message_id=message.message)
             )
 
+    async def _update_round(
+        self, round_id: int, *where: ColumnElement[bool], **values: object
+    ) -> bool:
+        """Set `values` on the round if `where` holds, in a transaction of its own: whether
+        it did (the conditional update every step, lease and end is decided by)."""
+        async with self._sessions.begin() as s:
+            found = (
+                await s.execute(
+                    update(LiveRoundRow)
+                    .where(LiveRoundRow.id == round_id, *where)
+                    .values(**values)
+                    .returning(LiveRoundRow.id)
+                )
+            ).first()
+        return found is not None
+
     @staticmethod
     def _free(stale_before: datetime) -> ColumnElement[bool]:
         return or_(LiveRoundRow.leased_at.is_(None), LiveRoundRow.leased_at <= stale_before)
@@ -186,38 +202,22 @@ class SqlLiveRepository:
             return [_round(*r) for r in (await s.execute(stmt)).all()]
 
     async def claim(self, round_id: int, step: int, now: datetime, stale_before: datetime) -> bool:
-        async with self._sessions.begin() as s:
-            taken = (
-                await s.execute(
-                    update(LiveRoundRow)
-                    .where(
-                        LiveRoundRow.id == round_id,
-                        LiveRoundRow.step == step,
-                        LiveRoundRow.state.in_(_STEPPING),
-                        LiveRoundRow.next_at <= now,
-                        self._free(stale_before),
-                    )
-                    .values(leased_at=now)
-                    .returning(LiveRoundRow.id)
-                )
-            ).first()
-        return taken is not None
+        return await self._update_round(
+            round_id,
+            LiveRoundRow.step == step,
+            LiveRoundRow.state.in_(_STEPPING),
+            LiveRoundRow.next_at <= now,
+            self._free(stale_before),
+            leased_at=now,
+        )
 
     async def renew(self, round_id: int, step: int, held: datetime, now: datetime) -> bool:
-        async with self._sessions.begin() as s:
-            kept = (
-                await s.execute(
-                    update(LiveRoundRow)
-                    .where(
-                        LiveRoundRow.id == round_id,
-                        LiveRoundRow.step == step,
-                        LiveRoundRow.leased_at == held,
-                    )
-                    .values(leased_at=now)
-                    .returning(LiveRoundRow.id)
-                )
-            ).first()
-        return kept is not None
+        return await self._update_round(
+            round_id,
+            LiveRoundRow.step == step,
+            LiveRoundRow.leased_at == held,
+            leased_at=now,
+        )
 
     async def advance(
         self, round_id: int, step: int, next_at: datetime, state: RoundState | None = None
@@ -225,20 +225,12 @@ class SqlLiveRepository:
         values: dict[str, object] = {"step": step + 1, "next_at": next_at, "leased_at": None}
         if state is not None:
             values["state"] = str(state)
-        async with self._sessions.begin() as s:
-            moved = (
-                await s.execute(
-                    update(LiveRoundRow)
-                    .where(
-                        LiveRoundRow.id == round_id,
-                        LiveRoundRow.step == step,
-                        LiveRoundRow.state.in_(_STEPPING),
-                    )
-                    .values(**values)
-                    .returning(LiveRoundRow.id)
-                )
-            ).first()
-        return moved is not None
+        return await self._update_round(
+            round_id,
+            LiveRoundRow.step == step,
+            LiveRoundRow.state.in_(_STEPPING),
+            **values,
+        )
 
     async def hurry(self, round_id: int, now: datetime, *, stop: bool) -> LiveRound | None:
         values: dict[str, object] = {"next_at": now}
@@ -266,26 +258,16 @@ class SqlLiveRepository:
         return await self.get(round_id)
 
     async def cancel(self, round_id: int, now: datetime) -> bool:
-        async with self._sessions.begin() as s:
-            done = (
-                await s.execute(
-                    update(LiveRoundRow)
-                    .where(
-                        LiveRoundRow.id == round_id,
-                        LiveRoundRow.state == str(RoundState.LOBBY),
-                        LiveRoundRow.step == 0,
-                    )
-                    .values(
-                        state=str(RoundState.CANCELLED),
-                        active_channel_id=None,
-                        ended_at=now,
-                        end_note=str(EndNote.CANCELLED),
-                        leased_at=None,
-                    )
-                    .returning(LiveRoundRow.id)
-                )
-            ).first()
-        return done is not None
+        return await self._update_round(
+            round_id,
+            LiveRoundRow.state == str(RoundState.LOBBY),
+            LiveRoundRow.step == 0,
+            state=str(RoundState.CANCELLED),
+            active_channel_id=None,
+            ended_at=now,
+            end_note=str(EndNote.CANCELLED),
+            leased_at=None,
+        )
 
     # -- questions ------------------------------------------------------------------------
 
@@ -536,19 +518,13 @@ class SqlLiveRepository:
         return True
 
     async def mark_podium(self, round_id: int, at: datetime) -> bool:
-        async with self._sessions.begin() as s:
-            done = (
-                await s.execute(
-                    update(LiveRoundRow)
-                    .where(
-                        LiveRoundRow.id == round_id,
-                        LiveRoundRow.state == str(RoundState.ENDING),
-                    )
-                    .values(state=str(RoundState.FINISHED), podium_at=at, leased_at=None)
-                    .returning(LiveRoundRow.id)
-                )
-            ).first()
-        return done is not None
+        return await self._update_round(
+            round_id,
+            LiveRoundRow.state == str(RoundState.ENDING),
+            state=str(RoundState.FINISHED),
+            podium_at=at,
+            leased_at=None,
+        )
 
     async def board(self, channel: ChannelRef, limit: int = 10) -> list[BoardRow]:
         async with self._sessions() as s:
