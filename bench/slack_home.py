@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
+from bench.slack_ack import sqlite_url  # the same migrated SQLite file in `tmp`
 
 P99_GOAL_MS = 300.0
 
@@ -203,20 +204,6 @@ async def burst(
         "wall": wall,
         "own": own,
     }
-
-
-def sqlite_url(tmp: str) -> str:
-    from storage.engine import create_engine, upgrade
-
-    url = f"sqlite+aiosqlite:///{tmp}/home.db"
-
-    async def migrate() -> None:
-        engine = create_engine(url)
-        await upgrade(engine)
-        await engine.dispose()
-
-    asyncio.run(migrate())
-    return url
 
 
 def main() -> None:
