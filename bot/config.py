@@ -14,7 +14,14 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.errors import ConfigError
@@ -26,199 +33,170 @@ class RunnerKind(StrEnum):
     OFF = "off"
 
 
+def _setting(env: str, default: Any, description: str, **constraints: Any) -> Any:
+    """A field of `Settings` read from the variable `env` (also its name in the TOML file)."""
+    return Field(
+        default, validation_alias=AliasChoices(env), description=description, **constraints
+    )
+
+
+# Fields checked against a range with the unit in the message: (lowest, highest, unit).
+_RANGES = {"clinic_max_mb": (1, 4096, "MiB"), "clinic_max_jobs": (1, 256, "snapshots at once")}
+
+
 class Settings(BaseSettings):
     # An empty variable (`DISCORD_TOKEN=` in an env file) counts as unset.
     model_config = SettingsConfigDict(
         extra="ignore", populate_by_name=True, frozen=True, env_ignore_empty=True
     )
 
-    config_file: Path | None = Field(
+    config_file: Path | None = _setting(
+        "QUIZBOT_CONFIG",
         None,
-        validation_alias=AliasChoices("QUIZBOT_CONFIG"),
-        description="TOML file with any of these settings (keys: the variable names); "
-        "the environment wins",
+        "TOML file with any of these settings (keys: the variable names); the environment wins",
     )
 
-    database_url: str | None = Field(
+    database_url: str | None = _setting(
+        "QUIZBOT_DATABASE_URL",
         None,
-        validation_alias=AliasChoices("QUIZBOT_DATABASE_URL"),
-        description="SQLAlchemy URL, not a path (sqlite+aiosqlite:///./quizbot.db, "
+        "SQLAlchemy URL, not a path (sqlite+aiosqlite:///./quizbot.db, "
         "postgresql://user@host/db); unset: the embedded SQLite file ./quizbot.db",
     )
-    questions_path: Path | None = Field(
-        None,
-        validation_alias=AliasChoices("QUIZBOT_QUESTIONS"),
-        description="directory of question YAML files; unset: the packaged bank",
+    questions_path: Path | None = _setting(
+        "QUIZBOT_QUESTIONS", None, "directory of question YAML files; unset: the packaged bank"
     )
-    default_locale: str = Field(
-        "en",
-        validation_alias=AliasChoices("QUIZBOT_LOCALE"),
-        description="locale of new channels: en or el",
+    default_locale: str = _setting("QUIZBOT_LOCALE", "en", "locale of new channels: en or el")
+    default_timezone: str = _setting("QUIZBOT_TIMEZONE", "UTC", "IANA time zone of new channels")
+    admins: str = _setting(
+        "QUIZBOT_ADMINS", "", "comma-separated platform user ids allowed to change channel settings"
     )
-    default_timezone: str = Field(
-        "UTC",
-        validation_alias=AliasChoices("QUIZBOT_TIMEZONE"),
-        description="IANA time zone of new channels",
-    )
-    admins: str = Field(
-        "",
-        validation_alias=AliasChoices("QUIZBOT_ADMINS"),
-        description="comma-separated platform user ids allowed to change channel settings",
-    )
-    ask_cooldown: int = Field(
+    ask_cooldown: int = _setting(
+        "QUIZBOT_ASK_COOLDOWN",
         30,
+        "seconds between two /quiz ask in one channel, on every platform and "
+        "replica (0: no cooldown)",
         ge=0,
         le=86_400,
-        validation_alias=AliasChoices("QUIZBOT_ASK_COOLDOWN"),
-        description="seconds between two /quiz ask in one channel, on every platform and "
-        "replica (0: no cooldown)",
     )
-    live_lobby: int = Field(
+    live_lobby: int = _setting(
+        "QUIZBOT_LIVE_LOBBY",
         30,
+        "seconds a live round's lobby waits for players before question 1",
         ge=0,
         le=600,
-        validation_alias=AliasChoices("QUIZBOT_LIVE_LOBBY"),
-        description="seconds a live round's lobby waits for players before question 1",
     )
-    discord_public_key: str | None = Field(
+    discord_public_key: str | None = _setting(
+        "DISCORD_PUBLIC_KEY",
         None,
-        validation_alias=AliasChoices("DISCORD_PUBLIC_KEY"),
-        description="the application's public key (hex, Developer Portal > General "
+        "the application's public key (hex, Developer Portal > General "
         "Information): set, Discord's interactions come over HTTP at /discord/interactions "
         "(no gateway connection)",
     )
-    http_port: int = Field(
+    http_port: int = _setting(
+        "QUIZBOT_HTTP_PORT",
         8080,
-        validation_alias=AliasChoices("QUIZBOT_HTTP_PORT"),
-        description="port of /healthz, /metrics, Slack's /slack/events and Discord's "
+        "port of /healthz, /metrics, Slack's /slack/events and Discord's "
         "/discord/interactions (their HTTP modes)",
     )
-    runner: RunnerKind = Field(
-        RunnerKind.LOCAL,
-        validation_alias=AliasChoices("QUIZBOT_RUNNER"),
-        description="where demos run: local, celery or off",
+    runner: RunnerKind = _setting(
+        "QUIZBOT_RUNNER", RunnerKind.LOCAL, "where demos run: local, celery or off"
     )
-    celery_broker_url: str = Field(
+    celery_broker_url: str = _setting(
+        "QUIZBOT_CELERY_BROKER_URL",
         "redis://127.0.0.1:6379/0",
-        validation_alias=AliasChoices("QUIZBOT_CELERY_BROKER_URL"),
-        description="Celery broker (and result backend) for QUIZBOT_RUNNER=celery",
+        "Celery broker (and result backend) for QUIZBOT_RUNNER=celery",
     )
-    demo_user: str = Field(
+    demo_user: str = _setting(
+        "QUIZBOT_DEMO_USER",
         "nobody",
-        validation_alias=AliasChoices("QUIZBOT_DEMO_USER"),
-        description="a runner started as root runs each demo as this user (a name or "
+        "a runner started as root runs each demo as this user (a name or "
         "uid:gid), never as root: demos are refused when it cannot run Python",
     )
-    clinic_max_mb: int = Field(
+    clinic_max_mb: int = _setting(
+        "QUIZBOT_CLINIC_MAX_MB",
         100,
-        validation_alias=AliasChoices("QUIZBOT_CLINIC_MAX_MB"),
-        description="largest memory snapshot the clinic accepts, in MiB (the file is "
+        "largest memory snapshot the clinic accepts, in MiB (the file is "
         "analysed by the runner, then deleted)",
     )
-    clinic_max_jobs: int = Field(
+    clinic_max_jobs: int = _setting(
+        "QUIZBOT_CLINIC_MAX_JOBS",
         4,
-        validation_alias=AliasChoices("QUIZBOT_CLINIC_MAX_JOBS"),
-        description="memory-clinic snapshots one bot process has queued or running at once "
+        "memory-clinic snapshots one bot process has queued or running at once "
         "(one per member); more are asked to try again in a few minutes",
     )
-    slack_bot_token: SecretStr | None = Field(
+    slack_bot_token: SecretStr | None = _setting(
+        "SLACK_BOT_TOKEN", None, "Slack bot token (xoxb-...)"
+    )
+    slack_signing_secret: SecretStr | None = _setting(
+        "SLACK_SIGNING_SECRET", None, "Slack signing secret (HTTP mode)"
+    )
+    slack_app_token: SecretStr | None = _setting(
+        "SLACK_APP_TOKEN", None, "Slack app-level token (xapp-...): enables Socket Mode"
+    )
+    slack_api_url: str = _setting(
+        "SLACK_API_URL", "https://slack.com/api/", "Slack Web API base URL (GovSlack, tests)"
+    )
+    discord_token: SecretStr | None = _setting("DISCORD_TOKEN", None, "Discord bot token")
+    discord_api_base: str | None = _setting(
+        "DISCORD_API_BASE", None, "Discord REST base URL (a REST proxy; tests)"
+    )
+    discord_gateway_url: str | None = _setting(
+        "DISCORD_GATEWAY_URL", None, "Discord gateway URL (a gateway proxy; tests)"
+    )
+    discord_dev_guild: int | None = _setting(
+        "QUIZBOT_DISCORD_DEV_GUILD",
         None,
-        validation_alias=AliasChoices("SLACK_BOT_TOKEN"),
-        description="Slack bot token (xoxb-...)",
+        "Discord server id to sync /quiz to while developing (instant); unset: global sync",
     )
-    slack_signing_secret: SecretStr | None = Field(
-        None,
-        validation_alias=AliasChoices("SLACK_SIGNING_SECRET"),
-        description="Slack signing secret (HTTP mode)",
+    discord_shard_count: int | None = _setting(
+        "QUIZBOT_DISCORD_SHARD_COUNT", None, "total Discord shards; set: an AutoShardedClient"
     )
-    slack_app_token: SecretStr | None = Field(
-        None,
-        validation_alias=AliasChoices("SLACK_APP_TOKEN"),
-        description="Slack app-level token (xapp-...): enables Socket Mode",
-    )
-    slack_api_url: str = Field(
-        "https://slack.com/api/",
-        validation_alias=AliasChoices("SLACK_API_URL"),
-        description="Slack Web API base URL (GovSlack, tests)",
-    )
-    discord_token: SecretStr | None = Field(
-        None,
-        validation_alias=AliasChoices("DISCORD_TOKEN"),
-        description="Discord bot token",
-    )
-    discord_api_base: str | None = Field(
-        None,
-        validation_alias=AliasChoices("DISCORD_API_BASE"),
-        description="Discord REST base URL (a REST proxy; tests)",
-    )
-    discord_gateway_url: str | None = Field(
-        None,
-        validation_alias=AliasChoices("DISCORD_GATEWAY_URL"),
-        description="Discord gateway URL (a gateway proxy; tests)",
-    )
-    discord_dev_guild: int | None = Field(
-        None,
-        validation_alias=AliasChoices("QUIZBOT_DISCORD_DEV_GUILD"),
-        description="Discord server id to sync /quiz to while developing (instant); "
-        "unset: global sync",
-    )
-    discord_shard_count: int | None = Field(
-        None,
-        validation_alias=AliasChoices("QUIZBOT_DISCORD_SHARD_COUNT"),
-        description="total Discord shards; set: an AutoShardedClient",
-    )
-    discord_shard_ids: str = Field(
+    discord_shard_ids: str = _setting(
+        "QUIZBOT_DISCORD_SHARD_IDS",
         "",
-        validation_alias=AliasChoices("QUIZBOT_DISCORD_SHARD_IDS"),
-        description="Discord shards this process runs, e.g. 0,1 or 4-7 (needs the shard count)",
+        "Discord shards this process runs, e.g. 0,1 or 4-7 (needs the shard count)",
     )
-    discord_admin_role: int | None = Field(
+    discord_admin_role: int | None = _setting(
+        "QUIZBOT_DISCORD_ADMIN_ROLE",
         None,
-        validation_alias=AliasChoices("QUIZBOT_DISCORD_ADMIN_ROLE"),
-        description="Discord role id whose members may use the admin commands (close, lang, "
+        "Discord role id whose members may use the admin commands (close, lang, "
         "schedule, report, demos)",
     )
-    web_secret: SecretStr | None = Field(
+    web_secret: SecretStr | None = _setting(
+        "QUIZBOT_WEB_SECRET",
         None,
-        validation_alias=AliasChoices("QUIZBOT_WEB_SECRET"),
-        description="key that signs the dashboard's session cookies: at least 32 random "
+        "key that signs the dashboard's session cookies: at least 32 random "
         "characters (openssl rand -hex 32); unset: quizbot serve has no dashboard",
     )
-    public_url: str | None = Field(
+    public_url: str | None = _setting(
+        "QUIZBOT_PUBLIC_URL",
         None,
-        validation_alias=AliasChoices("QUIZBOT_PUBLIC_URL"),
-        description="the bot's public base URL, e.g. https://quiz.example.com: the "
+        "the bot's public base URL, e.g. https://quiz.example.com: the "
         "dashboard's address and its sign-in redirects (/auth/slack/callback, "
         "/auth/discord/callback)",
     )
-    slack_client_id: str | None = Field(
+    slack_client_id: str | None = _setting(
+        "SLACK_CLIENT_ID",
         None,
-        validation_alias=AliasChoices("SLACK_CLIENT_ID"),
-        description="Slack app's Client ID (Basic Information > App Credentials): Sign in "
+        "Slack app's Client ID (Basic Information > App Credentials): Sign in "
         "with Slack on the dashboard; without SLACK_BOT_TOKEN, the multi-workspace mode "
         "(Add to Slack at /slack/install)",
     )
-    slack_client_secret: SecretStr | None = Field(
-        None,
-        validation_alias=AliasChoices("SLACK_CLIENT_SECRET"),
-        description="Slack app's Client Secret (with SLACK_CLIENT_ID)",
+    slack_client_secret: SecretStr | None = _setting(
+        "SLACK_CLIENT_SECRET", None, "Slack app's Client Secret (with SLACK_CLIENT_ID)"
     )
-    discord_client_id: str | None = Field(
+    discord_client_id: str | None = _setting(
+        "DISCORD_CLIENT_ID",
         None,
-        validation_alias=AliasChoices("DISCORD_CLIENT_ID"),
-        description="Discord application's Client ID (Developer Portal > OAuth2): sign-in "
+        "Discord application's Client ID (Developer Portal > OAuth2): sign-in "
         "with Discord on the dashboard",
     )
-    discord_client_secret: SecretStr | None = Field(
+    discord_client_secret: SecretStr | None = _setting(
+        "DISCORD_CLIENT_SECRET",
         None,
-        validation_alias=AliasChoices("DISCORD_CLIENT_SECRET"),
-        description="Discord application's Client Secret (with DISCORD_CLIENT_ID)",
+        "Discord application's Client Secret (with DISCORD_CLIENT_ID)",
     )
-    log_level: str = Field(
-        "INFO",
-        validation_alias=AliasChoices("QUIZBOT_LOG_LEVEL"),
-        description="logging level",
-    )
+    log_level: str = _setting("QUIZBOT_LOG_LEVEL", "INFO", "logging level")
 
     @field_validator("default_locale")
     @classmethod
@@ -236,18 +214,14 @@ class Settings(BaseSettings):
             raise ValueError(str(exc)) from None
         return v
 
-    @field_validator("clinic_max_mb")
+    @field_validator(*_RANGES)
     @classmethod
-    def _clinic_max(cls, v: int) -> int:
-        if not 1 <= v <= 4096:
-            raise ValueError(f"{v} is outside 1..4096 (MiB); the default is 100")
-        return v
-
-    @field_validator("clinic_max_jobs")
-    @classmethod
-    def _clinic_jobs(cls, v: int) -> int:
-        if not 1 <= v <= 256:
-            raise ValueError(f"{v} is outside 1..256 (snapshots at once); the default is 4")
+    def _in_range(cls, v: int, info: ValidationInfo) -> int:
+        assert info.field_name is not None
+        low, high, unit = _RANGES[info.field_name]
+        if not low <= v <= high:
+            default = cls.model_fields[info.field_name].default
+            raise ValueError(f"{v} is outside {low}..{high} ({unit}); the default is {default}")
         return v
 
     @field_validator("web_secret")
