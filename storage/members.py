@@ -24,7 +24,7 @@ from collections import Counter
 from datetime import date
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, case, func, select, update
+from sqlalchemy import Select, Table, bindparam, case, func, select, update
 from sqlalchemy import delete as sql_delete
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -110,43 +110,31 @@ class SqlMemberData:
                     "locale": member.locale,
                 },
                 "answers": await self._answers(s, mid, channels),
-                "scores": [
-                    {
-                        "channel": channels[r.channel_id],
-                        "points": r.points,
-                        "correct": r.correct,
-                        "answered": r.answered,
-                        "current_streak": r.current_streak,
-                        "best_streak": r.best_streak,
-                        "reached_at": r.reached_at,
-                    }
-                    for r in (
-                        await s.execute(select(ScoreRow).where(ScoreRow.member_id == mid))
-                    ).scalars()
-                ],
-                "scores_per_day": [
-                    {
-                        "channel": channels[r.channel_id],
-                        "day": r.day,
-                        "points": r.points,
-                        "correct": r.correct,
-                        "answered": r.answered,
-                    }
-                    for r in (
-                        await s.execute(select(ScoreDayRow).where(ScoreDayRow.member_id == mid))
-                    ).scalars()
-                ],
-                "topics": [
-                    {
-                        "channel": channels[r.channel_id],
-                        "topic": r.topic,
-                        "answered": r.answered,
-                        "correct": r.correct,
-                    }
-                    for r in (
-                        await s.execute(select(ScoreTopicRow).where(ScoreTopicRow.member_id == mid))
-                    ).scalars()
-                ],
+                "scores": await _exported(
+                    s,
+                    select(ScoreRow).where(ScoreRow.member_id == mid),
+                    (
+                        "points",
+                        "correct",
+                        "answered",
+                        "current_streak",
+                        "best_streak",
+                        "reached_at",
+                    ),
+                    channels,
+                ),
+                "scores_per_day": await _exported(
+                    s,
+                    select(ScoreDayRow).where(ScoreDayRow.member_id == mid),
+                    ("day", "points", "correct", "answered"),
+                    channels,
+                ),
+                "topics": await _exported(
+                    s,
+                    select(ScoreTopicRow).where(ScoreTopicRow.member_id == mid),
+                    ("topic", "answered", "correct"),
+                    channels,
+                ),
                 "seasons": [
                     {
                         "season": name,
@@ -169,19 +157,11 @@ class SqlMemberData:
                         .where(TeamMemberRow.member_id == mid)
                     )
                 ).scalar_one_or_none(),
-                "practice_cards": [
-                    {
-                        "question_id": r.question_id,
-                        "box": r.box,
-                        "due_at": r.due_at,
-                        "last_answered_at": r.last_answered_at,
-                    }
-                    for r in (
-                        await s.execute(
-                            select(PracticeCardRow).where(PracticeCardRow.member_id == mid)
-                        )
-                    ).scalars()
-                ],
+                "practice_cards": await _exported(
+                    s,
+                    select(PracticeCardRow).where(PracticeCardRow.member_id == mid),
+                    ("question_id", "box", "due_at", "last_answered_at"),
+                ),
                 "submitted_questions": [
                     {
                         "number": r.id,
@@ -198,18 +178,11 @@ class SqlMemberData:
                         )
                     ).scalars()
                 ],
-                "reports": [
-                    {
-                        "question_id": r.question_id,
-                        "post": r.post_id,
-                        "reason": r.reason,
-                        "note": r.note,
-                        "created_at": r.created_at,
-                    }
-                    for r in (
-                        await s.execute(select(FlagRow).where(FlagRow.member_id == mid))
-                    ).scalars()
-                ],
+                "reports": await _exported(
+                    s,
+                    select(FlagRow).where(FlagRow.member_id == mid),
+                    ("question_id", ("post", "post_id"), "reason", "note", "created_at"),
+                ),
             }
 
     async def _answers(
@@ -459,3 +432,21 @@ async def _leave_boards(s: AsyncSession, mid: int) -> None:
 
 
 __all__ = ["TOMBSTONE", "SqlMemberData"]
+
+
+async def _exported(
+    s: AsyncSession,
+    rows: Select[Any],
+    fields: tuple[str | tuple[str, str], ...],
+    channels: dict[int, str] | None = None,
+) -> list[dict[str, Any]]:
+    """The ORM rows `rows` selects, each as a dict of `fields` (a name, or a key and the
+    column it holds), after the row's channel where `channels` is given."""
+    out = []
+    for r in (await s.execute(rows)).scalars():
+        row: dict[str, Any] = {} if channels is None else {"channel": channels[r.channel_id]}
+        for field in fields:
+            key, column = (field, field) if isinstance(field, str) else field
+            row[key] = getattr(r, column)
+        out.append(row)
+    return out
