@@ -50,6 +50,33 @@ def _to_run(row: DemoRunRow, ch: ChannelRow) -> DemoRun:
     )
 
 
+def _queued(
+    channel_id: int,
+    demo: str,
+    locale: Locale,
+    params: Mapping[str, Any],
+    created_at: datetime,
+    *,
+    post_id: int | None,
+    parent: MessageRef | None,
+) -> dict[str, Any]:
+    """The columns of a new run, queued."""
+    return {
+        "channel_id": channel_id,
+        "post_id": post_id,
+        "parent_message_id": parent.message if parent else None,
+        "demo": demo,
+        "locale": str(locale),
+        "params": json.dumps(dict(params), sort_keys=True),
+        "state": DemoState.QUEUED.value,
+        "device": "",
+        "report": "",
+        "metrics": "{}",
+        "error": "",
+        "created_at": created_at,
+    }
+
+
 class SqlDemoRunRepository:
     def __init__(
         self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver | None = None
@@ -71,18 +98,7 @@ class SqlDemoRunRepository:
         async with self._sessions.begin() as s:
             cid = await self._refs.channel_id(s, channel, created_at)
             row = DemoRunRow(
-                channel_id=cid,
-                post_id=post_id,
-                parent_message_id=parent.message if parent else None,
-                demo=demo,
-                locale=str(locale),
-                params=json.dumps(dict(params), sort_keys=True),
-                state=DemoState.QUEUED.value,
-                device="",
-                report="",
-                metrics="{}",
-                error="",
-                created_at=created_at,
+                **_queued(cid, demo, locale, params, created_at, post_id=post_id, parent=parent)
             )
             s.add(row)
             await s.flush()
@@ -109,18 +125,7 @@ class SqlDemoRunRepository:
             stmt = (
                 insert(dialect, DemoRunRow)
                 .values(
-                    channel_id=cid,
-                    post_id=post_id,
-                    parent_message_id=parent.message,
-                    demo=demo,
-                    locale=str(locale),
-                    params=json.dumps(dict(params), sort_keys=True),
-                    state=DemoState.QUEUED.value,
-                    device="",
-                    report="",
-                    metrics="{}",
-                    error="",
-                    created_at=created_at,
+                    **_queued(cid, demo, locale, params, created_at, post_id=post_id, parent=parent)
                 )
                 .on_conflict_do_nothing(
                     index_elements=["post_id", "demo"], index_where=DemoRunRow.post_id.is_not(None)
