@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -23,14 +24,13 @@ from storage.models import (
     QuestionVersionRow,
     ScoreDayRow,
     ScoreDayTotalRow,
-    ScoreHistogramRow,
     ScorePeriodRow,
     ScoreQuestionRow,
     ScoreRow,
     ScoreTopicRow,
     SeasonScoreRow,
 )
-from storage.season_fold import SeasonAnswer, fold_seasons
+from storage.season_fold import SeasonAnswer, fold_histograms, fold_seasons
 
 ALL_TIME = date(1970, 1, 1)  # `starts` of the all-time rows in `score_periods`
 
@@ -102,7 +102,7 @@ async def fold_post(s: AsyncSession, post: PostRow, channel: ChannelRow, dialect
     await _fold_all_time(s, channel, scored, dialect, hist)
     await _fold_days(s, channel, scored, dialect, hist)
     await _fold_periods(s, channel, scored, dialect, hist)
-    await _fold_histograms(s, hist, dialect)
+    await fold_histograms(s, hist, dialect)
     await _fold_topics(s, channel, scored, topic, dialect)
     await _fold_day_totals(s, channel, scored, dialect)
 
@@ -152,21 +152,19 @@ async def _fold_all_time(
         }
         for a in scored
     ]
-    done = await s.execute(
-        ins.on_conflict_do_update(
-            index_elements=["channel_id", "member_id"],
-            set_={
-                **_added(ScoreRow, ins),
-                "current_streak": ins.excluded.current_streak,
-                "best_streak": greatest(ScoreRow.best_streak, ins.excluded.best_streak),
-            },
-        ).returning(ScoreRow.member_id, ScoreRow.points, ScoreRow.answered),
-        rows,
-    )
-    gained = _gained(scored)
     everyone = channel_board(channel.id, BoardWindow.ALL)
-    for mid, points, answered in done:
-        _moved(hist, (everyone, ALL_TIME), points, gained[mid], answered)
+    await _fold_board(
+        s,
+        ins,
+        ScoreRow,
+        ("channel_id", "member_id"),
+        rows,
+        scored,
+        hist,
+        lambda key: (everyone, ALL_TIME),
+        current_streak=ins.excluded.current_streak,
+        best_streak=greatest(ScoreRow.best_streak, ins.excluded.best_streak),
+    )
 
 
 async def _fold_days(
@@ -176,7 +174,6 @@ async def _fold_days(
     dialect: str,
     hist: dict[tuple[str, date, int], int],
 ) -> None:
-    ins = insert(dialect, ScoreDayRow)
     rows = [
         {
             "channel_id": channel.id,
@@ -187,18 +184,17 @@ async def _fold_days(
         }
         for a in scored
     ]
-    done = await s.execute(
-        ins.on_conflict_do_update(
-            index_elements=["channel_id", "member_id", "day"], set_=_added(ScoreDayRow, ins)
-        ).returning(
-            ScoreDayRow.member_id, ScoreDayRow.day, ScoreDayRow.points, ScoreDayRow.answered
-        ),
-        rows,
-    )
-    gained = _gained(scored)
     daily = channel_board(channel.id, BoardWindow.DAY)
-    for mid, day, points, answered in done:
-        _moved(hist, (daily, day), points, gained[mid], answered)
+    await _fold_board(
+        s,
+        insert(dialect, ScoreDayRow),
+        ScoreDayRow,
+        ("channel_id", "member_id", "day"),
+        rows,
+        scored,
+        hist,
+        lambda key: (daily, key["day"]),
+    )
 
 
 async def _fold_periods(
@@ -215,43 +211,41 @@ async def _fold_periods(
         for board, starts in _period_keys(channel.id, ws, local_day(a.at, channel.timezone))
     ]
     rows.sort(key=lambda r: (r["board"], r["starts"], r["member_id"]))
-    ins = insert(dialect, ScorePeriodRow)
+    await _fold_board(
+        s,
+        insert(dialect, ScorePeriodRow),
+        ScorePeriodRow,
+        ("board", "starts", "member_id"),
+        rows,
+        scored,
+        hist,
+        lambda key: (key["board"], key["starts"]),
+    )
+
+
+async def _fold_board(
+    s: AsyncSession,
+    ins: Any,
+    model: type[ScoreRow] | type[ScoreDayRow] | type[ScorePeriodRow],
+    keys: tuple[str, ...],
+    rows: list[dict[str, Any]],
+    scored: list[_Scored],
+    hist: dict[tuple[str, date, int], int],
+    board: Callable[[dict[str, Any]], tuple[str, date]],
+    **also: Any,
+) -> None:
+    """Upsert a board's rows (`keys`: the unique index, `also`: more assignments than the
+    tally's) and move each returned player in the histogram of `board(key)`."""
     done = await s.execute(
         ins.on_conflict_do_update(
-            index_elements=["board", "starts", "member_id"], set_=_added(ScorePeriodRow, ins)
-        ).returning(
-            ScorePeriodRow.board,
-            ScorePeriodRow.starts,
-            ScorePeriodRow.member_id,
-            ScorePeriodRow.points,
-            ScorePeriodRow.answered,
-        ),
+            index_elements=list(keys), set_={**_added(model, ins), **also}
+        ).returning(*(getattr(model, k) for k in keys), model.points, model.answered),
         rows,
     )
     gained = _gained(scored)
-    for board, starts, mid, points, answered in done:
-        _moved(hist, (board, starts), points, gained[mid], answered)
-
-
-async def _fold_histograms(
-    s: AsyncSession, hist: dict[tuple[str, date, int], int], dialect: str
-) -> None:
-    """Players per (board, period, points): what ranks a member without a scan."""
-    changes = [
-        {"board": b, "starts": st, "points": p, "players": n}
-        for (b, st, p), n in sorted(hist.items())
-        if n
-    ]
-    if not changes:
-        return
-    ins = insert(dialect, ScoreHistogramRow)
-    await s.execute(
-        ins.on_conflict_do_update(
-            index_elements=["board", "starts", "points"],
-            set_={"players": ScoreHistogramRow.players + ins.excluded.players},
-        ),
-        changes,
-    )
+    for *values, points, answered in done:
+        key = dict(zip(keys, values, strict=True))
+        _moved(hist, board(key), points, gained[key["member_id"]], answered)
 
 
 async def _fold_topics(

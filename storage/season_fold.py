@@ -90,20 +90,28 @@ async def fold_seasons(
     hist: dict[tuple[str, int], int] = defaultdict(int)
     for season in seasons:
         await _fold_season(s, season, channel, kind, answers, topic, dialect, hist)
+    await fold_histograms(s, {(b, ALL_TIME, p): n for (b, p), n in hist.items()}, dialect)
+
+
+async def fold_histograms(
+    s: AsyncSession, hist: dict[tuple[str, date, int], int], dialect: str
+) -> None:
+    """Players per (board, period, points): what ranks a member without a scan."""
     changes = [
-        {"board": b, "starts": ALL_TIME, "points": p, "players": n}
-        for (b, p), n in sorted(hist.items())
+        {"board": b, "starts": st, "points": p, "players": n}
+        for (b, st, p), n in sorted(hist.items())
         if n
     ]
-    if changes:
-        ins = insert(dialect, ScoreHistogramRow)
-        await s.execute(
-            ins.on_conflict_do_update(
-                index_elements=["board", "starts", "points"],
-                set_={"players": ScoreHistogramRow.players + ins.excluded.players},
-            ),
-            changes,
-        )
+    if not changes:
+        return
+    ins = insert(dialect, ScoreHistogramRow)
+    await s.execute(
+        ins.on_conflict_do_update(
+            index_elements=["board", "starts", "points"],
+            set_={"players": ScoreHistogramRow.players + ins.excluded.players},
+        ),
+        changes,
+    )
 
 
 async def _fold_season(
