@@ -298,9 +298,10 @@ class Leaderboard:
     last_day: date | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class TopicStats:
-    topic: str
+class _Accuracy:
+    """`accuracy` of a value with `answered` and `correct` counts."""
+
+    __slots__ = ()
     answered: int
     correct: int
 
@@ -310,7 +311,14 @@ class TopicStats:
 
 
 @dataclass(frozen=True, slots=True)
-class PlayerStats:
+class TopicStats(_Accuracy):
+    topic: str
+    answered: int
+    correct: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerStats(_Accuracy):
     """One member's all-time results in one channel (channel questions; practice is apart)."""
 
     user: UserRef
@@ -320,10 +328,6 @@ class PlayerStats:
     current_streak: int
     best_streak: int
     topics: tuple[TopicStats, ...] = ()
-
-    @property
-    def accuracy(self) -> float:
-        return self.correct / self.answered if self.answered else 0.0
 
 
 @dataclass(frozen=True, slots=True)
