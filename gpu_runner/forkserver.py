@@ -345,27 +345,19 @@ class Server:
         tail = _tail(child.log)
         started_at = (child.started or {}).get("at")
         status = child.status or 0
+
+        def failed(error: str, state: str = "failed", **more: Any) -> dict[str, Any]:
+            base = {"state": state, "device": device, "started_at": started_at, "error": error}
+            return base | more
+
         if child.killed == "timeout":
-            return {
-                "state": "timed_out",
-                "device": device,
-                "started_at": started_at,
-                "error": f"did not finish within {child.timeout:g} s and was stopped",
-            }
+            return failed(
+                f"did not finish within {child.timeout:g} s and was stopped", state="timed_out"
+            )
         if child.killed == "output":
-            return {
-                "state": "failed",
-                "device": device,
-                "started_at": started_at,
-                "error": f"its output passed the {child.output_cap} byte limit and it was stopped",
-            }
+            return failed(f"its output passed the {child.output_cap} byte limit and it was stopped")
         if child.killed == "shutdown":
-            return {
-                "state": "failed",
-                "device": device,
-                "started_at": started_at,
-                "error": "the runner shut down before the demo finished",
-            }
+            return failed("the runner shut down before the demo finished")
         if final is not None:
             final = {k: v for k, v in final.items() if k != "kind"}
             final["started_at"] = started_at
@@ -380,22 +372,12 @@ class Server:
             why = (
                 " — most likely the kernel's out-of-memory killer" if sig == signal.SIGKILL else ""
             )
-            return {
-                "state": "failed",
-                "device": device,
-                "started_at": started_at,
-                "error": f"was killed by {name}{why}",
-                "log_tail": tail,
-            }
+            return failed(f"was killed by {name}{why}", log_tail=tail)
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
         last = tail.strip().splitlines()[-1] if tail.strip() else "no output"
-        return {
-            "state": "failed",
-            "device": device,
-            "started_at": started_at,
-            "error": f"exited with status {code} before reporting a result ({last})",
-            "log_tail": tail,
-        }
+        return failed(
+            f"exited with status {code} before reporting a result ({last})", log_tail=tail
+        )
 
 
 def _readable_copy(msg: Mapping[str, Any]) -> str:
