@@ -11,7 +11,7 @@ from typing import Any
 from bot.i18n import Text
 from gpu_runner.sim import allocation_size, round_size
 from questions.families.misconceptions import requested_live_bytes
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_DOCS,
@@ -26,7 +26,6 @@ from questions.families.narrate import (
 from questions.families.reserved import JITTER, SIZES
 from questions.families.space import Space, grid
 from questions.families.trace import (
-    TRACE_DEMO,
     Op,
     empty_cache,
     free,
@@ -34,6 +33,7 @@ from questions.families.trace import (
     new_allocator,
     replay_value,
     run_trace,
+    trace_draft,
     trace_inputs,
 )
 
@@ -185,17 +185,15 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         conclusion(ask),
     )
     candidates = (_reserved if ask == RESERVED else _released)(inputs, run.stats, before)
-    return Draft(
-        topic="caching-allocator",
-        difficulty=2,
-        inputs=inputs,
-        prompt=trace_prompt(setup(""), ops_text(ops), ask),
-        steps=steps,
-        answer=answer,
-        style=Style.EXACT_SIZE,
-        candidates=tuple(candidates),
-        references=(ALLOCATOR_DOCS, EMPTY_CACHE_DOCS, STATS_DOCS),
-        demo=TRACE_DEMO,
+    return trace_draft(
+        "caching-allocator",
+        2,
+        inputs,
+        trace_prompt(setup(""), ops_text(ops), ask),
+        steps,
+        answer,
+        candidates,
+        (ALLOCATOR_DOCS, EMPTY_CACHE_DOCS, STATS_DOCS),
     )
 
 

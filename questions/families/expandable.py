@@ -32,12 +32,12 @@ from questions.families.narrate import (
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
 from questions.families.trace import (
-    TRACE_DEMO,
     free,
     malloc,
     replay_value,
     run_trace,
     snapshot_after,
+    trace_draft,
     trace_inputs,
 )
 
@@ -259,17 +259,16 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         else _segment_candidates(inputs, n, m, run.stats, other)
     )
     prompt = PROMPT.fill(settings=setup(conf), n=n, a=size(a), m=m, c=size(c), api=api(ask))
-    return Draft(
-        topic="allocator-config",
-        difficulty=3,
-        inputs=inputs,
-        prompt=prompt,
-        steps=tuple(_steps(conf, n, a, m, c, first, run.stats[RESERVED], ask, answer)),
-        answer=answer,
+    return trace_draft(
+        "allocator-config",
+        3,
+        inputs,
+        prompt,
+        _steps(conf, n, a, m, c, first, run.stats[RESERVED], ask, answer),
+        answer,
+        candidates,
+        (CONF_DOCS, ALLOCATOR_SOURCE),
         style=Style.COUNT if ask == SEGMENTS else Style.EXACT_SIZE,
-        candidates=tuple(candidates),
-        references=(CONF_DOCS, ALLOCATOR_SOURCE),
-        demo=TRACE_DEMO,
     )
 
 

@@ -17,7 +17,7 @@ from questions.families.misconceptions import (
     freed_memory_returns,
     no_reuse,
 )
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_DOCS,
@@ -31,12 +31,12 @@ from questions.families.narrate import (
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
 from questions.families.trace import (
-    TRACE_DEMO,
     Op,
     free,
     malloc,
     replay_value,
     run_trace,
+    trace_draft,
     trace_inputs,
 )
 
@@ -268,17 +268,15 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         if ask == RESERVED
         else _inactive(inputs, run.stats, b, k, r)
     )
-    return Draft(
-        topic="fragmentation",
-        difficulty=3,
-        inputs=inputs,
-        prompt=prompt,
-        steps=tuple(_steps(segment, b, k, r, run.results[-1].grown, answer, ask)),
-        answer=answer,
-        style=Style.EXACT_SIZE,
-        candidates=tuple(candidates),
-        references=(ALLOCATOR_DOCS, STATS_DOCS),
-        demo=TRACE_DEMO,
+    return trace_draft(
+        "fragmentation",
+        3,
+        inputs,
+        prompt,
+        _steps(segment, b, k, r, run.results[-1].grown, answer, ask),
+        answer,
+        candidates,
+        (ALLOCATOR_DOCS, STATS_DOCS),
     )
 
 

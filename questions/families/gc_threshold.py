@@ -21,7 +21,7 @@ from typing import Any, Final, NamedTuple
 
 from bot.formats import Number, Size
 from bot.i18n import AND, Join, Localized, Text
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family
 from questions.families.narrate import (
     ALLOCATOR_SOURCE,
     CONF_DOCS,
@@ -36,12 +36,12 @@ from questions.families.sizes import MIB
 from questions.families.space import Space, grid
 from questions.families.trace import (
     TOTAL_MEMORY,
-    TRACE_DEMO,
     Op,
     free,
     malloc,
     replay_value,
     run_trace,
+    trace_draft,
     trace_inputs,
 )
 
@@ -364,17 +364,15 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     if answer != expected:  # the family's account must be the simulator's
         raise AssertionError(f"gc-threshold {params}: simulator {answer}, account {expected}")
     prompt = PROMPT.fill(t=str(t), c=size(cap), ops=ops_text(ops), api=api(ask))
-    return Draft(
-        topic="allocator-config",
-        difficulty=3,
-        inputs=inputs,
-        prompt=prompt,
-        steps=tuple(_steps(g, len(sizes), cap, t, ask, answer)),
-        answer=answer,
-        style=Style.EXACT_SIZE,
-        candidates=tuple(_candidates(g, sizes, inputs, ask)),
-        references=(CONF_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
-        demo=TRACE_DEMO,
+    return trace_draft(
+        "allocator-config",
+        3,
+        inputs,
+        prompt,
+        _steps(g, len(sizes), cap, t, ask, answer),
+        answer,
+        _candidates(g, sizes, inputs, ask),
+        (CONF_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
     )
 
 

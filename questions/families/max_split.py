@@ -18,7 +18,7 @@ from questions.families.misconceptions import (
     freed_memory_returns,
     reserved_not_allocated,
 )
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_SOURCE,
@@ -35,11 +35,11 @@ from questions.families.narrate import (
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
 from questions.families.trace import (
-    TRACE_DEMO,
     free,
     malloc,
     replay_value,
     run_trace,
+    trace_draft,
     trace_inputs,
 )
 
@@ -378,17 +378,15 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     }[ask]
     if answer != expected:  # the case analysis must be the simulator's
         raise AssertionError(f"max-split-size case {vars(case)} gives {answer}, not {expected}")
-    return Draft(
-        topic="allocator-config",
-        difficulty=3,
-        inputs=inputs,
-        prompt=trace_prompt(setup(conf), ops_text(ops), ask),
-        steps=tuple(_steps(case, ask, answer)),
-        answer=answer,
-        style=Style.EXACT_SIZE,
-        candidates=tuple(_candidates(case, ask, inputs, run.stats)),
-        references=(CONF_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
-        demo=TRACE_DEMO,
+    return trace_draft(
+        "allocator-config",
+        3,
+        inputs,
+        trace_prompt(setup(conf), ops_text(ops), ask),
+        _steps(case, ask, answer),
+        answer,
+        _candidates(case, ask, inputs, run.stats),
+        (CONF_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 from bot.i18n import Localized, Text
 from gpu_runner.sim import allocation_size, round_size
 from questions.families.misconceptions import allocated_not_reserved, reserved_not_allocated
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_SOURCE,
@@ -30,11 +30,11 @@ from questions.families.narrate import (
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
 from questions.families.trace import (
-    TRACE_DEMO,
     free,
     malloc,
     replay_value,
     run_trace,
+    trace_draft,
     trace_inputs,
 )
 
@@ -316,23 +316,21 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
     if answer != expected:  # the account must be the simulator's
         raise AssertionError(f"max-non-split-rounding {params}: {answer} != {expected}")
-    return Draft(
-        topic="allocator-config",
-        difficulty=3,
-        inputs=inputs,
-        prompt=trace_prompt(
+    return trace_draft(
+        "allocator-config",
+        3,
+        inputs,
+        trace_prompt(
             Text("{settings} (PyTorch 2.6 or later)", settings=setup(conf)), ops_text(ops), ask
         ),
-        steps=tuple(_steps(m, rounding, big, r, taken, ask, answer)),
-        answer=answer,
-        style=Style.EXACT_SIZE,
-        candidates=tuple(_candidates(ask, inputs, run.stats, m, rounding, big, r)),
-        references=(
+        _steps(m, rounding, big, r, taken, ask, answer),
+        answer,
+        _candidates(ask, inputs, run.stats, m, rounding, big, r),
+        (
             CONF_DOCS,
             ALLOCATOR_SOURCE,
             "https://github.com/pytorch/pytorch/pull/136174",
         ),
-        demo=TRACE_DEMO,
     )
 
 

@@ -37,11 +37,11 @@ from questions.families.sizes import MIB
 from questions.families.space import Space, grid
 from questions.families.trace import (
     MAX_OPS,
-    TRACE_DEMO,
     TraceRun,
     malloc,
     new_allocator,
     run_trace,
+    trace_draft,
 )
 
 SPACE = Space(
@@ -274,17 +274,16 @@ def _draft(
     answer: int,
     candidates: list[Candidate],
 ) -> Draft:
-    return Draft(
-        topic="oom-debugging",
-        difficulty=3,
-        inputs=inputs,
-        prompt=prompt,
-        steps=tuple(steps),
-        answer=answer,
+    return trace_draft(
+        "oom-debugging",
+        3,
+        inputs,
+        prompt,
+        steps,
+        answer,
+        candidates,
+        (ALLOCATOR_DOCS, CAP_DOCS, STATS_DOCS),
         style=Style.EXACT_SIZE if inputs["ask"] in (RESERVED, FREED) else Style.COUNT,
-        candidates=tuple(candidates),
-        references=(ALLOCATOR_DOCS, CAP_DOCS, STATS_DOCS),
-        demo=TRACE_DEMO,
     )
 
 

@@ -21,7 +21,7 @@ from questions.families.misconceptions import (
     requested_live_bytes,
     reserved_not_allocated,
 )
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_DOCS,
@@ -36,12 +36,12 @@ from questions.families.narrate import (
 from questions.families.sizes import KIB, MIB
 from questions.families.space import Space, grid
 from questions.families.trace import (
-    TRACE_DEMO,
     Op,
     free,
     malloc,
     replay_value,
     run_trace,
+    trace_draft,
     trace_inputs,
 )
 
@@ -213,17 +213,15 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     candidates = (_reserved_candidates if ask == RESERVED else _allocated_candidates)(
         ops, run.stats, inputs
     )
-    return Draft(
-        topic="caching-allocator" if ask == RESERVED else "memory-stats",
-        difficulty=2 if len(ops) <= 4 else 3,
-        inputs=inputs,
-        prompt=trace_prompt(setup(""), ops_text(ops), ask),
-        steps=steps,
-        answer=answer,
-        style=Style.EXACT_SIZE,
-        candidates=tuple(candidates),
-        references=(ALLOCATOR_DOCS, STATS_DOCS),
-        demo=TRACE_DEMO,
+    return trace_draft(
+        "caching-allocator" if ask == RESERVED else "memory-stats",
+        2 if len(ops) <= 4 else 3,
+        inputs,
+        trace_prompt(setup(""), ops_text(ops), ask),
+        steps,
+        answer,
+        candidates,
+        (ALLOCATOR_DOCS, STATS_DOCS),
     )
 
 

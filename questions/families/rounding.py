@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.i18n import Join, Localized, Text
 from gpu_runner.sim import allocation_size, round_size
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_DOCS,
@@ -37,7 +37,7 @@ from questions.families.rounding_rules import (
 )
 from questions.families.sizes import KIB, MIB
 from questions.families.space import Space, grid
-from questions.families.trace import TRACE_DEMO, malloc, run_trace, trace_inputs
+from questions.families.trace import malloc, run_trace, trace_draft, trace_inputs
 
 # A small or medium request's segment is always 2 or 20 MiB, so memory_reserved() is asked
 # only where the segment depends on the request; a lone small block's memory_allocated()
@@ -305,17 +305,15 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         _split_step(rounded, segment, first.split),
         conclusion(ask),
     )
-    return Draft(
-        topic="caching-allocator" if ask != INACTIVE_SPLIT else "memory-stats",
-        difficulty=2,
-        inputs=inputs,
-        prompt=trace_prompt(setup(""), Join(("x = ", size(n)), ""), ask),
-        steps=steps,
-        answer=answer,
-        style=Style.EXACT_SIZE,
-        candidates=tuple(candidates),
-        references=(ALLOCATOR_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
-        demo=TRACE_DEMO,
+    return trace_draft(
+        "caching-allocator" if ask != INACTIVE_SPLIT else "memory-stats",
+        2,
+        inputs,
+        trace_prompt(setup(""), Join(("x = ", size(n)), ""), ask),
+        steps,
+        answer,
+        candidates,
+        (ALLOCATOR_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.i18n import Join, Text
-from questions.families.model import Candidate, Draft, Style
+from questions.families.model import Candidate, Draft
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_DOCS,
@@ -19,7 +19,7 @@ from questions.families.narrate import (
 )
 from questions.families.rounding_rules import ALIGNMENT, PAGES, POWER_OF_TWO, next_power_of_two, up
 from questions.families.sizes import KIB, MIB
-from questions.families.trace import TRACE_DEMO, malloc, run_trace, trace_inputs
+from questions.families.trace import malloc, run_trace, trace_draft, trace_inputs
 
 
 def _pair_allocated(a: int, b: int, ra: int, rb: int) -> list[Candidate]:
@@ -132,15 +132,13 @@ def build_pair(params: dict[str, Any]) -> Draft:
         conclusion(ask),
     )
     ops = Join((Join(("x = ", size(a)), ""), Join(("y = ", size(b)), "")))
-    return Draft(
-        topic="caching-allocator" if ask == ALLOCATED else "memory-stats",
-        difficulty=1 if ask == ALLOCATED else 2,
-        inputs=inputs,
-        prompt=trace_prompt(setup(""), ops, ask),
-        steps=steps,
-        answer=answer,
-        style=Style.EXACT_SIZE,
-        candidates=tuple(candidates),
-        references=(ALLOCATOR_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
-        demo=TRACE_DEMO,
+    return trace_draft(
+        "caching-allocator" if ask == ALLOCATED else "memory-stats",
+        1 if ask == ALLOCATED else 2,
+        inputs,
+        trace_prompt(setup(""), ops, ask),
+        steps,
+        answer,
+        candidates,
+        (ALLOCATOR_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
     )

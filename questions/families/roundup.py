@@ -14,7 +14,7 @@ from typing import Any
 from bot.i18n import Join, Localized, Text
 from gpu_runner.sim import allocation_size, round_size
 from questions.families.misconceptions import reserved_not_allocated
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_SOURCE,
@@ -29,7 +29,13 @@ from questions.families.narrate import (
 )
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
-from questions.families.trace import TRACE_DEMO, malloc, replay_value, run_trace, trace_inputs
+from questions.families.trace import (
+    malloc,
+    replay_value,
+    run_trace,
+    trace_draft,
+    trace_inputs,
+)
 
 DIVISIONS = (2, 4, 8, 16)
 ASKS = (ALLOCATED, RESERVED)
@@ -278,17 +284,15 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         _segment_step(block, first.grown, first.block),
         conclusion(ask),
     )
-    return Draft(
-        topic="allocator-config",
-        difficulty=2 if variant != "large" else 3,
-        inputs=inputs,
-        prompt=trace_prompt(setup(conf), Join(("x = ", size(n)), ""), ask),
-        steps=steps,
-        answer=answer,
-        style=Style.EXACT_SIZE,
-        candidates=tuple(_candidates(ask, n, d, inputs, run.stats)),
-        references=(CONF_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
-        demo=TRACE_DEMO,
+    return trace_draft(
+        "allocator-config",
+        2 if variant != "large" else 3,
+        inputs,
+        trace_prompt(setup(conf), Join(("x = ", size(n)), ""), ask),
+        steps,
+        answer,
+        _candidates(ask, n, d, inputs, run.stats),
+        (CONF_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
     )
 
 
