@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from functools import cache
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import DeclarativeBase
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 
 def insert(dialect: str, model: type[DeclarativeBase]) -> Any:
@@ -13,3 +20,15 @@ def insert(dialect: str, model: type[DeclarativeBase]) -> Any:
     if dialect == "postgresql":
         return postgresql.insert(model)
     return sqlite.insert(model)
+
+
+def from_row(cls: type[T], row: object, **converted: Any) -> T:
+    """A domain value from an ORM row: the fields not in `converted` are the row's columns
+    of the same name."""
+    copied = {name: getattr(row, name) for name in _field_names(cls) if name not in converted}
+    return cls(**copied, **converted)
+
+
+@cache
+def _field_names(cls: type[DataclassInstance]) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))

@@ -40,7 +40,6 @@ from bot.domain import (
     AnswerOutcome,
     AnswerStatus,
     ChannelRef,
-    Platform,
     Post,
     PostKind,
     PostState,
@@ -53,7 +52,7 @@ from storage.faults import Backoff, RetryObserver, transient_reason
 from storage.models import AnswerRow, ChannelRow, MemberRow, PostRow
 from storage.posts import to_post
 from storage.practice import record_practice_answer
-from storage.refs import RefResolver
+from storage.refs import RefResolver, user_ref
 
 log = logging.getLogger(__name__)
 
@@ -383,7 +382,7 @@ class SqlAnswerRepository:
                 .where(AnswerRow.post_id == post_id)
                 .order_by(AnswerRow.answered_at, AnswerRow.id)
             )
-            return [Answer(post_id, _user(m), c, ok, at) for m, c, ok, at in rows]
+            return [Answer(post_id, user_ref(m), c, ok, at) for m, c, ok, at in rows]
 
     async def distribution(self, post_id: int, choices: int) -> tuple[int, ...]:
         async with self._sessions() as s:
@@ -415,7 +414,7 @@ class SqlAnswerRepository:
                     .limit(1)
                 )
             ).scalar_one_or_none()
-        return _user(m) if m is not None else None
+        return user_ref(m) if m is not None else None
 
 
 def _resolve(p: _Pending, result: AnswerOutcome | BaseException) -> None:
@@ -430,10 +429,6 @@ def _resolve(p: _Pending, result: AnswerOutcome | BaseException) -> None:
 def _same_channel(click: ChannelRef | None, post: ChannelRef) -> bool:
     """A click without a channel (the console, the core's own calls) is not checked."""
     return click is None or click == post
-
-
-def _user(m: MemberRow) -> UserRef:
-    return UserRef(Platform(m.platform), m.workspace, m.user_id, m.display_name)
 
 
 def _outcome(

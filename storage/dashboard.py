@@ -22,7 +22,7 @@ from bot.dashboard.ports import (
     Streak,
     WebClinicJob,
 )
-from bot.domain import BoardWindow, ChannelRef, Platform, PostKind, Schedule, UserRef
+from bot.domain import BoardWindow, ChannelRef, PostKind, Schedule, UserRef
 from bot.team import Workspace
 from storage.models import (
     AnswerRow,
@@ -37,12 +37,9 @@ from storage.models import (
     ScoreRow,
     WebClinicRow,
 )
+from storage.refs import channel_ref, user_ref
 from storage.schedules import _to_schedule
 from storage.score_fold import channel_board, workspace_board
-
-
-def _ref(row: ChannelRow) -> ChannelRef:
-    return ChannelRef(Platform(row.platform), row.workspace, row.channel)
 
 
 class SqlDashboard:
@@ -61,7 +58,7 @@ class SqlDashboard:
     async def channels(self, workspace: Workspace) -> list[ChannelRef]:
         async with self._sessions() as s:
             rows = await self._channel_rows(s, workspace, None)
-        return [_ref(r) for r in sorted(rows, key=lambda r: r.channel)]
+        return [channel_ref(r) for r in sorted(rows, key=lambda r: r.channel)]
 
     async def overview(
         self,
@@ -125,7 +122,7 @@ class SqlDashboard:
                 HistoryEntry(
                     a.id,
                     a.answered_at,
-                    _ref(ch),
+                    channel_ref(ch),
                     PostKind(kind),
                     question_from_dict(json.loads(data)),
                     a.choice,
@@ -278,8 +275,8 @@ async def _streaks(s: AsyncSession, rows: dict[int, ChannelRow], limit: int) -> 
     )
     return [
         Streak(
-            UserRef(Platform(m.platform), m.workspace, m.user_id, m.display_name),
-            _ref(rows[cid]),
+            user_ref(m),
+            channel_ref(rows[cid]),
             current,
             best,
         )

@@ -12,10 +12,10 @@ from sqlalchemy import Select, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.demos.runs import DemoRun
-from bot.domain import ChannelRef, DemoResult, DemoState, Locale, MessageRef, Platform
-from storage._sql import insert
+from bot.domain import ChannelRef, DemoResult, DemoState, Locale, MessageRef
+from storage._sql import from_row, insert
 from storage.models import ChannelRow, DemoRunRow
-from storage.refs import RefResolver
+from storage.refs import RefResolver, channel_ref
 
 _ACTIVE = (DemoState.QUEUED.value, DemoState.RUNNING.value)
 _FINISHED = (DemoState.SUCCEEDED.value, DemoState.FAILED.value, DemoState.TIMED_OUT.value)
@@ -26,27 +26,19 @@ def _select() -> Select[DemoRunRow, ChannelRow]:
 
 
 def _to_run(row: DemoRunRow, ch: ChannelRow) -> DemoRun:
-    channel = ChannelRef(Platform(ch.platform), ch.workspace, ch.channel)
-    return DemoRun(
-        id=row.id,
+    channel = channel_ref(ch)
+    return from_row(
+        DemoRun,
+        row,
         channel=channel,
-        demo=row.demo,
         locale=Locale(row.locale),
         state=DemoState(row.state),
-        created_at=row.created_at,
         params=json.loads(row.params or "{}"),
-        post_id=row.post_id,
         parent=MessageRef(channel, row.parent_message_id) if row.parent_message_id else None,
         status_message=(
             MessageRef(channel, row.status_message_id) if row.status_message_id else None
         ),
-        device=row.device,
-        report=row.report,
         metrics=json.loads(row.metrics or "{}"),
-        error=row.error,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        posted_at=row.posted_at,
     )
 
 

@@ -11,7 +11,7 @@ from sqlalchemy import ColumnElement, Select, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.domain import ChannelRef, Locale, MessageRef, Platform, PostKind, PostState, UserRef
+from bot.domain import ChannelRef, Locale, MessageRef, PostKind, PostState, UserRef
 from bot.live.ports import (
     ACTIVE,
     BoardRow,
@@ -22,7 +22,7 @@ from bot.live.ports import (
     RoundState,
     Standing,
 )
-from storage._sql import insert
+from storage._sql import from_row, insert
 from storage.models import (
     AnswerRow,
     ChannelRow,
@@ -34,18 +34,10 @@ from storage.models import (
     PostRow,
 )
 from storage.posts import post_select, to_post
-from storage.refs import RefResolver
+from storage.refs import RefResolver, channel_ref, user_ref
 
 _ACTIVE = [str(s) for s in ACTIVE]
 _STEPPING = [*_ACTIVE, str(RoundState.ENDING)]
-
-
-def _channel(ch: ChannelRow) -> ChannelRef:
-    return ChannelRef(Platform(ch.platform), ch.workspace, ch.channel)
-
-
-def _user(m: MemberRow) -> UserRef:
-    return UserRef(Platform(m.platform), m.workspace, m.user_id, m.display_name)
 
 
 def _channel_scores(channel: ChannelRef) -> Select[LiveScoreRow, MemberRow]:
@@ -63,23 +55,14 @@ def _channel_scores(channel: ChannelRef) -> Select[LiveScoreRow, MemberRow]:
 
 
 def _round(row: LiveRoundRow, ch: ChannelRow) -> LiveRound:
-    channel = _channel(ch)
-    return LiveRound(
-        id=row.id,
+    channel = channel_ref(ch)
+    return from_row(
+        LiveRound,
+        row,
         channel=channel,
         state=RoundState(row.state),
-        questions=row.questions,
-        seconds=row.seconds,
-        topic=row.topic,
-        counted=row.counted,
         locale=Locale(row.locale),
-        started_by=row.started_by,
-        created_at=row.created_at,
-        step=row.step,
-        next_at=row.next_at,
-        stop_requested=row.stop_requested,
         lobby_message=MessageRef(channel, row.lobby_message_id) if row.lobby_message_id else None,
-        ended_at=row.ended_at,
         end_note=EndNote(row.end_note),
     )
 
@@ -426,7 +409,7 @@ class SqlLiveRepository:
             .order_by(AnswerRow.answered_at, AnswerRow.id)
         )
         return [
-            LiveAnswer(k, _user(m), choice, correct, at, opened, closes)
+            LiveAnswer(k, user_ref(m), choice, correct, at, opened, closes)
             for k, m, choice, correct, at, opened, closes in rows
             if opened is not None and closes is not None
         ]
@@ -454,7 +437,7 @@ class SqlLiveRepository:
                 .where(LivePlayerRow.round_id == round_id)
                 .order_by(LivePlayerRow.joined_at, MemberRow.id)
             )
-            return [_user(m) for m in rows.scalars()]
+            return [user_ref(m) for m in rows.scalars()]
 
     async def finish(
         self, round_id: int, step: int, now: datetime, note: EndNote, table: Sequence[Standing]
@@ -545,7 +528,12 @@ class SqlLiveRepository:
             rank = out[-1].rank if out and out[-1].points == score.points else i + 1
             out.append(
                 BoardRow(
-                    rank, _user(member), score.points, score.correct, score.answered, score.rounds
+                    rank,
+                    user_ref(member),
+                    score.points,
+                    score.correct,
+                    score.answered,
+                    score.rounds,
                 )
             )
         return out
@@ -564,7 +552,9 @@ class SqlLiveRepository:
         if found is None:
             return None
         score, member = found
-        return BoardRow(0, _user(member), score.points, score.correct, score.answered, score.rounds)
+        return BoardRow(
+            0, user_ref(member), score.points, score.correct, score.answered, score.rounds
+        )
 
     async def busy(self, channels: Collection[ChannelRef]) -> set[ChannelRef]:
         if not channels:
@@ -575,7 +565,7 @@ class SqlLiveRepository:
                     LiveRoundRow, LiveRoundRow.active_channel_id == ChannelRow.id
                 )
             )
-            running = {_channel(ch) for ch in rows.scalars()}
+            running = {channel_ref(ch) for ch in rows.scalars()}
         return running & set(channels)
 
     async def next_due(self, platforms: Collection[str]) -> datetime | None:

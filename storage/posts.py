@@ -26,14 +26,14 @@ from bot.domain import (
     ChannelRef,
     Locale,
     MessageRef,
-    Platform,
     Post,
     PostKind,
     PostState,
     UserRef,
 )
+from storage._sql import from_row
 from storage.models import ChannelRow, MemberRow, PostRow, UtcDateTime
-from storage.refs import RefResolver
+from storage.refs import RefResolver, channel_ref, user_ref
 from storage.score_fold import fold_post
 
 _Practice = aliased(MemberRow)
@@ -63,32 +63,16 @@ def post_select() -> Select[PostRow, ChannelRow, MemberRow]:
 
 
 def to_post(row: PostRow, ch: ChannelRow, practice: MemberRow | None = None) -> Post:
-    channel = ChannelRef(Platform(ch.platform), ch.workspace, ch.channel)
-    return Post(
-        id=row.id,
+    channel = channel_ref(ch)
+    return from_row(
+        Post,
+        row,
         channel=channel,
-        question_id=row.question_id,
-        question_hash=row.question_hash,
         kind=PostKind(row.kind),
         state=PostState(row.state),
         locale=Locale(row.locale),
-        created_at=row.created_at,
-        closes_at=row.closes_at,
         message=MessageRef(channel, row.message_id) if row.message_id else None,
-        answer_count=row.answer_count,
-        schedule_id=row.schedule_id,
-        slot_at=row.slot_at,
-        practice_user=(
-            UserRef(
-                Platform(practice.platform),
-                practice.workspace,
-                practice.user_id,
-                practice.display_name,
-            )
-            if practice is not None
-            else None
-        ),
-        closed_at=row.closed_at,
+        practice_user=user_ref(practice) if practice is not None else None,
     )
 
 

@@ -20,6 +20,14 @@ from storage._sql import insert
 from storage.models import ChannelRow, MemberRow
 
 
+def channel_ref(row: ChannelRow) -> ChannelRef:
+    return ChannelRef(Platform(row.platform), row.workspace, row.channel)
+
+
+def user_ref(row: MemberRow) -> UserRef:
+    return UserRef(Platform(row.platform), row.workspace, row.user_id, row.display_name)
+
+
 @dataclass(frozen=True, slots=True)
 class ChannelDefaults:
     """What a channel starts with (QUIZBOT_LOCALE, QUIZBOT_TIMEZONE)."""

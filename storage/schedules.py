@@ -24,10 +24,10 @@ from bot.domain import (
     Schedule,
 )
 from bot.scheduling.ports import SlotClaim
-from storage._sql import insert
+from storage._sql import from_row, insert
 from storage.models import ChannelRow, PostRow, ScheduleRow, TeamPackRow, UtcDateTime
 from storage.posts import post_select, to_post
-from storage.refs import RefResolver
+from storage.refs import RefResolver, channel_ref
 from storage.settings import same_workspace, settings_of
 
 HISTORY_LIMIT = 1000  # the same window as SqlPostRepository.history
@@ -37,16 +37,11 @@ _OPEN = PostState.OPEN.value
 
 
 def _to_schedule(row: ScheduleRow, ch: ChannelRow) -> Schedule:
-    return Schedule(
-        id=row.id,
-        channel=ChannelRef(Platform(ch.platform), ch.workspace, ch.channel),
-        timezone=row.timezone,
-        local_time=row.local_time,
-        weekdays=row.weekdays,
-        cron=row.cron,
-        window_seconds=row.window_seconds,
+    return from_row(
+        Schedule,
+        row,
+        channel=channel_ref(ch),
         demo_policy=DemoPolicy(row.demo_policy),
-        enabled=row.enabled,
     )
 
 

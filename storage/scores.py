@@ -47,6 +47,7 @@ from storage.models import (
     ScoreRow,
     ScoreTopicRow,
 )
+from storage.refs import user_ref
 from storage.score_fold import ALL_TIME, Board, channel_board, workspace_board
 
 # -- reading boards --------------------------------------------------------------------
@@ -165,7 +166,7 @@ class SqlScoreRepository:
                 .order_by(ScoreTopicRow.topic)
             )
             return PlayerStats(
-                user=_user(member),
+                user=user_ref(member),
                 points=sc.points,
                 answered=sc.answered,
                 correct=sc.correct,
@@ -274,7 +275,3 @@ def _starts(period: BoardPeriod) -> date:
     if period.first is None:
         raise ValueError(f"a {period.window} board needs its first day")
     return period.first
-
-
-def _user(m: MemberRow) -> UserRef:
-    return UserRef(Platform(m.platform), m.workspace, m.user_id, m.display_name)

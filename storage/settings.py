@@ -8,9 +8,9 @@ from sqlalchemy import ColumnElement, and_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.clock import Clock
-from bot.domain import ChannelRef, ChannelSettings, DemoPolicy, Locale, Platform
+from bot.domain import ChannelRef, ChannelSettings, DemoPolicy, Locale
 from storage.models import ChannelRow, TeamPackRow
-from storage.refs import RefResolver
+from storage.refs import RefResolver, channel_ref
 
 
 def same_workspace() -> ColumnElement[bool]:
@@ -23,7 +23,7 @@ def same_workspace() -> ColumnElement[bool]:
 def settings_of(row: ChannelRow, revision: int | None) -> ChannelSettings:
     """A channel row as settings; `revision` from `same_workspace()` (None: no pack yet)."""
     return ChannelSettings(
-        ChannelRef(Platform(row.platform), row.workspace, row.channel),
+        channel_ref(row),
         Locale(row.locale),
         row.timezone,
         DemoPolicy(row.demo_policy),

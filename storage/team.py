@@ -42,7 +42,7 @@ from storage.models import (
     TeamPackRow,
     TeamQuestionRow,
 )
-from storage.refs import RefResolver
+from storage.refs import RefResolver, channel_ref, user_ref
 
 _Author = aliased(MemberRow)
 _Decider = aliased(MemberRow)
@@ -204,7 +204,7 @@ class SqlTeamPackRepository:
         ws = Workspace(Platform(row.platform), row.workspace)
         message = None
         if review is not None and row.review_message_id:
-            message = MessageRef(_channel(review), row.review_message_id)
+            message = MessageRef(channel_ref(review), row.review_message_id)
         return TeamQuestion(
             row.id,
             ws,
@@ -213,7 +213,7 @@ class SqlTeamPackRepository:
             Origin(row.origin),
             row.created_at,
             _member(author),
-            _channel(where) if where is not None else None,
+            channel_ref(where) if where is not None else None,
             row.decided_at,
             _member(decider),
             row.reason,
@@ -306,7 +306,7 @@ class SqlTeamPackRepository:
                     .where(*_in(TeamPackRow, workspace))
                 )
             ).scalar_one_or_none()
-        return _channel(row) if row is not None else None
+        return channel_ref(row) if row is not None else None
 
     async def set_review_channel(self, channel: ChannelRef) -> None:
         async with self._sessions.begin() as s:
@@ -400,11 +400,7 @@ class SqlTeamPackRepository:
 def _member(row: MemberRow | None) -> UserRef | None:
     if row is None:
         return None
-    return UserRef(Platform(row.platform), row.workspace, row.user_id, row.display_name)
-
-
-def _channel(row: ChannelRow) -> ChannelRef:
-    return ChannelRef(Platform(row.platform), row.workspace, row.channel)
+    return user_ref(row)
 
 
 __all__ = ["SqlTeamPackRepository"]
