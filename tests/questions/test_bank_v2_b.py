@@ -1,21 +1,13 @@
 """Bank v2 questions on optimizer memory, model loading, leaks, KV serving, profiling, MIG/MPS.
 
 Their computed answers are recomputed in test_bank_content.py (the formulas live in
-formulas_v2_b.py); this file checks those formulas against the numbers their sources publish,
-and that these topics keep their minimum size and an answer form that gives nothing away.
+formulas_v2_b.py); this file checks those formulas against the numbers their sources publish
+(the area's shared checks: test_bank_areas.py).
 """
 
 from __future__ import annotations
 
-from collections import Counter
-
-import pytest
-
-from bot.bank import QuestionBank
-from bot.domain import Locale, Question
-from questions import load_bank
 from tests.questions.formulas_v2_b import (
-    FORMULAS_V2_B,
     load_peak_bytes,
     mig_max_instances,
     mla_kv_bytes,
@@ -24,24 +16,7 @@ from tests.questions.formulas_v2_b import (
     prefix_cached_blocks,
 )
 
-# topic -> minimum number of questions (shared/briefs: areas 8-13 of bank-review.md).
-MIN_PER_TOPIC = {
-    "optimizer-memory": 4,
-    "model-loading": 4,
-    "memory-leaks": 4,
-    "kv-cache-serving": 4,
-    "memory-profiling": 2,
-    "gpu-partitioning": 2,
-}
-MAX_LONGEST_SHARE = 0.25
-POSITION_SHARE = (0.15, 0.35)
 GB = {"unit": "GB", "decimals": 1}
-
-
-@pytest.fixture(scope="module")
-def questions() -> list[Question]:
-    bank: QuestionBank = load_bank()
-    return [q for q in bank if q.topic in MIN_PER_TOPIC]
 
 
 def test_step_peak_reproduces_the_optimizer_in_backward_tutorial() -> None:
@@ -90,32 +65,3 @@ def test_mig_profiles_are_bounded_by_compute_and_memory_slices() -> None:
     for compute, memory, count in profiles:
         inputs = {**a100, "profile_compute_slices": compute, "profile_memory_slices": memory}
         assert mig_max_instances(inputs) == count, (compute, memory)
-
-
-def test_each_v2_b_formula_is_used_by_a_question(questions: list[Question]) -> None:
-    kinds = Counter(q.inputs.get("kind") for q in questions if q.inputs)
-    assert set(FORMULAS_V2_B) <= set(kinds), kinds
-
-
-def test_topics_keep_their_minimum_size(questions: list[Question]) -> None:
-    counts = Counter(q.topic for q in questions)
-    assert {t: counts[t] for t, n in MIN_PER_TOPIC.items() if counts[t] < n} == {}
-
-
-@pytest.mark.parametrize("locale", list(Locale))
-def test_correct_choice_is_rarely_the_uniquely_longest(
-    questions: list[Question], locale: Locale
-) -> None:
-    def uniquely_longest(q: Question) -> bool:
-        lengths = [len(c) for c in q.texts[locale].choices]
-        return all(lengths[q.answer] > n for i, n in enumerate(lengths) if i != q.answer)
-
-    longest = [q.id for q in questions if uniquely_longest(q)]
-    assert len(longest) <= MAX_LONGEST_SHARE * len(questions), longest
-
-
-def test_answer_positions_are_spread(questions: list[Question]) -> None:
-    positions = Counter(q.answer for q in questions)
-    low, high = POSITION_SHARE
-    shares = {p: positions[p] / len(questions) for p in range(4)}
-    assert all(low <= s <= high for s in shares.values()), shares

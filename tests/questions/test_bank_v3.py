@@ -3,13 +3,10 @@ chunked prefill.
 
 Their computed answers are recomputed in test_bank_content.py (the formulas live in
 formulas_v3.py); this file checks those formulas against the numbers their sources publish, and
-that these topics keep their minimum size, their Greek numbers and an answer form that gives
-nothing away.
+that these topics keep their Greek numbers (the area's shared checks: test_bank_areas.py).
 """
 
 from __future__ import annotations
-
-from collections import Counter
 
 import pytest
 
@@ -17,7 +14,6 @@ from bot.bank import QuestionBank
 from bot.domain import Locale, Question
 from questions import load_bank
 from tests.questions.formulas_v3 import (
-    FORMULAS_V3,
     autocast_weight_bytes,
     cp_gathered_kv_bytes,
     flce_chunk,
@@ -30,27 +26,15 @@ from tests.questions.formulas_v3 import (
     prefill_chunk,
     step_activation_bytes,
 )
+from tests.questions.test_bank_areas import AREAS
 
-# topic -> minimum number of questions (issue 28, "Content v3").
-MIN_PER_TOPIC = {
-    "lm-head-memory": 5,
-    "autocast-memory": 4,
-    "moe-memory": 5,
-    "context-parallelism": 4,
-    "cuda-ipc": 4,
-    "fsdp2": 5,
-    "fp8-training": 5,
-    "chunked-prefill": 4,
-}
-MAX_LONGEST_SHARE = 0.25
-POSITION_SHARE = (0.15, 0.35)
 GB = {"unit": "GB", "decimals": 1}
 
 
 @pytest.fixture(scope="module")
 def questions() -> list[Question]:
     bank: QuestionBank = load_bank()
-    return [q for q in bank if q.topic in MIN_PER_TOPIC]
+    return [q for q in bank if q.topic in AREAS["v3"].min_per_topic]
 
 
 # --- the formulas against their sources -----------------------------------------------------
@@ -144,16 +128,6 @@ def test_step_activation_bytes_scale_with_the_step_tokens() -> None:
 # --- the questions --------------------------------------------------------------------------
 
 
-def test_each_v3_formula_is_used_by_a_question(questions: list[Question]) -> None:
-    kinds = Counter(q.inputs.get("kind") for q in questions if q.inputs)
-    assert set(FORMULAS_V3) <= set(kinds), kinds
-
-
-def test_topics_keep_their_minimum_size(questions: list[Question]) -> None:
-    counts = Counter(q.topic for q in questions)
-    assert {t: counts[t] for t, n in MIN_PER_TOPIC.items() if counts[t] < n} == {}
-
-
 def test_greek_numbers_are_the_english_ones_with_a_decimal_comma(
     questions: list[Question],
 ) -> None:
@@ -162,22 +136,3 @@ def test_greek_numbers_are_the_english_ones_with_a_decimal_comma(
         if q.inputs:
             en, el = q.texts[Locale.EN].choices, q.texts[Locale.EL].choices
             assert [c.split()[0].replace(".", ",") for c in en] == [c.split()[0] for c in el], q.id
-
-
-@pytest.mark.parametrize("locale", list(Locale))
-def test_correct_choice_is_rarely_the_uniquely_longest(
-    questions: list[Question], locale: Locale
-) -> None:
-    def uniquely_longest(q: Question) -> bool:
-        lengths = [len(c) for c in q.texts[locale].choices]
-        return all(lengths[q.answer] > n for i, n in enumerate(lengths) if i != q.answer)
-
-    longest = [q.id for q in questions if uniquely_longest(q)]
-    assert len(longest) <= MAX_LONGEST_SHARE * len(questions), longest
-
-
-def test_answer_positions_are_spread(questions: list[Question]) -> None:
-    positions = Counter(q.answer for q in questions)
-    low, high = POSITION_SHARE
-    shares = {p: positions[p] / len(questions) for p in range(4)}
-    assert all(low <= s <= high for s in shares.values()), shares
