@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
 
@@ -98,27 +99,20 @@ def test_every_marked_call_is_one_pybabel_extracts() -> None:
     placeholders; placeholder values may be f-strings), a context that is not a literal,
     and a string given to ``translator(locale)(...)`` directly (bind it: ``t = ...``)."""
     found = []
-    for package in SOURCES:
-        for path in (ROOT / package).rglob("*.py"):
-            where = str(path.relative_to(ROOT))
-            if where.startswith(PENDING):
-                continue
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if not isinstance(node, ast.Call):
-                    continue
-                if _literal_given_to_a_translator_call(node):
-                    found.append(f"{where}:{node.lineno}: translator(...)(text)")
-                if _called_name(node) not in KEYWORDS:
-                    continue
-                spec = KEYWORDS[_called_name(node)] or (1,)
-                for item in spec:
-                    i = item if isinstance(item, int) else item[0]
-                    arg = node.args[i - 1] if i <= len(node.args) else None
-                    if isinstance(arg, ast.JoinedStr):
-                        found.append(f"{where}:{node.lineno}: f-string")
-                    forwards = where == "bot/i18n.py"  # the mechanism passes contexts on
-                    if not isinstance(item, int) and not _is_text(arg) and not forwards:
-                        found.append(f"{where}:{node.lineno}: context not a literal")
+    for where, node in _source_calls():
+        if _literal_given_to_a_translator_call(node):
+            found.append(f"{where}:{node.lineno}: translator(...)(text)")
+        if _called_name(node) not in KEYWORDS:
+            continue
+        spec = KEYWORDS[_called_name(node)] or (1,)
+        for item in spec:
+            i = item if isinstance(item, int) else item[0]
+            arg = node.args[i - 1] if i <= len(node.args) else None
+            if isinstance(arg, ast.JoinedStr):
+                found.append(f"{where}:{node.lineno}: f-string")
+            forwards = where == "bot/i18n.py"  # the mechanism passes contexts on
+            if not isinstance(item, int) and not _is_text(arg) and not forwards:
+                found.append(f"{where}:{node.lineno}: context not a literal")
     assert found == [], found
 
 
@@ -128,20 +122,25 @@ def test_pybabel_finds_every_marked_call_of_the_source() -> None:
     Every literal msgid the syntax tree shows must be in pybabel's extraction."""
     extracted = set(marked_strings())
     lost = []
+    for where, node in _source_calls():
+        key = _literal_key(node)
+        if key is not None and key not in extracted:
+            lost.append(f"{where}:{node.lineno}: {key[1]!r}")
+    assert lost == [], "pybabel does not see these (rename the variable, or move the call): " + (
+        repr(lost)
+    )
+
+
+def _source_calls() -> Iterator[tuple[str, ast.Call]]:
+    """Every call in the packages whose strings are translated, with its file."""
     for package in SOURCES:
         for path in (ROOT / package).rglob("*.py"):
             where = str(path.relative_to(ROOT))
             if where.startswith(PENDING):
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if not isinstance(node, ast.Call):
-                    continue
-                key = _literal_key(node)
-                if key is not None and key not in extracted:
-                    lost.append(f"{where}:{node.lineno}: {key[1]!r}")
-    assert lost == [], "pybabel does not see these (rename the variable, or move the call): " + (
-        repr(lost)
-    )
+                if isinstance(node, ast.Call):
+                    yield where, node
 
 
 def _literal_key(node: ast.Call) -> Key | None:
