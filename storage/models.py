@@ -7,6 +7,7 @@ Uniqueness does the hard work: one answer per (post, member), one post per
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -62,6 +63,23 @@ class UtcDateTime(TypeDecorator[datetime]):
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+
+
+class _Tally:
+    """A member's total on a board: points, correct answers, answers, and when it reached
+    its points (the tie-break: who got there first)."""
+
+    points: Mapped[int] = mapped_column(Integer, default=0)
+    correct: Mapped[int] = mapped_column(Integer, default=0)
+    answered: Mapped[int] = mapped_column(Integer, default=0)
+    reached_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class _Streaks:
+    """A member's current and best streak of correct answers."""
+
+    current_streak: Mapped[int] = mapped_column(Integer, default=0)
+    best_streak: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class ChannelRow(Base):
@@ -198,34 +216,24 @@ class AnswerRow(Base):
 Index("ix_answers_member_id_id", AnswerRow.member_id, AnswerRow.id)
 
 
-class ScoreRow(Base):
+class ScoreRow(Base, _Tally, _Streaks):
     """All-time aggregate per (channel, member), kept in step when a post closes."""
 
     __tablename__ = "scores"
     channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), primary_key=True)
     member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
-    points: Mapped[int] = mapped_column(Integer, default=0)
-    correct: Mapped[int] = mapped_column(Integer, default=0)
-    answered: Mapped[int] = mapped_column(Integer, default=0)
-    current_streak: Mapped[int] = mapped_column(Integer, default=0)
-    best_streak: Mapped[int] = mapped_column(Integer, default=0)
-    reached_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
-class ScoreDayRow(Base):
+class ScoreDayRow(Base, _Tally):
     """Per-day aggregate (the channel's local date) so windowed boards never scan answers."""
 
     __tablename__ = "score_days"
     channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), primary_key=True)
     member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
     day: Mapped[date] = mapped_column(Date, primary_key=True)
-    points: Mapped[int] = mapped_column(Integer, default=0)
-    correct: Mapped[int] = mapped_column(Integer, default=0)
-    answered: Mapped[int] = mapped_column(Integer, default=0)
-    reached_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
-class ScorePeriodRow(Base):
+class ScorePeriodRow(Base, _Tally):
     """Totals per board period, kept in step when a post closes, so no board sums rows at
     read time: a channel's week and month, and a workspace's day, week, month and all-time
     (`board` names it, e.g. ``channel:7:week``, ``workspace:slack:T1:all``; `starts` is the
@@ -237,10 +245,6 @@ class ScorePeriodRow(Base):
     board: Mapped[str] = mapped_column(String(120), primary_key=True)
     starts: Mapped[date] = mapped_column(Date, primary_key=True)
     member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
-    points: Mapped[int] = mapped_column(Integer, default=0)
-    correct: Mapped[int] = mapped_column(Integer, default=0)
-    answered: Mapped[int] = mapped_column(Integer, default=0)
-    reached_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
 class ScoreHistogramRow(Base):
@@ -271,32 +275,20 @@ class ScoreTopicRow(Base):
 
 # The board order (points, then correct answers, then who got there first): a board's top
 # 10 and a caller's rank are index range scans, whatever the number of players.
-Index(
-    "ix_scores_rank",
-    ScoreRow.channel_id,
-    ScoreRow.points.desc(),
-    ScoreRow.correct.desc(),
-    ScoreRow.reached_at,
-    ScoreRow.member_id,
-)
-Index(
-    "ix_score_days_rank",
-    ScoreDayRow.channel_id,
-    ScoreDayRow.day,
-    ScoreDayRow.points.desc(),
-    ScoreDayRow.correct.desc(),
-    ScoreDayRow.reached_at,
-    ScoreDayRow.member_id,
-)
-Index(
-    "ix_score_periods_rank",
-    ScorePeriodRow.board,
-    ScorePeriodRow.starts,
-    ScorePeriodRow.points.desc(),
-    ScorePeriodRow.correct.desc(),
-    ScorePeriodRow.reached_at,
-    ScorePeriodRow.member_id,
-)
+def _rank_index(name: str, model: type[_Tally], *board: Any) -> Index:
+    return Index(
+        name,
+        *board,
+        model.points.desc(),
+        model.correct.desc(),
+        model.reached_at,
+        model.member_id,  # type: ignore[attr-defined]
+    )
+
+
+_rank_index("ix_scores_rank", ScoreRow, ScoreRow.channel_id)
+_rank_index("ix_score_days_rank", ScoreDayRow, ScoreDayRow.channel_id, ScoreDayRow.day)
+_rank_index("ix_score_periods_rank", ScorePeriodRow, ScorePeriodRow.board, ScorePeriodRow.starts)
 
 
 class PracticeCardRow(Base):
@@ -666,7 +658,7 @@ class SeasonRow(Base):
     podium_message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
-class SeasonScoreRow(Base):
+class SeasonScoreRow(Base, _Tally, _Streaks):
     """A member's season totals (migration 0013), folded at close: `board` 0 is the whole
     season, a channel id its board in that channel (workspace seasons only). The streak
     is the season's own (scheduled questions of one channel); early/late count the answers
@@ -677,12 +669,6 @@ class SeasonScoreRow(Base):
     season_id: Mapped[int] = mapped_column(ForeignKey("seasons.id"), primary_key=True)
     board: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
-    points: Mapped[int] = mapped_column(Integer, default=0)
-    correct: Mapped[int] = mapped_column(Integer, default=0)
-    answered: Mapped[int] = mapped_column(Integer, default=0)
-    reached_at: Mapped[datetime] = mapped_column(UtcDateTime())
-    current_streak: Mapped[int] = mapped_column(Integer, default=0)
-    best_streak: Mapped[int] = mapped_column(Integer, default=0)
     early_answered: Mapped[int] = mapped_column(Integer, default=0)
     early_correct: Mapped[int] = mapped_column(Integer, default=0)
     late_answered: Mapped[int] = mapped_column(Integer, default=0)
