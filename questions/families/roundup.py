@@ -29,13 +29,7 @@ from questions.families.narrate import (
 )
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
-from questions.families.trace import (
-    malloc,
-    replay_value,
-    run_trace,
-    trace_draft,
-    trace_inputs,
-)
+from questions.families.trace import malloc, replay_value, run_trace, trace_draft, trace_inputs
 
 DIVISIONS = (2, 4, 8, 16)
 ASKS = (ALLOCATED, RESERVED)
