@@ -104,10 +104,7 @@ async def test_a_callback_state_works_once_and_only_for_its_provider(
     oauth_site: Site, fakes: tuple[FakeSlack, FakeDiscord]
 ) -> None:
     async with oauth_site.client() as client:
-        async with client.get("/login/slack", allow_redirects=False) as resp:
-            authorize = resp.headers["Location"]
-        async with client.get(authorize, allow_redirects=False) as resp:
-            callback = resp.headers["Location"]
+        callback = await _slack_callback(client)
         query = parse_qs(urlsplit(callback).query)
         wrong = f"/auth/discord/callback?code={query['code'][0]}&state={query['state'][0]}"
         async with client.get(wrong, allow_redirects=False) as resp:
@@ -122,10 +119,7 @@ async def test_a_replayed_callback_is_refused_after_the_first_sign_in(
     oauth_site: Site, fakes: tuple[FakeSlack, FakeDiscord]
 ) -> None:
     async with oauth_site.client() as client:
-        async with client.get("/login/slack", allow_redirects=False) as resp:
-            authorize = resp.headers["Location"]
-        async with client.get(authorize, allow_redirects=False) as resp:
-            callback = resp.headers["Location"]
+        callback = await _slack_callback(client)
         async with client.get(callback, allow_redirects=False) as resp:
             assert resp.status == 303
     async with oauth_site.client() as other, other.get(callback, allow_redirects=False) as resp:
@@ -138,10 +132,7 @@ async def test_an_expired_sign_in_is_refused(
     from datetime import timedelta
 
     async with oauth_site.client() as client:
-        async with client.get("/login/slack", allow_redirects=False) as resp:
-            authorize = resp.headers["Location"]
-        async with client.get(authorize, allow_redirects=False) as resp:
-            callback = resp.headers["Location"]
+        callback = await _slack_callback(client)
         clock.advance(timedelta(minutes=11))
         async with client.get(callback, allow_redirects=False) as resp:
             assert resp.status == 400
@@ -208,3 +199,11 @@ async def test_no_secret_or_token_reaches_the_log(
     for call in slack.calls_to("openid.connect.token", ok_only=False):
         assert call.response.get("access_token", "-") not in text
     assert SLACK_SECRET not in text and DISCORD_SECRET not in text
+
+
+async def _slack_callback(client: Any) -> str:
+    """The callback URL the fake Slack sends the browser back to, not yet followed."""
+    async with client.get("/login/slack", allow_redirects=False) as resp:
+        authorize = resp.headers["Location"]
+    async with client.get(authorize, allow_redirects=False) as resp:
+        return str(resp.headers["Location"])
