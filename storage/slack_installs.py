@@ -89,25 +89,14 @@ class SqlSlackInstallations(AsyncInstallationStore):
         now = self._clock.now()
         org_wide = bool(installation.is_enterprise_install)
         values: dict[str, Any] = {
-            "enterprise_id": installation.enterprise_id,
+            **{name: getattr(installation, name) for name in _KEPT},
             "team_id": None if org_wide else installation.team_id,
             "is_enterprise_install": org_wide,
-            "app_id": installation.app_id,
-            "enterprise_name": installation.enterprise_name,
-            "enterprise_url": installation.enterprise_url,
-            "team_name": installation.team_name,
-            "bot_token": installation.bot_token,
-            "bot_id": installation.bot_id,
-            "bot_user_id": installation.bot_user_id,
             "bot_scopes": _scopes(installation.bot_scopes),
-            "bot_refresh_token": installation.bot_refresh_token,
             "bot_token_expires_at": _when(installation.bot_token_expires_at),
             "user_id": installation.user_id or "",
-            "user_token": installation.user_token,
             "user_scopes": _scopes(installation.user_scopes),
-            "user_refresh_token": installation.user_refresh_token,
             "user_token_expires_at": _when(installation.user_token_expires_at),
-            "token_type": installation.token_type,
             "updated_at": now,
             "uninstalled_at": None,
             "refresh_claimed_until": None,
@@ -385,27 +374,33 @@ class SqlSlackInstallations(AsyncInstallationStore):
             )
 
 
+# The columns stored as slack_sdk's `Installation` has them (the others are converted).
+_KEPT = (
+    "enterprise_id",
+    "app_id",
+    "enterprise_name",
+    "enterprise_url",
+    "team_name",
+    "bot_token",
+    "bot_id",
+    "bot_user_id",
+    "bot_refresh_token",
+    "user_token",
+    "user_refresh_token",
+    "token_type",
+)
+
+
 def _installation(row: SlackInstallationRow) -> Installation:
     return Installation(
-        app_id=row.app_id,
-        enterprise_id=row.enterprise_id,
-        enterprise_name=row.enterprise_name,
-        enterprise_url=row.enterprise_url,
+        **{name: getattr(row, name) for name in _KEPT},
         team_id=row.team_id,
-        team_name=row.team_name,
-        bot_token=row.bot_token,
-        bot_id=row.bot_id,
-        bot_user_id=row.bot_user_id,
         bot_scopes=row.bot_scopes,
-        bot_refresh_token=row.bot_refresh_token,
         bot_token_expires_at=_epoch(row.bot_token_expires_at),
         user_id=row.user_id,
-        user_token=row.user_token,
         user_scopes=row.user_scopes,
-        user_refresh_token=row.user_refresh_token,
         user_token_expires_at=_epoch(row.user_token_expires_at),
         is_enterprise_install=row.is_enterprise_install,
-        token_type=row.token_type,
         installed_at=row.installed_at.timestamp(),
     )
 
