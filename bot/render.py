@@ -113,9 +113,11 @@ def outcome_message(outcome: AnswerOutcome, locale: Locale) -> Message:
     text = q.text(locale)
     assert outcome.choice is not None
     if outcome.value is not None:
-        return _typed_outcome(outcome, q, locale)
-    chosen = f"{choice_letter(outcome.choice)}. {text.choices[outcome.choice]}"
-    right = f"{choice_letter(q.answer)}. {text.choices[q.answer]}"
+        target = numeric_target(q)
+        assert target is not None
+        chosen = f"{significant(outcome.value, locale)} {target.unit}"
+    else:
+        chosen = f"{choice_letter(outcome.choice)}. {text.choices[outcome.choice]}"
     if status is AnswerStatus.ALREADY_ANSWERED:
         return Message(
             body=t(
@@ -123,9 +125,12 @@ def outcome_message(outcome: AnswerOutcome, locale: Locale) -> Message:
                 choice=chosen,
             )
         )
-    if outcome.correct:
+    if outcome.value is not None:
+        head = _typed_head(outcome, q, chosen, locale)
+    elif outcome.correct:
         head = t("✅ Correct: {choice}", choice=chosen)
     else:
+        right = f"{choice_letter(q.answer)}. {text.choices[q.answer]}"
         head = t(
             "❌ Not quite. You chose {choice}; the answer is {right}.", choice=chosen, right=right
         )
@@ -135,33 +140,20 @@ def outcome_message(outcome: AnswerOutcome, locale: Locale) -> Message:
     )
 
 
-def _typed_outcome(outcome: AnswerOutcome, q: Question, locale: Locale) -> Message:
+def _typed_head(outcome: AnswerOutcome, q: Question, typed: str, locale: Locale) -> str:
+    """The first line of the reply to a typed answer (`typed`: the value as shown)."""
     t = translator(locale)
     target = numeric_target(q)
-    assert outcome.value is not None and target is not None
-    typed = f"{significant(outcome.value, locale)} {target.unit}"
-    right = f"{significant(target.value, locale)} {target.unit}"
-    if outcome.status is AnswerStatus.ALREADY_ANSWERED:
-        return Message(
-            body=t(
-                "You already answered this question ({choice}); only your first answer counts.",
-                choice=typed,
-            )
-        )
+    assert target is not None
     if outcome.correct:
-        head = t("✅ Correct: {value}", value=typed)
-    else:
-        head = t(
-            "❌ Not quite. You typed {value}; the answer is {right} (±{tolerance} {unit} "
-            "counts as right).",
-            value=typed,
-            right=right,
-            tolerance=significant(target.tolerance, locale),
-            unit=target.unit,
-        )
-    return Message(
-        body=f"{head}\n\n{q.text(locale).explanation}",
-        footer=t("Your answer is hidden from the channel until the reveal."),
+        return t("✅ Correct: {value}", value=typed)
+    return t(
+        "❌ Not quite. You typed {value}; the answer is {right} (±{tolerance} {unit} "
+        "counts as right).",
+        value=typed,
+        right=f"{significant(target.value, locale)} {target.unit}",
+        tolerance=significant(target.tolerance, locale),
+        unit=target.unit,
     )
 
 
