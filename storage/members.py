@@ -350,14 +350,9 @@ async def _leave_totals(s: AsyncSession, mid: int) -> None:
             .order_by(PostRow.channel_id, PostRow.question_id)
         )
     ).all()
-    if per_question:
-        q = cast(Table, ScoreQuestionRow.__table__)
-        await s.execute(
-            update(q)
-            .where(q.c.channel_id == bindparam("c"), q.c.question_id == bindparam("q"))
-            .values(answered=q.c.answered - bindparam("n"), correct=q.c.correct - bindparam("k")),
-            [{"c": c, "q": qid, "n": n, "k": k or 0} for c, qid, n, k in per_question],
-        )
+    await _subtract(
+        s, ScoreQuestionRow, "question_id", [(c, q, n, k or 0) for c, q, n, k in per_question]
+    )
     per_day = (
         await s.execute(
             select(
@@ -367,14 +362,23 @@ async def _leave_totals(s: AsyncSession, mid: int) -> None:
             .order_by(ScoreDayRow.channel_id, ScoreDayRow.day)
         )
     ).all()
-    if per_day:
-        d = cast(Table, ScoreDayTotalRow.__table__)
-        await s.execute(
-            update(d)
-            .where(d.c.channel_id == bindparam("c"), d.c.day == bindparam("d"))
-            .values(answered=d.c.answered - bindparam("n"), correct=d.c.correct - bindparam("k")),
-            [{"c": c, "d": day, "n": n, "k": k} for c, day, n, k in per_day],
-        )
+    await _subtract(s, ScoreDayTotalRow, "day", [(c, day, n, k) for c, day, n, k in per_day])
+
+
+async def _subtract(
+    s: AsyncSession, model: Any, key: str, rows: list[tuple[int, Any, int, int]]
+) -> None:
+    """Take (answered, correct) off the everyone-together rows keyed by (channel, `key`)."""
+    if not rows:
+        return
+    table = cast(Table, model.__table__)
+    answered, correct = table.c.answered, table.c.correct
+    await s.execute(
+        update(table)
+        .where(table.c.channel_id == bindparam("c"), table.c[key] == bindparam("key"))
+        .values(answered=answered - bindparam("n"), correct=correct - bindparam("k")),
+        [{"c": c, "key": at, "n": n, "k": k} for c, at, n, k in rows],
+    )
 
 
 async def _leave_boards(s: AsyncSession, mid: int) -> None:
