@@ -152,14 +152,21 @@ class RunContext:
         return f"*{text}{label.tag}*"
 
     def output(
-        self, lines: Sequence[str], metrics: Mapping[str, Any], fig: Any, label: RunLabel
+        self,
+        title: str,
+        lines: Sequence[str],
+        metrics: Mapping[str, Any],
+        fig: Any,
+        label: RunLabel,
     ) -> DemoOutput:
-        """Report (closed by the label's note), metrics, the PNG with the label in its
-        footer (unless `encode_png` is off), the device line, and the figure itself: every
-        demo ends here, so none can skip a label."""
+        """Report (`title` tagged with the label, `lines`, closed by the label's note),
+        metrics, the PNG with the label in its footer (unless `encode_png` is off), the
+        device line, and the figure itself: every demo ends here, so none can skip a label."""
         from gpu_runner.demos import _plot
 
-        report = [*lines, label.note] if label.note else list(lines)
+        report = [self.title(title, label), *lines]
+        if label.note:
+            report.append(label.note)
         _plot.finish(fig, label)
         return DemoOutput(
             "\n".join(report),

@@ -188,10 +188,6 @@ def run(ctx: RunContext) -> DemoOutput:
         )
     )
     lines = [
-        ctx.title(
-            ctx.t("Gradient (activation) checkpointing"),
-            label,
-        ),
         *_report(ctx, metrics, where),
     ]
     fig, (ax,) = _plot.figure(8.0, 3.6)
@@ -220,7 +216,7 @@ def run(ctx: RunContext) -> DemoOutput:
         ),
     )
     _plot.number_ticks(ax, ctx.locale)
-    return ctx.output(lines, metrics, fig, label)
+    return ctx.output(ctx.t("Gradient (activation) checkpointing"), lines, metrics, fig, label)
 
 
 def _report(ctx: RunContext, m: dict[str, Any], where: str) -> list[str]:

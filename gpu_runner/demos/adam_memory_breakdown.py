@@ -136,15 +136,13 @@ def run(ctx: RunContext) -> DemoOutput:
         ),
     )
     lines = [
-        ctx.title(
-            ctx.t("Adam memory per parameter (mixed precision)"),
-            label,
-        ),
         *_report(ctx, metrics, check),
     ]
     fig, (ax,) = _plot.figure(8.0, 3.6)
     _stacked_plot(ctx, ax, check)
-    return ctx.output(lines, metrics, fig, label)
+    return ctx.output(
+        ctx.t("Adam memory per parameter (mixed precision)"), lines, metrics, fig, label
+    )
 
 
 def _report(ctx: RunContext, m: dict[str, Any], check: dict[str, Any] | None) -> list[str]:

@@ -153,13 +153,6 @@ def run(ctx: RunContext) -> DemoOutput:
         else t("no memory cap.")
     )
     lines = [
-        ctx.title(
-            ctx.t(
-                "Allocator trace · {steps} operations",
-                steps=len(steps),
-            ),
-            label,
-        ),
         t(
             "A {total} device, {conf}, {capped}",
             total=total,
@@ -191,7 +184,13 @@ def run(ctx: RunContext) -> DemoOutput:
         metrics["agree"] = value == sim[-1].value
         metrics["simulator_steps"] = step_figures(sim)
         lines.append(verdict(ctx, ask, value, sim[-1].value, gpu["not_comparable"]))
-    return ctx.output(lines, metrics, plot(ctx, steps, ask, value, cap), label)
+    return ctx.output(
+        ctx.t("Allocator trace · {steps} operations", steps=len(steps)),
+        lines,
+        metrics,
+        plot(ctx, steps, ask, value, cap),
+        label,
+    )
 
 
 def step_figures(steps: list[Step]) -> list[dict[str, Any]]:

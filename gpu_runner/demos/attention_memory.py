@@ -140,13 +140,15 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     label = run_label(ctx, any(r["measured"] for r in rows))
     lines = [
-        ctx.title(
-            ctx.t("Attention memory: naive N×N scores vs scaled_dot_product_attention"),
-            label,
-        ),
         *report(ctx, rows, (batch, heads, dim, dtype_name), how),
     ]
-    return ctx.output(lines, metrics, plot(ctx, rows, dtype_name), label)
+    return ctx.output(
+        ctx.t("Attention memory: naive N×N scores vs scaled_dot_product_attention"),
+        lines,
+        metrics,
+        plot(ctx, rows, dtype_name),
+        label,
+    )
 
 
 def run_label(ctx: RunContext, measured: bool) -> RunLabel:

@@ -95,10 +95,6 @@ def run(ctx: RunContext) -> DemoOutput:
         return f"{ctx.num(r['us_per_iter'], 1)} µs/iter"
 
     lines = [
-        ctx.title(
-            ctx.t("Why a caching allocator?"),
-            label,
-        ),
         t(
             "{n} × `x = empty({size}); del x`:",
             n=ctx.num(n),
@@ -170,7 +166,7 @@ def run(ctx: RunContext) -> DemoOutput:
             fmt=lambda v: ctx.num(v, 1),
             title=t("Time per allocate + free"),
         )
-    return ctx.output(lines, metrics, fig, label)
+    return ctx.output(ctx.t("Why a caching allocator?"), lines, metrics, fig, label)
 
 
 def _count(ctx: RunContext, value: int | None) -> str:

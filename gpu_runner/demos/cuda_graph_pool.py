@@ -157,10 +157,6 @@ def run(ctx: RunContext) -> DemoOutput:
 
     kept = max((s["private_pool_bytes"] or 0) for s in steps)
     lines = [
-        ctx.title(
-            ctx.t("CUDA graphs keep a private memory pool"),
-            label,
-        ),
         t(
             "`out = relu(x * 2 + 1)` captured with `torch.cuda.graph`, x of {size}:",
             size=ctx.mib(size),
@@ -211,7 +207,7 @@ def run(ctx: RunContext) -> DemoOutput:
         ),
     )
     _plot.number_ticks(ax, ctx.locale)
-    return ctx.output(lines, metrics, fig, label)
+    return ctx.output(ctx.t("CUDA graphs keep a private memory pool"), lines, metrics, fig, label)
 
 
 DEMO = Demo(

@@ -159,13 +159,9 @@ def run(ctx: RunContext) -> DemoOutput:
         ),
     )
     lines = [
-        ctx.title(
-            ctx.t("DDP gradient buckets"),
-            label,
-        ),
         *report(ctx, metrics),
     ]
-    return ctx.output(lines, metrics, plot(ctx, metrics), label)
+    return ctx.output(ctx.t("DDP gradient buckets"), lines, metrics, plot(ctx, metrics), label)
 
 
 def span(names: list[str]) -> str:

@@ -125,10 +125,6 @@ def run(ctx: RunContext) -> DemoOutput:
 
     kept = shared_steps[1]
     lines = [
-        ctx.title(
-            ctx.t("empty_cache() does not free a live tensor"),
-            label,
-        ),
         t(
             "`x` is {size} of uint8; `v = x[:16]` is a 16-byte view of it:",
             size=ctx.size(size),
@@ -186,7 +182,9 @@ def run(ctx: RunContext) -> DemoOutput:
         ),
     )
     _plot.number_ticks(ax, ctx.locale)
-    return ctx.output(lines, metrics, fig, label)
+    return ctx.output(
+        ctx.t("empty_cache() does not free a live tensor"), lines, metrics, fig, label
+    )
 
 
 def _state_word(ctx: RunContext, freed: bool) -> str:

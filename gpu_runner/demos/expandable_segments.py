@@ -150,15 +150,11 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     label = device_label(ctx, dev)
     lines = [
-        ctx.title(
-            ctx.t("expandable_segments for changing sizes"),
-            label,
-        ),
         *_report(ctx, metrics, cap),
     ]
     fig, (ax,) = _plot.figure(8.0, 3.6)
     _trace_plot(ctx, ax, results, cap)
-    return ctx.output(lines, metrics, fig, label)
+    return ctx.output(ctx.t("expandable_segments for changing sizes"), lines, metrics, fig, label)
 
 
 def _report(ctx: RunContext, m: dict[str, Any], cap: int) -> list[str]:

@@ -44,10 +44,6 @@ def run(ctx: RunContext) -> DemoOutput:
     label = device_label(ctx, dev)
     t = ctx.t
     lines = [
-        ctx.title(
-            ctx.t("Fragmentation"),
-            label,
-        ),
         t(
             "One {segment} segment, {blocks} × {size} tensors carved from it, every other one "
             "freed:",
@@ -94,7 +90,7 @@ def run(ctx: RunContext) -> DemoOutput:
         ),
         locale=ctx.locale,
     )
-    return ctx.output(lines, metrics, fig, label)
+    return ctx.output(ctx.t("Fragmentation"), lines, metrics, fig, label)
 
 
 DEMO = Demo(

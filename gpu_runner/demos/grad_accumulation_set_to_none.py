@@ -93,13 +93,15 @@ def run(ctx: RunContext) -> DemoOutput:
         ),
     )
     lines = [
-        ctx.title(
-            ctx.t("Gradient accumulation and zero_grad(set_to_none)"),
-            label,
-        ),
         *report(ctx, cfg, runs, params),
     ]
-    return ctx.output(lines, metrics, plot(ctx, cfg, runs), label)
+    return ctx.output(
+        ctx.t("Gradient accumulation and zero_grad(set_to_none)"),
+        lines,
+        metrics,
+        plot(ctx, cfg, runs),
+        label,
+    )
 
 
 def between_steps(run_: dict[str, Any]) -> int:

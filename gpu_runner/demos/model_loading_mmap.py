@@ -157,13 +157,15 @@ def run(ctx: RunContext) -> DemoOutput:
         cpu_note=ctx.t("host memory from /proc/self/status, a fresh process per mode"),
     )
     lines = [
-        ctx.title(
-            ctx.t("Loading a checkpoint: peak host memory"),
-            label,
-        ),
         *report(ctx, weights, modes),
     ]
-    return ctx.output(lines, metrics, plot(ctx, weights, modes), label)
+    return ctx.output(
+        ctx.t("Loading a checkpoint: peak host memory"),
+        lines,
+        metrics,
+        plot(ctx, weights, modes),
+        label,
+    )
 
 
 def ratio(ctx: RunContext, value: int | None, weights: int) -> str:

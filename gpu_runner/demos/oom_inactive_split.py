@@ -158,16 +158,12 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     label = device_label(ctx, dev)
     lines = [
-        ctx.title(
-            ctx.t("OOM with reserved memory unused"),
-            label,
-        ),
         *outcome_lines(ctx, metrics, _first_sentence(message)),
         *remedy_lines(ctx, metrics),
     ]
     fig, (ax,) = _plot.figure(8.0, 3.0)
     _request_map(ctx, ax, layout_snapshot, metrics)
-    return ctx.output(lines, metrics, fig, label)
+    return ctx.output(ctx.t("OOM with reserved memory unused"), lines, metrics, fig, label)
 
 
 def _request_map(ctx: RunContext, ax: Any, snapshot: Any, m: dict[str, Any]) -> None:

@@ -186,15 +186,13 @@ def run(ctx: RunContext) -> DemoOutput:
         cpu_note=ctx.t("the KV figures are arithmetic; the attention check ran on the CPU"),
     )
     lines = [
-        ctx.title(
-            ctx.t("PagedAttention: KV cache in fixed-size blocks"),
-            label,
-        ),
         *_report(ctx, metrics, check),
     ]
     fig, (ax,) = _plot.figure(8.0, 3.8)
     _slots_plot(ctx, ax, metrics)
-    return ctx.output(lines, metrics, fig, label)
+    return ctx.output(
+        ctx.t("PagedAttention: KV cache in fixed-size blocks"), lines, metrics, fig, label
+    )
 
 
 def _report(ctx: RunContext, m: dict[str, Any], check: dict[str, Any] | None) -> list[str]:

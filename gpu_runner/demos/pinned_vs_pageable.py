@@ -143,10 +143,6 @@ def run(ctx: RunContext) -> DemoOutput:
         ),
     )
     lines = [
-        ctx.title(
-            ctx.t("Pinned vs pageable host memory"),
-            label,
-        ),
         *(_measured_lines(ctx, size, copies) if copies is not None else []),
     ]
     if copies is None:
@@ -186,7 +182,7 @@ def run(ctx: RunContext) -> DemoOutput:
     else:
         fig, (ax,) = _plot.figure(8.0, 3.2)
         _schematic(ax, ctx)
-    return ctx.output(lines, metrics, fig, label)
+    return ctx.output(ctx.t("Pinned vs pageable host memory"), lines, metrics, fig, label)
 
 
 def _measured_lines(ctx: RunContext, size: int, copies: dict[str, Any]) -> list[str]:

@@ -70,10 +70,6 @@ def run(ctx: RunContext) -> DemoOutput:
         for r in rows
     ]
     lines = [
-        ctx.title(
-            ctx.t("Reserved vs allocated"),
-            label,
-        ),
         t(
             'Bytes; "its block" is this request\'s block, the ∑ columns are the '
             "running totals after it (`memory_stats()`):",
@@ -98,7 +94,7 @@ def run(ctx: RunContext) -> DemoOutput:
     ]
     fig, (ax,) = _plot.figure(8.5, 4.0)
     _bars(ctx, ax, rows, after_free, after_empty)
-    return ctx.output(lines, metrics, fig, label)
+    return ctx.output(ctx.t("Reserved vs allocated"), lines, metrics, fig, label)
 
 
 def _bars(

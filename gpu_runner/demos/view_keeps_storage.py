@@ -72,12 +72,7 @@ def run(ctx: RunContext) -> DemoOutput:
     }
     label = device_label(ctx, dev, cpu_check=cpu is not None)
     t = ctx.t
-    lines = [
-        ctx.title(
-            ctx.t("A view keeps the whole storage alive"),
-            label,
-        )
-    ]
+    lines = []
     if cpu is not None:
         lines.append(
             t(
@@ -148,7 +143,7 @@ def run(ctx: RunContext) -> DemoOutput:
         ),
     )
     _plot.number_ticks(ax, ctx.locale)
-    return ctx.output(lines, metrics, fig, label)
+    return ctx.output(ctx.t("A view keeps the whole storage alive"), lines, metrics, fig, label)
 
 
 DEMO = Demo(
