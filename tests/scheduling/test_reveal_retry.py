@@ -12,6 +12,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import DateTime, bindparam, text
 
 from bot.bank import QuestionBank
@@ -40,6 +41,14 @@ class Listener:
         self.posts.append(reveal.post.id)
 
 
+@pytest.fixture
+def listener(basic: Quiz) -> Listener:
+    """A feature that records the posts it is told were revealed."""
+    listener = Listener()
+    basic.registry.add(Feature("listener", on_reveal=[listener]))
+    return listener
+
+
 async def ask_and_answer(service: QuizService, channel: ChannelRef) -> int:
     post = await service.ask(channel)
     assert post is not None
@@ -51,7 +60,7 @@ async def ask_and_answer(service: QuizService, channel: ChannelRef) -> int:
 
 
 async def test_failed_reveal_keeps_the_close_and_is_posted_once_after_the_lease(
-    basic: Quiz,
+    listener: Listener,
     service: QuizService,
     scheduler: Scheduler,
     store: SqlStore,
@@ -59,8 +68,6 @@ async def test_failed_reveal_keeps_the_close_and_is_posted_once_after_the_lease(
     clock: FakeClock,
     channel: ChannelRef,
 ) -> None:
-    listener = Listener()
-    basic.registry.add(Feature("listener", on_reveal=[listener]))
     post_id = await ask_and_answer(service, channel)
     chat.fail_threads = 1
 
@@ -188,7 +195,7 @@ async def test_reveal_lost_when_the_process_stopped_after_the_close_is_posted_af
 
 
 async def test_normal_close_posts_once_and_leaves_nothing_to_retry(
-    basic: Quiz,
+    listener: Listener,
     service: QuizService,
     scheduler: Scheduler,
     store: SqlStore,
@@ -196,8 +203,6 @@ async def test_normal_close_posts_once_and_leaves_nothing_to_retry(
     clock: FakeClock,
     channel: ChannelRef,
 ) -> None:
-    listener = Listener()
-    basic.registry.add(Feature("listener", on_reveal=[listener]))
     post_id = await ask_and_answer(service, channel)
     assert await service.close(post_id) is not None
     assert len(chat.of("thread")) == 1 and listener.posts == [post_id]
