@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from bot.commands import Command, CommandSet
 from bot.domain import ChannelRef, Locale, UserRef
@@ -56,6 +56,7 @@ StatsLine = Callable[["ChannelRef", "UserRef", Locale], Awaitable[str | None]]
 ReportNote = Callable[["ChannelRef", Locale], Awaitable[str | None]]
 ChannelHold = Callable[[Collection[ChannelRef]], Awaitable[set[ChannelRef]]]
 S = TypeVar("S")
+T = TypeVar("T")
 
 
 class Ticker(Protocol):
@@ -118,6 +119,16 @@ class Feature:
     report_notes: Sequence[ReportNote] = ()  # lines under the admin report (seasons, teams)
 
 
+class _Collected(Generic[T]):
+    """A `Registry` attribute: the items every feature gave under the same name, in order."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, registry: Registry, owner: type | None = None) -> tuple[T, ...]:
+        return registry._all(self.name)
+
+
 class Registry:
     """What every feature added, in the order the composition root lists them."""
 
@@ -159,45 +170,16 @@ class Registry:
             self._collected[key] = found
         return found
 
-    @property
-    def files(self) -> tuple[FileRoute, ...]:
-        return self._all("files")
-
-    @property
-    def on_reveal(self) -> tuple[RevealListener, ...]:
-        return self._all("on_reveal")
-
-    @property
-    def reveal_buttons(self) -> tuple[RevealButton, ...]:
-        return self._all("reveal_buttons")
-
-    @property
-    def outcome_renderers(self) -> tuple[OutcomeRenderer, ...]:
-        return self._all("outcome_renderers")
-
-    @property
-    def board_notes(self) -> tuple[BoardNote, ...]:
-        return self._all("board_notes")
-
-    @property
-    def on_answer(self) -> tuple[AnswerListener, ...]:
-        return self._all("on_answer")
-
-    @property
-    def pages(self) -> tuple[Page, ...]:
-        return self._all("pages")
-
-    @property
-    def stats(self) -> tuple[StatsLine, ...]:
-        return self._all("stats")
-
-    @property
-    def report_notes(self) -> tuple[ReportNote, ...]:
-        return self._all("report_notes")
-
-    @property
-    def tickers(self) -> tuple[Ticker, ...]:
-        return self._all("tickers")
+    files: _Collected[FileRoute] = _Collected()
+    on_reveal: _Collected[RevealListener] = _Collected()
+    reveal_buttons: _Collected[RevealButton] = _Collected()
+    outcome_renderers: _Collected[OutcomeRenderer] = _Collected()
+    board_notes: _Collected[BoardNote] = _Collected()
+    on_answer: _Collected[AnswerListener] = _Collected()
+    pages: _Collected[Page] = _Collected()
+    stats: _Collected[StatsLine] = _Collected()
+    report_notes: _Collected[ReportNote] = _Collected()
+    tickers: _Collected[Ticker] = _Collected()
 
     async def held(self, channels: Collection[ChannelRef]) -> set[ChannelRef]:
         """Those of `channels` whose scheduled questions wait (a feature holds them)."""
@@ -206,9 +188,7 @@ class Registry:
             out |= await hold(channels)
         return out
 
-    @property
-    def services(self) -> tuple[AbstractAsyncContextManager[Any], ...]:
-        return self._all("services")
+    services: _Collected[AbstractAsyncContextManager[Any]] = _Collected()
 
     @property
     def checks(self) -> dict[str, HealthCheck]:
