@@ -37,7 +37,8 @@ def test_the_registry_has_the_stable_ids() -> None:
 def test_every_demo_the_question_bank_names_is_registered() -> None:
     from questions.loader import load_bank
 
-    assert set(load_bank().demos()) <= set(IDS)
+    # The allocator trace replays generated questions' traces; no bank question names it.
+    assert set(load_bank().demos()) <= set(IDS) - {"allocator-trace"}
 
 
 @pytest.mark.parametrize("demo", IDS)
