@@ -80,9 +80,10 @@ def form(per_family: int, seed: int) -> None:
 def exhaustive(limit: int = 10_000) -> None:
     """Every scenario of the enumerable families: assembled, in full, prompt in bounds."""
     from bot.domain import Locale
-    from questions.families.assemble import ANSWER, assemble, with_compounds
+    from questions.families.assemble import assemble
     from questions.families.model import GeneratedQuestion
     from questions.schema import PROMPT_MAX
+    from tests.questions.families.explained import explanation_in_full
 
     families = [f for f in default_families() if f.space.size <= limit]
     total = failures = 0
@@ -97,18 +98,10 @@ def exhaustive(limit: int = 10_000) -> None:
                 bad += 1
                 print(f"    {family.id} scenario {scenario}: {exc}")
                 continue
-            pool = {c.misconception: c for c in with_compounds(draft).candidates}
             for locale in Locale:
                 text = g.question.text(locale)
-                shown = text.choices[g.question.answer]
-                lead = "Not" if locale is Locale.EN else "Όχι"
-                parts = [s.render(locale).replace(ANSWER, shown) for s in draft.steps]
-                parts += [
-                    f"{lead} {c}: {pool[m].why.render(locale)}"
-                    for c, m in zip(text.choices, g.misconceptions, strict=True)
-                    if m is not None
-                ]
-                if text.explanation != " ".join(parts) or len(text.prompt) > PROMPT_MAX:
+                full = explanation_in_full(draft, g, locale)
+                if text.explanation != full or len(text.prompt) > PROMPT_MAX:
                     bad += 1
                     print(f"    {family.id} scenario {scenario} {locale}: cut or too long")
         failures += bad

@@ -23,10 +23,10 @@ from questions.families import (
     generate,
     trace_problems,
 )
-from questions.families.assemble import ANSWER, with_compounds
 from questions.loader import validate_question
 from questions.schema import KEBAB_PATTERN
 
+from .explained import explanation_in_full
 from .recompute import expected_value, in_unit
 
 FAMILIES = default_families()
@@ -113,18 +113,9 @@ def test_explanation_is_every_step_then_every_note_in_full(
     family = FAMILIES.require(generated[0].family)
     for g in generated:
         draft = family.build(*family.space.decode(g.scenario))
-        pool = {c.misconception: c for c in with_compounds(draft).candidates}
         for locale in Locale:
-            text = g.question.text(locale)
-            shown = text.choices[g.question.answer]
-            lead = "Not" if locale is Locale.EN else "Όχι"
-            parts = [s.render(locale).replace(ANSWER, shown) for s in draft.steps]
-            parts += [
-                f"{lead} {choice}: {pool[name].why.render(locale)}"
-                for choice, name in zip(text.choices, g.misconceptions, strict=True)
-                if name is not None
-            ]
-            assert text.explanation == " ".join(parts), (g.id, locale)
+            full = explanation_in_full(draft, g, locale)
+            assert g.question.text(locale).explanation == full, (g.id, locale)
 
 
 def test_a_trace_explanation_ends_on_the_answer_as_its_choice_shows_it(
