@@ -25,12 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aiohttp import web
 
-from adapters.web import WebServer
 from adapters.web.bodies import BODY_DEADLINE
 from bench._common import median, percentile, target
-from bot.metrics import MetricsRegistry, QuizMetrics
+from tests.web.test_bodies import serving
 
 HEAD = (
     b"POST /slack/events HTTP/1.1\r\nHost: quizbot\r\n"
@@ -81,19 +79,7 @@ async def main(args: argparse.Namespace) -> None:
     log = io.StringIO()
     handler = logging.StreamHandler(log)
     logging.basicConfig(level=logging.INFO, handlers=[handler])
-    registry = MetricsRegistry()
-    metrics = QuizMetrics(registry)
-    server = WebServer(
-        registry,
-        host="127.0.0.1",
-        port=0,
-        aborted_body=lambda reason: metrics.http_aborted_bodies.inc(reason=reason),
-    )
-
-    async def events(request: web.Request) -> web.Response:
-        return web.Response(text=str(len(await request.read())))
-
-    server.app.router.add_post("/slack/events", events)
+    server, metrics = serving(BODY_DEADLINE)  # /slack/events answers the body's length
     limit = BODY_DEADLINE * 9  # the old behaviour: held for as long as the client liked
     async with server:
         held = await asyncio.gather(
