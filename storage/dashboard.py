@@ -37,7 +37,7 @@ from storage.models import (
     ScoreRow,
     WebClinicRow,
 )
-from storage.refs import channel_ref, user_ref
+from storage.refs import channel_ref, is_member, user_ref
 from storage.schedules import _to_schedule
 from storage.score_fold import channel_board, workspace_board
 
@@ -98,9 +98,7 @@ class SqlDashboard:
             mid = (
                 await s.execute(
                     select(MemberRow.id).where(
-                        MemberRow.platform == str(member.platform),
-                        MemberRow.workspace == member.workspace,
-                        MemberRow.user_id == member.user,
+                        *is_member(member),
                     )
                 )
             ).scalar_one_or_none()

@@ -15,7 +15,7 @@ from bot.demos.runs import DemoRun
 from bot.domain import ChannelRef, DemoResult, DemoState, Locale, MessageRef
 from storage._sql import from_row, insert
 from storage.models import ChannelRow, DemoRunRow
-from storage.refs import RefResolver, channel_ref
+from storage.refs import RefResolver, channel_ref, is_channel
 
 _ACTIVE = (DemoState.QUEUED.value, DemoState.RUNNING.value)
 _FINISHED = (DemoState.SUCCEEDED.value, DemoState.FAILED.value, DemoState.TIMED_OUT.value)
@@ -149,9 +149,7 @@ class SqlDemoRunRepository:
             rows = await s.execute(
                 _select()
                 .where(
-                    ChannelRow.platform == str(channel.platform),
-                    ChannelRow.workspace == channel.workspace,
-                    ChannelRow.channel == channel.channel,
+                    *is_channel(channel),
                 )
                 .order_by(DemoRunRow.id.desc())
                 .limit(limit)

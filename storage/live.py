@@ -34,7 +34,7 @@ from storage.models import (
     PostRow,
 )
 from storage.posts import post_select, to_post
-from storage.refs import RefResolver, channel_ref, user_ref
+from storage.refs import RefResolver, channel_ref, is_channel, is_member, user_ref
 
 _ACTIVE = [str(s) for s in ACTIVE]
 _STEPPING = [*_ACTIVE, str(RoundState.ENDING)]
@@ -47,9 +47,7 @@ def _channel_scores(channel: ChannelRef) -> Select[LiveScoreRow, MemberRow]:
         .join(MemberRow, MemberRow.id == LiveScoreRow.member_id)
         .join(ChannelRow, ChannelRow.id == LiveScoreRow.channel_id)
         .where(
-            ChannelRow.platform == str(channel.platform),
-            ChannelRow.workspace == channel.workspace,
-            ChannelRow.channel == channel.channel,
+            *is_channel(channel),
         )
     )
 
@@ -131,9 +129,7 @@ class SqlLiveRepository:
                 await s.execute(
                     _rounds().where(
                         LiveRoundRow.active_channel_id.is_not(None),
-                        ChannelRow.platform == str(channel.platform),
-                        ChannelRow.workspace == channel.workspace,
-                        ChannelRow.channel == channel.channel,
+                        *is_channel(channel),
                     )
                 )
             ).first()
@@ -543,9 +539,7 @@ class SqlLiveRepository:
             found = (
                 await s.execute(
                     _channel_scores(channel).where(
-                        MemberRow.platform == str(user.platform),
-                        MemberRow.workspace == user.workspace,
-                        MemberRow.user_id == user.user,
+                        *is_member(user),
                     )
                 )
             ).first()

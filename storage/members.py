@@ -59,7 +59,7 @@ from storage.models import (
     TeamQuestionRow,
     TeamRow,
 )
-from storage.refs import RefResolver
+from storage.refs import RefResolver, is_member
 from storage.score_fold import ALL_TIME, channel_board
 from storage.season_fold import season_board
 
@@ -82,9 +82,7 @@ class SqlMemberData:
         return (
             await s.execute(
                 select(MemberRow).where(
-                    MemberRow.platform == str(user.platform),
-                    MemberRow.workspace == user.workspace,
-                    MemberRow.user_id == user.user,
+                    *is_member(user),
                 )
             )
         ).scalar_one_or_none()

@@ -33,7 +33,7 @@ from bot.domain import (
 )
 from storage._sql import from_row
 from storage.models import ChannelRow, MemberRow, PostRow, UtcDateTime
-from storage.refs import RefResolver, channel_ref, user_ref
+from storage.refs import RefResolver, channel_ref, is_channel, user_ref
 from storage.score_fold import fold_post
 
 _Practice = aliased(MemberRow)
@@ -311,9 +311,7 @@ class SqlPostRepository:
     @staticmethod
     def _channel_filter(channel: ChannelRef) -> list[Any]:
         return [
-            ChannelRow.platform == str(channel.platform),
-            ChannelRow.workspace == channel.workspace,
-            ChannelRow.channel == channel.channel,
+            *is_channel(channel),
         ]
 
     async def _list(self, where: Any, order: Any, limit: int | None = None) -> list[Post]:

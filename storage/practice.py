@@ -16,7 +16,7 @@ from bot.practice import PracticeCard, review
 from storage._sql import insert
 from storage.models import MemberRow, PostRow, PracticeCardRow
 from storage.posts import post_select, to_post
-from storage.refs import RefResolver
+from storage.refs import RefResolver, is_member
 
 
 async def record_practice_answer(
@@ -56,9 +56,7 @@ class SqlPracticeRepository:
                 select(PracticeCardRow)
                 .join(MemberRow, MemberRow.id == PracticeCardRow.member_id)
                 .where(
-                    MemberRow.platform == str(user.platform),
-                    MemberRow.workspace == user.workspace,
-                    MemberRow.user_id == user.user,
+                    *is_member(user),
                 )
                 .order_by(PracticeCardRow.question_id)
             )

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import case, select
+from sqlalchemy import ColumnElement, case, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.domain import ChannelRef, Platform, UserRef
@@ -22,6 +22,24 @@ from storage.models import ChannelRow, MemberRow
 
 def channel_ref(row: ChannelRow) -> ChannelRef:
     return ChannelRef(Platform(row.platform), row.workspace, row.channel)
+
+
+def is_channel(channel: ChannelRef) -> tuple[ColumnElement[bool], ...]:
+    """The conditions that select `channel`'s row."""
+    return (
+        ChannelRow.platform == str(channel.platform),
+        ChannelRow.workspace == channel.workspace,
+        ChannelRow.channel == channel.channel,
+    )
+
+
+def is_member(user: UserRef) -> tuple[ColumnElement[bool], ...]:
+    """The conditions that select `user`'s member row."""
+    return (
+        MemberRow.platform == str(user.platform),
+        MemberRow.workspace == user.workspace,
+        MemberRow.user_id == user.user,
+    )
 
 
 def user_ref(row: MemberRow) -> UserRef:
@@ -67,9 +85,7 @@ class RefResolver:
         cid = (
             await session.execute(
                 select(ChannelRow.id).where(
-                    ChannelRow.platform == str(ref.platform),
-                    ChannelRow.workspace == ref.workspace,
-                    ChannelRow.channel == ref.channel,
+                    *is_channel(ref),
                 )
             )
         ).scalar_one()

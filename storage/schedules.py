@@ -27,7 +27,7 @@ from bot.scheduling.ports import SlotClaim
 from storage._sql import from_row, insert
 from storage.models import ChannelRow, PostRow, ScheduleRow, TeamPackRow, UtcDateTime
 from storage.posts import post_select, to_post
-from storage.refs import RefResolver, channel_ref
+from storage.refs import RefResolver, channel_ref, is_channel
 from storage.settings import same_workspace, settings_of
 
 HISTORY_LIMIT = 1000  # the same window as SqlPostRepository.history
@@ -402,9 +402,7 @@ class SqlScheduleRepository:
 
 def _channel_filter(channel: ChannelRef) -> list[ColumnElement[bool]]:
     return [
-        ChannelRow.platform == str(channel.platform),
-        ChannelRow.workspace == channel.workspace,
-        ChannelRow.channel == channel.channel,
+        *is_channel(channel),
     ]
 
 

@@ -47,7 +47,7 @@ from storage.models import (
     ScoreRow,
     ScoreTopicRow,
 )
-from storage.refs import user_ref
+from storage.refs import is_channel, is_member, user_ref
 from storage.score_fold import ALL_TIME, Board, channel_board, workspace_board
 
 # -- reading boards --------------------------------------------------------------------
@@ -118,9 +118,7 @@ class SqlScoreRepository:
             cid = (
                 await s.execute(
                     select(ChannelRow.id).where(
-                        ChannelRow.platform == str(channel.platform),
-                        ChannelRow.workspace == channel.workspace,
-                        ChannelRow.channel == channel.channel,
+                        *is_channel(channel),
                     )
                 )
             ).scalar_one_or_none()
@@ -145,12 +143,8 @@ class SqlScoreRepository:
                     .join(MemberRow, MemberRow.id == ScoreRow.member_id)
                     .join(ChannelRow, ChannelRow.id == ScoreRow.channel_id)
                     .where(
-                        ChannelRow.platform == str(channel.platform),
-                        ChannelRow.workspace == channel.workspace,
-                        ChannelRow.channel == channel.channel,
-                        MemberRow.platform == str(user.platform),
-                        MemberRow.workspace == user.workspace,
-                        MemberRow.user_id == user.user,
+                        *is_channel(channel),
+                        *is_member(user),
                     )
                 )
             ).first()
@@ -241,9 +235,7 @@ async def _top_and_caller(
     stmt: Any = select(rows(1).order_by(*order).limit(limit).subquery())
     if caller is not None:
         own = rows(0).where(
-            MemberRow.platform == str(caller.platform),
-            MemberRow.workspace == caller.workspace,
-            MemberRow.user_id == caller.user,
+            *is_member(caller),
         )
         stmt = union_all(stmt, own)
     top: list[tuple[Any, ...]] = []

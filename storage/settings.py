@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.clock import Clock
 from bot.domain import ChannelRef, ChannelSettings, DemoPolicy, Locale
 from storage.models import ChannelRow, TeamPackRow
-from storage.refs import RefResolver, channel_ref
+from storage.refs import RefResolver, channel_ref, is_channel
 
 
 def same_workspace() -> ColumnElement[bool]:
@@ -49,9 +49,7 @@ class SqlSettingsRepository:
                     select(ChannelRow, TeamPackRow.revision)
                     .outerjoin(TeamPackRow, same_workspace())
                     .where(
-                        ChannelRow.platform == str(channel.platform),
-                        ChannelRow.workspace == channel.workspace,
-                        ChannelRow.channel == channel.channel,
+                        *is_channel(channel),
                     )
                 )
             ).first()

@@ -37,7 +37,7 @@ from storage.models import (
     TeamProposalRow,
     TeamRow,
 )
-from storage.refs import RefResolver
+from storage.refs import RefResolver, is_member
 from storage.score_fold import ALL_TIME, workspace_board
 
 _FORGOTTEN = TOMBSTONE.split("{", 1)[0]
@@ -57,9 +57,7 @@ class SqlTeamRepository:
         found = (
             await s.execute(
                 select(MemberRow.id).where(
-                    MemberRow.platform == str(user.platform),
-                    MemberRow.workspace == user.workspace,
-                    MemberRow.user_id == user.user,
+                    *is_member(user),
                 )
             )
         ).scalar_one_or_none()
