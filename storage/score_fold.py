@@ -139,8 +139,6 @@ async def _fold_all_time(
     dialect: str,
     hist: dict[tuple[str, date, int], int],
 ) -> None:
-    ins = insert(dialect, ScoreRow)
-    greatest = func.max if dialect == "sqlite" else func.greatest
     rows = [
         {
             "channel_id": channel.id,
@@ -153,17 +151,9 @@ async def _fold_all_time(
         for a in scored
     ]
     everyone = channel_board(channel.id, BoardWindow.ALL)
+    keys = ("channel_id", "member_id")
     await _fold_board(
-        s,
-        ins,
-        ScoreRow,
-        ("channel_id", "member_id"),
-        rows,
-        scored,
-        hist,
-        lambda key: (everyone, ALL_TIME),
-        current_streak=ins.excluded.current_streak,
-        best_streak=greatest(ScoreRow.best_streak, ins.excluded.best_streak),
+        s, dialect, ScoreRow, keys, rows, scored, hist, lambda _: (everyone, ALL_TIME)
     )
 
 
@@ -185,15 +175,9 @@ async def _fold_days(
         for a in scored
     ]
     daily = channel_board(channel.id, BoardWindow.DAY)
+    keys = ("channel_id", "member_id", "day")
     await _fold_board(
-        s,
-        insert(dialect, ScoreDayRow),
-        ScoreDayRow,
-        ("channel_id", "member_id", "day"),
-        rows,
-        scored,
-        hist,
-        lambda key: (daily, key["day"]),
+        s, dialect, ScoreDayRow, keys, rows, scored, hist, lambda k: (daily, k["day"])
     )
 
 
@@ -211,35 +195,34 @@ async def _fold_periods(
         for board, starts in _period_keys(channel.id, ws, local_day(a.at, channel.timezone))
     ]
     rows.sort(key=lambda r: (r["board"], r["starts"], r["member_id"]))
+    keys = ("board", "starts", "member_id")
     await _fold_board(
-        s,
-        insert(dialect, ScorePeriodRow),
-        ScorePeriodRow,
-        ("board", "starts", "member_id"),
-        rows,
-        scored,
-        hist,
-        lambda key: (key["board"], key["starts"]),
+        s, dialect, ScorePeriodRow, keys, rows, scored, hist, lambda k: (k["board"], k["starts"])
     )
 
 
 async def _fold_board(
     s: AsyncSession,
-    ins: Any,
+    dialect: str,
     model: type[ScoreRow] | type[ScoreDayRow] | type[ScorePeriodRow],
     keys: tuple[str, ...],
     rows: list[dict[str, Any]],
     scored: list[_Scored],
     hist: dict[tuple[str, date, int], int],
     board: Callable[[dict[str, Any]], tuple[str, date]],
-    **also: Any,
 ) -> None:
-    """Upsert a board's rows (`keys`: the unique index, `also`: more assignments than the
-    tally's) and move each returned player in the histogram of `board(key)`."""
+    """Upsert a board's rows (`keys`: the unique index; the all-time rows keep the streaks
+    too) and move each returned player in the histogram of `board(key)`."""
+    ins = insert(dialect, model)
+    assign = _added(model, ins)
+    if model is ScoreRow:
+        greatest = func.max if dialect == "sqlite" else func.greatest
+        assign["current_streak"] = ins.excluded.current_streak
+        assign["best_streak"] = greatest(ScoreRow.best_streak, ins.excluded.best_streak)
     done = await s.execute(
-        ins.on_conflict_do_update(
-            index_elements=list(keys), set_={**_added(model, ins), **also}
-        ).returning(*(getattr(model, k) for k in keys), model.points, model.answered),
+        ins.on_conflict_do_update(index_elements=list(keys), set_=assign).returning(
+            *(getattr(model, k) for k in keys), model.points, model.answered
+        ),
         rows,
     )
     gained = _gained(scored)
