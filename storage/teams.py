@@ -81,15 +81,7 @@ class SqlTeamRepository:
             async with self._sessions.begin() as s:
                 if await self._team(s, ws, name) is not None:
                     raise TeamNameTaken(name)
-                row = TeamRow(
-                    platform=str(ws.platform),
-                    workspace=ws.id,
-                    name=name,
-                    name_key=_key(name),
-                    created_at=now,
-                )
-                s.add(row)
-                await s.flush()
+                row = await _new_team(s, ws, name, now)
                 return Team(row.id, row.name, 0)
         except IntegrityError:  # another replica made it meanwhile
             raise TeamNameTaken(name) from None
@@ -320,17 +312,7 @@ class SqlTeamRepository:
                 for i in range(len(proposed)):
                     name = f"Team {i + 1}"
                     row = await self._team(s, ws, name)
-                    if row is None:
-                        row = TeamRow(
-                            platform=str(ws.platform),
-                            workspace=ws.id,
-                            name=name,
-                            name_key=_key(name),
-                            created_at=now,
-                        )
-                        s.add(row)
-                        await s.flush()
-                    targets.append(row)
+                    targets.append(row or await _new_team(s, ws, name, now))
             alive = set(
                 (
                     await s.execute(
@@ -432,6 +414,15 @@ class SqlTeamRepository:
                     if t != team.id
                 ),
             )
+
+
+async def _new_team(s: AsyncSession, ws: Workspace, name: str, now: datetime) -> TeamRow:
+    row = TeamRow(
+        platform=str(ws.platform), workspace=ws.id, name=name, name_key=_key(name), created_at=now
+    )
+    s.add(row)
+    await s.flush()
+    return row
 
 
 __all__ = ["SqlTeamRepository"]
