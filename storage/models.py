@@ -75,6 +75,15 @@ class _Tally:
     reached_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
+class _TopicTally:
+    """A member's answers and correct answers on one topic (keyed after the row's scope)."""
+
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(80), primary_key=True)
+    answered: Mapped[int] = mapped_column(Integer, default=0)
+    correct: Mapped[int] = mapped_column(Integer, default=0)
+
+
 class _Streaks:
     """A member's current and best streak of correct answers."""
 
@@ -261,16 +270,12 @@ class ScoreHistogramRow(Base):
     players: Mapped[int] = mapped_column(Integer, default=0)
 
 
-class ScoreTopicRow(Base):
+class ScoreTopicRow(Base, _TopicTally):
     """Answers and correct answers per (channel, member, topic): personal stats per topic."""
 
     __tablename__ = "score_topics"
 
     channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), primary_key=True)
-    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
-    topic: Mapped[str] = mapped_column(String(80), primary_key=True)
-    answered: Mapped[int] = mapped_column(Integer, default=0)
-    correct: Mapped[int] = mapped_column(Integer, default=0)
 
 
 # The board order (points, then correct answers, then who got there first): a board's top
@@ -704,16 +709,12 @@ Index(
 Index("ix_season_scores_member_id", SeasonScoreRow.member_id)
 
 
-class SeasonTopicRow(Base):
+class SeasonTopicRow(Base, _TopicTally):
     """A member's season answers per topic (migration 0013): the podium's best per topic."""
 
     __tablename__ = "season_topics"
 
     season_id: Mapped[int] = mapped_column(ForeignKey("seasons.id"), primary_key=True)
-    member_id: Mapped[int] = mapped_column(ForeignKey("members.id"), primary_key=True)
-    topic: Mapped[str] = mapped_column(String(80), primary_key=True)
-    answered: Mapped[int] = mapped_column(Integer, default=0)
-    correct: Mapped[int] = mapped_column(Integer, default=0)
     points: Mapped[int] = mapped_column(Integer, default=0)
 
 
