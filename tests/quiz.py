@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from bot.app import FEATURES, assemble
 from bot.bank import QuestionBank
@@ -53,3 +53,13 @@ async def quiz_of(
 
 
 __all__ = ["SETTINGS", "quiz_of"]
+
+
+S = TypeVar("S")
+
+
+def service_of(quiz: Quiz, kind: type[S]) -> S:
+    """The service of `kind` a feature of `quiz` runs (the test needs it there)."""
+    found = quiz.registry.service(kind)
+    assert found is not None, f"no {kind.__name__} runs in this quiz"
+    return found

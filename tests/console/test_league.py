@@ -15,7 +15,7 @@ from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import Platform
 from bot.scheduling import Scheduler
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 from tests.seasons.conftest import T0
 
 
@@ -26,8 +26,7 @@ async def test_a_season_of_two_teams_ends_on_time_with_one_podium_in_the_console
     out = io.StringIO()
     chat = ConsoleChat(out)
     async with quiz_of(store, {Platform.CONSOLE: chat}, bank, clock, features=FEATURES) as quiz:
-        scheduler = quiz.registry.service(Scheduler)
-        assert scheduler is not None
+        scheduler = service_of(quiz, Scheduler)
         session = ConsoleSession(quiz, chat, out)
         for line in ("/season start Cup 1", "/team create Owls", "/team create Foxes"):
             await session.handle(line)

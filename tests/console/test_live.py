@@ -16,7 +16,7 @@ from bot.bank import QuestionBank
 from bot.clock import FakeClock, OffsetClock
 from bot.domain import Platform
 from bot.scheduling import Scheduler
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 
 PLAYERS = ("ann", "bob", "cy")
 
@@ -27,8 +27,7 @@ async def test_a_live_round_is_played_in_the_console(
     out = io.StringIO()
     chat = ConsoleChat(out)
     async with quiz_of(store, {Platform.CONSOLE: chat}, bank, clock, features=FEATURES) as quiz:
-        scheduler = quiz.registry.service(Scheduler)
-        assert scheduler is not None
+        scheduler = service_of(quiz, Scheduler)
         session = ConsoleSession(quiz, chat, out)
         await session.handle("/live 2 10")
         start = clock.now() + timedelta(seconds=30)
@@ -65,8 +64,7 @@ async def test_the_console_clock_walks_a_round_to_its_podium(
     chat = ConsoleChat(out)
     clock = OffsetClock(FakeClock())
     async with quiz_of(store, {Platform.CONSOLE: chat}, bank, clock, features=FEATURES) as quiz:
-        scheduler = quiz.registry.service(Scheduler)
-        assert scheduler is not None
+        scheduler = service_of(quiz, Scheduler)
         session = ConsoleSession(quiz, chat, out)
         session.extra["clock"] = clock_command(clock, scheduler)
         await session.handle("/live 2 10")

@@ -22,7 +22,7 @@ from bot.messages import ANSWER, Button, Message
 from bot.scheduling import Scheduler
 from storage.store import SqlStore
 from tests.fakes import RecordingChat, Sent
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
 ADMIN = UserRef(Platform.SLACK, "T1", "UADMIN", "admin")
@@ -49,15 +49,11 @@ class Live:
 
     @property
     def rounds(self) -> LiveRounds:
-        found = self.quiz.registry.service(LiveRounds)
-        assert found is not None
-        return found
+        return service_of(self.quiz, LiveRounds)
 
     @property
     def scheduler(self) -> Scheduler:
-        found = self.quiz.registry.service(Scheduler)
-        assert found is not None
-        return found
+        return service_of(self.quiz, Scheduler)
 
     async def command(self, text: str, user: UserRef = ADMIN, *, admin: bool = True) -> list[Reply]:
         inv = Invocation(CHANNEL, user, Locale.EN, EVERYONE if admin else NOBODY)

@@ -16,7 +16,7 @@ from storage.store import SqlStore
 from tests.fakes import RecordingChat
 from tests.live.harness import ADMIN, CHANNEL
 from tests.polling import eventually
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 
 
 async def test_the_timer_runs_a_round_without_ticks(store: SqlStore, bank: QuestionBank) -> None:
@@ -36,8 +36,7 @@ async def test_the_timer_runs_a_round_without_ticks(store: SqlStore, bank: Quest
     chat = RecordingChat()
     features = [basics.feature, timed]
     async with quiz_of(store, {Platform.SLACK: chat}, bank, clock, features=features) as quiz:
-        rounds = quiz.registry.service(LiveRounds)
-        assert rounds is not None
+        rounds = service_of(quiz, LiveRounds)
         r = await rounds.start(
             CHANNEL, ADMIN, questions=1, seconds=1, topic=None, counted=False, locale=Locale.EN
         )

@@ -24,7 +24,7 @@ from bot.quiz import QuizService
 from bot.scheduling import Scheduler, ScheduleRequest, parse_schedule_request, schedule_feature
 from storage.store import SqlStore
 from tests.fakes import RecordingChat, Sent
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 
 
 class NamedChat(RecordingChat):
@@ -60,9 +60,7 @@ async def basic(
 
 @pytest.fixture
 def scheduler(basic: Quiz) -> Scheduler:
-    found = basic.registry.service(Scheduler)
-    assert found is not None
-    return found
+    return service_of(basic, Scheduler)
 
 
 async def run_until(
@@ -118,8 +116,7 @@ async def instance(
     async with SqlStore(db_url, clock=clock) as store:
         chats = {p: chat for p in platforms}
         async with quiz_of(store, chats, bank, clock, features=[scheduled], seed=seed) as quiz:
-            scheduler = quiz.registry.service(Scheduler)
-            assert scheduler is not None
+            scheduler = service_of(quiz, Scheduler)
             yield Instance(store, quiz.service, scheduler, chat, quiz.registry)
 
 

@@ -16,7 +16,7 @@ from bot.clock import FakeClock, OffsetClock
 from bot.domain import Platform
 from bot.scheduling import Scheduler
 from storage.store import SqlStore
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 
 
 @pytest.fixture
@@ -28,8 +28,7 @@ async def console(
     # Monday 4 January 2027, 09:00 UTC on the real-time side of the offset.
     clock = OffsetClock(FakeClock(datetime(2027, 1, 4, 9, tzinfo=UTC)))
     async with quiz_of(store, {Platform.CONSOLE: chat}, bank, clock, seed=3) as quiz:
-        scheduler = quiz.registry.service(Scheduler)
-        assert scheduler is not None
+        scheduler = service_of(quiz, Scheduler)
         session = ConsoleSession(quiz, chat, out)
         session.extra["clock"] = clock_command(clock, scheduler)
         yield session, out, clock

@@ -20,7 +20,7 @@ from bot.scheduling import Scheduler
 from bot.seasons import SeasonKeeper
 from storage.store import SqlStore
 from tests.fakes import RecordingChat
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 
 T0 = datetime(2027, 1, 4, 9, 0, tzinfo=UTC)  # a Monday
 LEAGUE = [basics.feature, scheduling.feature, seasons.feature, teams.feature]
@@ -38,16 +38,12 @@ async def league(
 
 @pytest.fixture
 def scheduler(league: Quiz) -> Scheduler:
-    found = league.registry.service(Scheduler)
-    assert found is not None
-    return found
+    return service_of(league, Scheduler)
 
 
 @pytest.fixture
 def keeper(league: Quiz) -> SeasonKeeper:
-    found = league.registry.service(SeasonKeeper)
-    assert found is not None
-    return found
+    return service_of(league, SeasonKeeper)
 
 
 async def say(

@@ -17,7 +17,7 @@ from bot.scheduling import Scheduler
 from storage.store import SqlStore
 from tests.boards.conftest import play
 from tests.conftest import user
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 from tests.scheduling.conftest import NamedChat
 from tests.seasons.conftest import LEAGUE, T0, say
 
@@ -41,8 +41,7 @@ async def replica(
         SqlStore(db_url, clock=clock) as store,
         quiz_of(store, {Platform.SLACK: chat}, bank, clock, features=LEAGUE) as quiz,
     ):
-        scheduler = quiz.registry.service(Scheduler)
-        assert scheduler is not None
+        scheduler = service_of(quiz, Scheduler)
         yield Replica(quiz, scheduler, chat)
 
 

@@ -21,7 +21,7 @@ from storage.store import SqlStore
 from tests.boards.conftest import play
 from tests.conftest import user
 from tests.fakes import RecordingChat
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 from tests.seasons.conftest import LEAGUE, T0, say, text_of
 
 C1 = ChannelRef(Platform.SLACK, "T1", "C1")
@@ -151,8 +151,7 @@ async def test_a_linked_team_follows_its_group_and_is_refreshed(
     chat = GroupChat()
     chat.groups["S0ENG"] = [ANN, BOB]
     async with quiz_of(store, {Platform.SLACK: chat}, bank, clock, features=LEAGUE) as quiz:
-        scheduler = quiz.registry.service(Scheduler)
-        assert scheduler is not None
+        scheduler = service_of(quiz, Scheduler)
         await say(quiz, C1, ANN, "team create Eng")
         await say(quiz, C1, ANN, "team create Ops")
         await say(quiz, C1, BOB, "team join Ops")

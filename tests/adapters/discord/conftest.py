@@ -28,7 +28,7 @@ from storage.store import SqlStore
 from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.helpers import endpoint_served
 from tests.adapters.features import TEAM_FEATURES
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 
 # Every test here talks to a real client over sockets: bound each one (a module's own
 # timeout marker wins). pytest reads no `pytestmark` from a conftest, hence the hook. Longer
@@ -185,8 +185,7 @@ async def demos(quiz_with: QuizWith, bank: QuestionBank) -> AsyncIterator[DemoKi
     async with quiz_with(
         basics.feature, demo_features.feature, runner=runner, demos=BankCatalog(bank)
     ) as quiz:
-        dispatcher = quiz.registry.service(DemoDispatcher)
-        assert dispatcher is not None
+        dispatcher = service_of(quiz, DemoDispatcher)
         yield DemoKit(quiz, runner, dispatcher)
 
 

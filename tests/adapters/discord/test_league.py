@@ -14,6 +14,7 @@ from bot.scheduling import Scheduler
 from tests.adapters.discord.conftest import QuizWith, Runner, both_modes
 from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.helpers import ADMIN, ask, custom_ids, said, text_of
+from tests.quiz import service_of
 from tests.seasons.conftest import T0
 
 LEAGUE = (basics.feature, scheduling.feature, seasons.feature, teams.feature)
@@ -28,8 +29,7 @@ async def test_a_season_of_two_teams_ends_on_time_with_one_podium_on_discord(
         quiz_with(*LEAGUE, settings=Settings(ask_cooldown=0)) as quiz,
         run_adapter(quiz=quiz),
     ):
-        scheduler = quiz.registry.service(Scheduler)
-        assert scheduler is not None
+        scheduler = service_of(quiz, Scheduler)
 
         async def run(text: str, user_id: str, **kw: object) -> str:
             sub, _, rest = text.partition(" ")

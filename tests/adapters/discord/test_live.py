@@ -14,6 +14,7 @@ from bot.scheduling import Scheduler
 from tests.adapters.discord.conftest import QuizWith, Runner, both_modes
 from tests.adapters.discord.fake_discord import FakeDiscord, Json
 from tests.adapters.discord.helpers import ADMIN, button, custom_ids, said, text_of
+from tests.quiz import service_of
 
 PLAYERS = ("9101", "9102", "9103")
 
@@ -27,8 +28,7 @@ async def test_a_live_round_is_played_on_discord(
     fake: FakeDiscord, run_adapter: Runner, quiz_with: QuizWith, clock: FakeClock
 ) -> None:
     async with quiz_with(*FEATURES) as quiz, run_adapter(quiz=quiz):
-        scheduler = quiz.registry.service(Scheduler)
-        assert scheduler is not None
+        scheduler = service_of(quiz, Scheduler)
         refused = await fake.command("live", {"arguments": "2 10"}, user_id=PLAYERS[0])
         (reply,) = await said(fake, refused)
         assert "Manage Server" in text_of(reply) and titled(fake, "Live round") == []

@@ -20,7 +20,7 @@ from tests.adapters.discord.conftest import BankCatalog, DemoKit, InstantRunner,
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
 from tests.adapters.discord.helpers import ADMIN, ask, final_edit, modal_for, said, text_of
 from tests.questions.test_team_files import HEADER, ROW
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 
 
 @pytest.fixture
@@ -33,8 +33,7 @@ async def full(
     at the edge (demos and clinic jobs succeed at once)."""
     runner = InstantRunner()
     async with quiz_of(store, chats, bank, clock, runner=runner, demos=BankCatalog(bank)) as quiz:
-        dispatcher = quiz.registry.service(DemoDispatcher)
-        assert dispatcher is not None
+        dispatcher = service_of(quiz, DemoDispatcher)
         yield DemoKit(quiz, runner, dispatcher)
 
 

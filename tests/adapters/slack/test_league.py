@@ -13,6 +13,7 @@ from bot.domain import Platform, UserRef
 from bot.scheduling import Scheduler
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.conftest import SlackWith
+from tests.quiz import service_of
 from tests.seasons.conftest import T0
 
 LEAGUE = (basics.feature, scheduling.feature, seasons.feature, teams.feature)
@@ -23,8 +24,7 @@ async def test_a_season_of_two_teams_ends_on_time_with_one_podium_on_slack(
 ) -> None:
     clock.set(T0)
     async with slack_with(*LEAGUE, settings=Settings(ask_cooldown=0)) as http:
-        scheduler = http.quiz.registry.service(Scheduler)
-        assert scheduler is not None
+        scheduler = service_of(http.quiz, Scheduler)
 
         async def run(text: str, user: str) -> None:
             status, _ = await http.command(text, user=user)

@@ -11,6 +11,7 @@ from bot.app import FEATURES
 from bot.clock import FakeClock
 from bot.scheduling import Scheduler
 from tests.adapters.slack.conftest import SlackWith
+from tests.quiz import service_of
 
 
 def action_ids(args: dict[str, object]) -> list[str]:
@@ -21,8 +22,7 @@ def action_ids(args: dict[str, object]) -> list[str]:
 
 async def test_a_live_round_is_played_on_slack(slack_with: SlackWith, clock: FakeClock) -> None:
     async with slack_with(*FEATURES) as http:
-        scheduler = http.quiz.registry.service(Scheduler)
-        assert scheduler is not None
+        scheduler = service_of(http.quiz, Scheduler)
         status, _ = await http.command("live 2 10", user="U0ALICE")  # not an admin
         await http.adapter.idle()
         assert status == 200 and any("admin" in t for t in http.private_to("U0ALICE"))

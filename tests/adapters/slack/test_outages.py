@@ -17,6 +17,7 @@ from bot.scheduling import Scheduler
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.conftest import SlackHttp, SlackWith
 from tests.adapters.slack.fake_slack import FakeSlack
+from tests.quiz import service_of
 
 HTML_500 = "<html><head><title>500</title></head><body>Internal Server Error</body></html>"
 CHANNEL = ChannelRef(Platform.SLACK, rq.TEAM, rq.CHANNEL)
@@ -32,9 +33,7 @@ async def http_slack(slack_with: SlackWith) -> AsyncIterator[SlackHttp]:
 
 
 def scheduler_of(http: SlackHttp) -> Scheduler:
-    scheduler = http.quiz.registry.service(Scheduler)
-    assert scheduler is not None
-    return scheduler
+    return service_of(http.quiz, Scheduler)
 
 
 @pytest.mark.parametrize(

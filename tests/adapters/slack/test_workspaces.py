@@ -35,7 +35,7 @@ from storage.store import SqlStore
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.conftest import SETTINGS
 from tests.adapters.slack.fake_slack import FakeSlack
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 from tests.scheduling.conftest import request, run_until
 
 TEAMS = {"T0AAA": "C0AAA", "T0BBB": "C0BBB", "T0CCC": "C0CCC"}
@@ -398,8 +398,7 @@ async def test_an_uninstalled_workspaces_schedules_pause_and_a_reinstall_resumes
 ) -> None:
     features = (basics.feature, scheduling.feature)
     async with multi_slack(fake_slack, store, bank, clock, features) as multi:
-        scheduler = multi.quiz.registry.service(Scheduler)
-        assert scheduler is not None
+        scheduler = service_of(multi.quiz, Scheduler)
         for team in ("T0AAA", "T0BBB"):
             await multi.install(team)
             channel = ChannelRef(Platform.SLACK, team, TEAMS[team])
