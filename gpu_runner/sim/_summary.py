@@ -7,27 +7,28 @@ from collections.abc import Callable, Mapping
 _Formatter = Callable[[int, float], str]
 
 
-def _format_size(size: int, pref: float) -> str:
-    prefixes = ["B  ", "KiB", "MiB", "GiB", "TiB", "PiB"]
+def _scaled(
+    value: int, pref: float, prefixes: tuple[str, ...], step: int, below: int
+) -> tuple[int, str]:
+    """`value` in the largest unit of `prefixes` (each `step` times the last) that keeps
+    `pref` at `below` or more (torch's memory_summary rule)."""
     prefix = prefixes[0]
     for new_prefix in prefixes[1:]:
-        if pref < 768 * 1024:
+        if pref < below:
             break
         prefix = new_prefix
-        size //= 1024
-        pref /= 1024
+        value //= step
+        pref /= step
+    return value, prefix
+
+
+def _format_size(size: int, pref: float) -> str:
+    size, prefix = _scaled(size, pref, ("B  ", "KiB", "MiB", "GiB", "TiB", "PiB"), 1024, 768 * 1024)
     return f"{size:6d} {prefix}"
 
 
 def _format_count(count: int, pref: float) -> str:
-    prefixes = [" ", "K", "M"]
-    prefix = prefixes[0]
-    for new_prefix in prefixes[1:]:
-        if pref < 750 * 1000:
-            break
-        prefix = new_prefix
-        count //= 1000
-        pref /= 1000
+    count, prefix = _scaled(count, pref, (" ", "K", "M"), 1000, 750 * 1000)
     return f"{count:7d} {prefix} "
 
 
