@@ -99,9 +99,7 @@ async def fold_post(s: AsyncSession, post: PostRow, channel: ChannelRow, dialect
     if not answers:
         return
     hist: dict[tuple[str, date, int], int] = defaultdict(int)
-    await _fold_all_time(s, channel, scored, dialect, hist)
-    await _fold_days(s, channel, scored, dialect, hist)
-    await _fold_periods(s, channel, scored, dialect, hist)
+    await _fold_boards(s, channel, scored, dialect, hist)
     await fold_histograms(s, hist, dialect)
     await _fold_topics(s, channel, scored, topic, dialect)
     await _fold_day_totals(s, channel, scored, dialect)
@@ -132,14 +130,19 @@ async def _streaks(s: AsyncSession, channel: ChannelRow, members: list[int]) -> 
     return {mid: streak for mid, streak in found}
 
 
-async def _fold_all_time(
+async def _fold_boards(
     s: AsyncSession,
     channel: ChannelRow,
     scored: list[_Scored],
     dialect: str,
     hist: dict[tuple[str, date, int], int],
 ) -> None:
-    rows = [
+    """The channel's all-time and daily rows, then the periods' (weeks, months, the
+    workspace's), each upserted in key order with its players' histogram moves."""
+    everyone = channel_board(channel.id, BoardWindow.ALL)
+    daily = channel_board(channel.id, BoardWindow.DAY)
+    ws = (channel.platform, channel.workspace)
+    all_time = [
         {
             "channel_id": channel.id,
             "member_id": a.member_id,
@@ -150,21 +153,7 @@ async def _fold_all_time(
         }
         for a in scored
     ]
-    everyone = channel_board(channel.id, BoardWindow.ALL)
-    keys = ("channel_id", "member_id")
-    await _fold_board(
-        s, dialect, ScoreRow, keys, rows, scored, hist, lambda _: (everyone, ALL_TIME)
-    )
-
-
-async def _fold_days(
-    s: AsyncSession,
-    channel: ChannelRow,
-    scored: list[_Scored],
-    dialect: str,
-    hist: dict[tuple[str, date, int], int],
-) -> None:
-    rows = [
+    days = [
         {
             "channel_id": channel.id,
             "member_id": a.member_id,
@@ -174,31 +163,24 @@ async def _fold_days(
         }
         for a in scored
     ]
-    daily = channel_board(channel.id, BoardWindow.DAY)
-    keys = ("channel_id", "member_id", "day")
-    await _fold_board(
-        s, dialect, ScoreDayRow, keys, rows, scored, hist, lambda k: (daily, k["day"])
-    )
-
-
-async def _fold_periods(
-    s: AsyncSession,
-    channel: ChannelRow,
-    scored: list[_Scored],
-    dialect: str,
-    hist: dict[tuple[str, date, int], int],
-) -> None:
-    ws = (channel.platform, channel.workspace)
-    rows = [
+    periods = [
         {"board": board, "starts": starts, "member_id": a.member_id, **a.tally, "reached_at": a.at}
         for a in scored
         for board, starts in _period_keys(channel.id, ws, local_day(a.at, channel.timezone))
     ]
-    rows.sort(key=lambda r: (r["board"], r["starts"], r["member_id"]))
-    keys = ("board", "starts", "member_id")
-    await _fold_board(
-        s, dialect, ScorePeriodRow, keys, rows, scored, hist, lambda k: (k["board"], k["starts"])
-    )
+    periods.sort(key=lambda r: (r["board"], r["starts"], r["member_id"]))
+    boards: list[tuple[Any, tuple[str, ...], list[dict[str, Any]], Callable[..., Any]]] = [
+        (ScoreRow, ("channel_id", "member_id"), all_time, lambda _: (everyone, ALL_TIME)),
+        (ScoreDayRow, ("channel_id", "member_id", "day"), days, lambda k: (daily, k["day"])),
+        (
+            ScorePeriodRow,
+            ("board", "starts", "member_id"),
+            periods,
+            lambda k: (k["board"], k["starts"]),
+        ),
+    ]
+    for model, keys, rows, board in boards:
+        await _fold_board(s, dialect, model, keys, rows, scored, hist, board)
 
 
 async def _fold_board(
