@@ -93,6 +93,12 @@ class Live:
             if s.message is not None and s.message.title.startswith(title)
         ]
 
+    def lobby_button(self, action: str) -> Button:
+        """The button of `action` on the one lobby posted."""
+        (lobby,) = self.posts("Live round")
+        assert lobby.message is not None
+        return next(b for b in lobby.message.buttons if b.action == action)
+
     def posts(self, title: str) -> list[Sent]:
         return [
             s

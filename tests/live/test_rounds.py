@@ -154,9 +154,7 @@ async def test_bad_input_gets_one_private_line_and_stores_nothing(
         await live.command("live 2 10")
         (again,) = await live.command("live 3 20")
         assert "already under way" in again.message.body
-        (lobby,) = live.posts("Live round")
-        assert lobby.message is not None
-        start = next(b for b in lobby.message.buttons if b.action == START)
+        start = live.lobby_button(START)
         refused_click = await live.click(start, ANN)
         assert "admin" in refused_click.body and live.questions() == []
 
@@ -166,9 +164,7 @@ async def test_start_now_cancel_and_stop_end_the_round_with_the_standings(
 ) -> None:
     async with live_quiz(store, bank, clock) as live:
         await live.command("live 3 20")
-        (lobby,) = live.posts("Live round")
-        assert lobby.message is not None
-        cancel = next(b for b in lobby.message.buttons if b.action == CANCEL)
+        cancel = live.lobby_button(CANCEL)
         assert "cancelled" in (await live.click(cancel, ADMIN, admin=True)).body
         assert await live.active() is None
         await live.at(timedelta(minutes=1))
@@ -238,9 +234,7 @@ async def test_forget_me_takes_a_player_off_the_live_board_and_the_standings(
 ) -> None:
     async with live_quiz(store, bank, clock) as live:
         await live.command("live 1 10")
-        (lobby,) = live.posts("Live round")
-        assert lobby.message is not None
-        join = next(b for b in lobby.message.buttons if b.action == JOIN)
+        join = live.lobby_button(JOIN)
         await live.click(join, ANN)
         round_ = await live.active()
         assert round_ is not None
