@@ -26,7 +26,7 @@ from bot.formats import Number, Size
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family, formula_draft
 from questions.families.models import LARGEST_GPU_BYTES, decoder
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
@@ -436,16 +436,15 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         dtype="bfloat16" if dtype == "bf16" else "float16",
         question=QUESTIONS[ask],
     )
-    return Draft(
-        topic="activation-memory",
-        difficulty=3,
-        inputs=inputs,
-        prompt=prompt,
-        steps=tuple(_steps(inputs, cache_bytes(inputs))),
-        answer=answer_of(inputs),
-        style=Style.ROUNDED_SIZE,
-        candidates=tuple(_candidates(inputs)),
-        references=(
+    return formula_draft(
+        "activation-memory",
+        3,
+        inputs,
+        prompt,
+        _steps(inputs, cache_bytes(inputs)),
+        answer_of(inputs),
+        _candidates(inputs),
+        (
             "https://pytorch.org/docs/stable/amp.html",
             "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp",
             "https://github.com/huggingface/peft/blob/main/src/peft/tuners/tuners_utils.py",

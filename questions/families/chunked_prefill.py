@@ -18,7 +18,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family, Style, formula_draft
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES
 from questions.families.space import Space, grid
 
@@ -267,20 +267,20 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         question=_question(ask),
     )
     counts = ask == "first-chunk"
-    return Draft(
-        topic="kv-cache",
-        difficulty=3 if ask != "first-chunk" else 2,
-        inputs=i,
-        prompt=prompt,
-        steps=tuple(steps),
-        answer=answer,
-        style=Style.COUNT if counts else Style.ROUNDED_SIZE,
-        candidates=tuple((_count_candidates if counts else _byte_candidates)(i, answer)),
-        references=(
+    return formula_draft(
+        "kv-cache",
+        3 if ask != "first-chunk" else 2,
+        i,
+        prompt,
+        steps,
+        answer,
+        (_count_candidates if counts else _byte_candidates)(i, answer),
+        (
             "https://docs.vllm.ai/en/latest/configuration/optimization.html",
             "https://github.com/vllm-project/vllm/blob/main/vllm/v1/core/sched/scheduler.py",
             "https://arxiv.org/abs/2309.06180",
         ),
+        style=Style.COUNT if counts else Style.ROUNDED_SIZE,
     )
 
 

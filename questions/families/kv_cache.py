@@ -17,7 +17,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family, formula_draft
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES, Decoder
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
@@ -236,16 +236,15 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         dtype=dtype,
         batch=_batch(batch, tokens),
     )
-    return Draft(
-        topic="kv-cache",
-        difficulty=3 if model.q_heads != model.kv_heads or tp > 1 else 2,
-        inputs=inputs,
-        prompt=prompt,
-        steps=steps,
-        answer=answer,
-        style=Style.ROUNDED_SIZE,
-        candidates=tuple(_candidates(inputs, answer)),
-        references=(
+    return formula_draft(
+        "kv-cache",
+        3 if model.q_heads != model.kv_heads or tp > 1 else 2,
+        inputs,
+        prompt,
+        steps,
+        answer,
+        _candidates(inputs, answer),
+        (
             "https://arxiv.org/abs/2309.06180",
             "https://arxiv.org/abs/2305.13245",
             "https://github.com/vllm-project/vllm/blob/main/vllm/config/model.py",

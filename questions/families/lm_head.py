@@ -18,7 +18,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family, formula_draft
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
@@ -262,16 +262,15 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         s=Number(s),
         question=_question(ask, chunks),
     )
-    return Draft(
-        topic="activation-memory",
-        difficulty=2 if ask in ("logits", "fp32-copy") else 3,
-        inputs=inputs,
-        prompt=prompt,
-        steps=steps,
-        answer=answer,
-        style=Style.ROUNDED_SIZE,
-        candidates=tuple(_candidates(inputs, answer)),
-        references=(
+    return formula_draft(
+        "activation-memory",
+        2 if ask in ("logits", "fp32-copy") else 3,
+        inputs,
+        prompt,
+        steps,
+        answer,
+        _candidates(inputs, answer),
+        (
             "https://github.com/huggingface/transformers/blob/main/src/transformers/loss/loss_utils.py",
             "https://pytorch.org/torchtune/stable/generated/torchtune.modules.loss.CEWithChunkedOutputLoss.html",
             "https://arxiv.org/abs/2410.10989",

@@ -8,7 +8,7 @@ into a `GeneratedQuestion` (choices placed, explanation written, validated shape
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -56,6 +56,31 @@ class Draft:
     candidates: tuple[Candidate, ...]  # every named misconception that applies
     references: tuple[str, ...]
     demo: str | None = None
+
+
+def formula_draft(
+    topic: str,
+    difficulty: int,
+    inputs: dict[str, Any],
+    prompt: Localized,
+    steps: Iterable[Localized],
+    answer: float,
+    candidates: Iterable[Candidate],
+    references: tuple[str, ...],
+    style: Style = Style.ROUNDED_SIZE,
+) -> Draft:
+    """A formula question's draft: a size rounded as its choices show it, and no demo."""
+    return Draft(
+        topic,
+        difficulty,
+        inputs,
+        prompt,
+        tuple(steps),
+        answer,
+        style,
+        tuple(candidates),
+        references,
+    )
 
 
 @dataclass(frozen=True, slots=True)

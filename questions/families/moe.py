@@ -20,7 +20,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family, Style, formula_draft
 from questions.families.models import LARGEST_GPU_BYTES
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
@@ -334,20 +334,20 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         )
         candidates = _token_candidates(i, answer)
         style = Style.COUNT if ask == "capacity" else Style.ROUNDED_SIZE
-    return Draft(
-        topic="distributed-sharding",
-        difficulty=3,
-        inputs=i,
-        prompt=prompt,
-        steps=steps,
-        answer=answer,
-        style=style,
-        candidates=tuple(candidates),
-        references=(
+    return formula_draft(
+        "distributed-sharding",
+        3,
+        i,
+        prompt,
+        steps,
+        answer,
+        candidates,
+        (
             "https://arxiv.org/abs/2101.03961",
             "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/transformer/moe/moe_utils.py",
             "https://docs.nvidia.com/megatron-core/developer-guide/latest/api-guide/moe.html",
         ),
+        style=style,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any, Final, NamedTuple
 from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Family, formula_draft
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES
 from questions.families.sizes import GIB
 from questions.families.space import Space, grid
@@ -239,16 +239,15 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         s=stage,
         n=gpus,
     )
-    return Draft(
-        topic="distributed-sharding",
-        difficulty=2 if stage in (0, 3) else 3,
-        inputs=inputs,
-        prompt=prompt,
-        steps=steps,
-        answer=answer,
-        style=Style.ROUNDED_SIZE,
-        candidates=tuple(candidates),
-        references=(
+    return formula_draft(
+        "distributed-sharding",
+        2 if stage in (0, 3) else 3,
+        inputs,
+        prompt,
+        steps,
+        answer,
+        candidates,
+        (
             "https://arxiv.org/abs/1910.02054",
             "https://deepspeed.readthedocs.io/en/stable/zero3.html",
         ),
