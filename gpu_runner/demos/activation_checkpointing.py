@@ -187,9 +187,7 @@ def run(ctx: RunContext) -> DemoOutput:
             ),
         )
     )
-    lines = [
-        *_report(ctx, metrics, where),
-    ]
+    lines = _report(ctx, metrics, where)
     fig, (ax,) = _plot.figure(8.0, 3.6)
     _plot.grouped_bars(
         ax,

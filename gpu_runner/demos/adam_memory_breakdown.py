@@ -135,9 +135,7 @@ def run(ctx: RunContext) -> DemoOutput:
             "(no caching allocator there)"
         ),
     )
-    lines = [
-        *_report(ctx, metrics, check),
-    ]
+    lines = _report(ctx, metrics, check)
     fig, (ax,) = _plot.figure(8.0, 3.6)
     _stacked_plot(ctx, ax, check)
     return ctx.output(

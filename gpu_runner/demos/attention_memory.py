@@ -139,9 +139,7 @@ def run(ctx: RunContext) -> DemoOutput:
         "simulated": False,
     }
     label = run_label(ctx, any(r["measured"] for r in rows))
-    lines = [
-        *report(ctx, rows, (batch, heads, dim, dtype_name), how),
-    ]
+    lines = report(ctx, rows, (batch, heads, dim, dtype_name), how)
     return ctx.output(
         ctx.t("Attention memory: naive N×N scores vs scaled_dot_product_attention"),
         lines,

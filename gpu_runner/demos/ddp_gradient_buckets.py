@@ -158,9 +158,7 @@ def run(ctx: RunContext) -> DemoOutput:
             "buckets' storages, memory_allocated() n/a"
         ),
     )
-    lines = [
-        *report(ctx, metrics),
-    ]
+    lines = report(ctx, metrics)
     return ctx.output(ctx.t("DDP gradient buckets"), lines, metrics, plot(ctx, metrics), label)
 
 

@@ -149,9 +149,7 @@ def run(ctx: RunContext) -> DemoOutput:
         "simulated": dev.simulated,
     }
     label = device_label(ctx, dev)
-    lines = [
-        *_report(ctx, metrics, cap),
-    ]
+    lines = _report(ctx, metrics, cap)
     fig, (ax,) = _plot.figure(8.0, 3.6)
     _trace_plot(ctx, ax, results, cap)
     return ctx.output(ctx.t("expandable_segments for changing sizes"), lines, metrics, fig, label)

@@ -92,9 +92,7 @@ def run(ctx: RunContext) -> DemoOutput:
             "memory_allocated() and step peaks n/a"
         ),
     )
-    lines = [
-        *report(ctx, cfg, runs, params),
-    ]
+    lines = report(ctx, cfg, runs, params)
     return ctx.output(
         ctx.t("Gradient accumulation and zero_grad(set_to_none)"),
         lines,

@@ -156,9 +156,7 @@ def run(ctx: RunContext) -> DemoOutput:
         RunKind.CPU,
         cpu_note=ctx.t("host memory from /proc/self/status, a fresh process per mode"),
     )
-    lines = [
-        *report(ctx, weights, modes),
-    ]
+    lines = report(ctx, weights, modes)
     return ctx.output(
         ctx.t("Loading a checkpoint: peak host memory"),
         lines,

@@ -185,9 +185,7 @@ def run(ctx: RunContext) -> DemoOutput:
         check is not None,
         cpu_note=ctx.t("the KV figures are arithmetic; the attention check ran on the CPU"),
     )
-    lines = [
-        *_report(ctx, metrics, check),
-    ]
+    lines = _report(ctx, metrics, check)
     fig, (ax,) = _plot.figure(8.0, 3.8)
     _slots_plot(ctx, ax, metrics)
     return ctx.output(
