@@ -139,6 +139,13 @@ class Multi:
         ]
 
 
+def tokens_of(store: SqlStore, clock: FakeClock, fake: FakeSlack) -> WorkspaceTokens:
+    """The multi-workspace tokens of `store`, refreshed against the fake Slack's app."""
+    return WorkspaceTokens(
+        store.slack_installs, clock, client_id=fake.client_id, client_secret=fake.client_secret
+    )
+
+
 @asynccontextmanager
 async def multi_slack(
     fake: FakeSlack,
@@ -147,9 +154,7 @@ async def multi_slack(
     clock: FakeClock,
     features: tuple[FeatureFactory, ...] = (basics.feature,),
 ) -> AsyncIterator[Multi]:
-    tokens = WorkspaceTokens(
-        store.slack_installs, clock, client_id=fake.client_id, client_secret=fake.client_secret
-    )
+    tokens = tokens_of(store, clock, fake)
     config = SlackConfig(
         bot_token=None,
         signing_secret=rq.SIGNING_SECRET,
@@ -356,22 +361,12 @@ async def test_two_replicas_refresh_a_rotating_token_once(
         SqlStore(db_url, clock=clock) as other,
         SlackChat(
             None,
-            tokens=WorkspaceTokens(
-                store.slack_installs,
-                clock,
-                client_id=fake_slack.client_id,
-                client_secret=fake_slack.client_secret,
-            ),
+            tokens=tokens_of(store, clock, fake_slack),
             base_url=fake_slack.api_url,
         ) as one,
         SlackChat(
             None,
-            tokens=WorkspaceTokens(
-                other.slack_installs,
-                clock,
-                client_id=fake_slack.client_id,
-                client_secret=fake_slack.client_secret,
-            ),
+            tokens=tokens_of(other, clock, fake_slack),
             base_url=fake_slack.api_url,
         ) as two,
     ):
