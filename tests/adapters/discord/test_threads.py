@@ -3,6 +3,8 @@ private messages, rate limits and lost races — real client, fake Discord."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from bot import basics
 from bot.commands import Command, Invocation, Reply
 from bot.domain import MessageRef, PostState, UserRef
@@ -12,6 +14,7 @@ from bot.quiz import QuizService
 from storage.store import SqlStore
 from tests.adapters.discord.conftest import QuizWith, Runner
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
+from tests.adapters.discord.fake_payloads import Json
 from tests.adapters.discord.helpers import ADMIN, ask, channel_of, custom_ids, said, text_of
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 2048
@@ -19,6 +22,13 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 2048
 
 def ref(fake: FakeDiscord, message_id: str) -> MessageRef:
     return MessageRef(channel_of(fake), message_id)
+
+
+async def asked_and_closed(fake: FakeDiscord, adapter: Any) -> Json:
+    """``/quiz ask``, then the close (its reveal starts the question's thread)."""
+    message, post_id = await ask(fake)
+    await adapter.service.close(post_id)
+    return message
 
 
 async def test_reveal_goes_in_a_thread_started_from_the_question(
@@ -76,8 +86,7 @@ async def test_image_is_uploaded_as_an_attachment_in_the_thread(
     fake: FakeDiscord, run_adapter: Runner
 ) -> None:
     async with run_adapter() as adapter:
-        message, post_id = await ask(fake)
-        await adapter.service.close(post_id)
+        message = await asked_and_closed(fake, adapter)
         image = Image("fragmentation.png", PNG, title="segments over time")
         await adapter.chat.upload_image(ref(fake, message["id"]), image, "Ran on: simulator")
         (upload,) = [c for c in fake.of("POST", rf"/channels/{message['id']}/messages") if c.files]
@@ -90,8 +99,7 @@ async def test_after_a_restart_the_existing_thread_is_found_again(
     fake: FakeDiscord, run_adapter: Runner
 ) -> None:
     async with run_adapter() as adapter:
-        message, post_id = await ask(fake)
-        await adapter.service.close(post_id)
+        message = await asked_and_closed(fake, adapter)
     async with run_adapter() as restarted:
         await restarted.chat.upload_image(ref(fake, message["id"]), Image("late.png", PNG))
         threads = fake.of("POST", rf"/channels/{fake.channel_id}/messages/{message['id']}/threads")
@@ -104,8 +112,7 @@ async def test_archived_thread_falls_back_to_a_reply_without_crashing(
     fake: FakeDiscord, run_adapter: Runner
 ) -> None:
     async with run_adapter() as adapter:
-        message, post_id = await ask(fake)
-        await adapter.service.close(post_id)
+        message = await asked_and_closed(fake, adapter)
         fake.fail("POST", rf"/channels/{message['id']}/messages", 400, 50083)  # archived
         sent = await adapter.chat.reply_in_thread(
             ref(fake, message["id"]), Message(title="Demo", body="late result")
@@ -198,8 +205,7 @@ async def test_a_message_in_a_thread_is_edited_there_even_after_a_restart(
     fake: FakeDiscord, run_adapter: Runner
 ) -> None:
     async with run_adapter() as adapter:
-        message, post_id = await ask(fake)
-        await adapter.service.close(post_id)
+        message = await asked_and_closed(fake, adapter)
         status = await adapter.chat.reply_in_thread(
             ref(fake, message["id"]), Message(body="⏳ queued…")
         )
