@@ -24,7 +24,7 @@ from typing import Any, Final
 from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
-from questions.families.model import Candidate, Draft, Family, formula_draft
+from questions.families.model import Candidate, Draft, Family, make_draft
 from questions.families.models import LARGEST_GPU_BYTES
 from questions.families.sizes import GIB
 from questions.families.space import Space, grid
@@ -285,7 +285,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         parallel=_parallel(t, sp),
         mode=MODE_TEXT[mode],
     )
-    return formula_draft(
+    return make_draft(
         "activation-memory",
         2 if mode == "full" and t == 1 else 3,
         inputs,

@@ -26,7 +26,7 @@ from bot.formats import Number, Size
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, formula_draft
+from questions.families.model import Candidate, Draft, Family, make_draft
 from questions.families.models import LARGEST_GPU_BYTES, decoder
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
@@ -436,7 +436,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         dtype="bfloat16" if dtype == "bf16" else "float16",
         question=QUESTIONS[ask],
     )
-    return formula_draft(
+    return make_draft(
         "activation-memory",
         3,
         inputs,

@@ -18,7 +18,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, Style, formula_draft
+from questions.families.model import Candidate, Draft, Family, Style, make_draft
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES
 from questions.families.space import Space, grid
 
@@ -267,7 +267,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         question=_question(ask),
     )
     counts = ask == "first-chunk"
-    return formula_draft(
+    return make_draft(
         "kv-cache",
         3 if ask != "first-chunk" else 2,
         i,

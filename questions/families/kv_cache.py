@@ -17,7 +17,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, formula_draft
+from questions.families.model import Candidate, Draft, Family, make_draft
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES, Decoder
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
@@ -236,7 +236,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         dtype=dtype,
         batch=_batch(batch, tokens),
     )
-    return formula_draft(
+    return make_draft(
         "kv-cache",
         3 if model.q_heads != model.kv_heads or tp > 1 else 2,
         inputs,

@@ -18,7 +18,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, formula_draft
+from questions.families.model import Candidate, Draft, Family, make_draft
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
@@ -262,7 +262,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         s=Number(s),
         question=_question(ask, chunks),
     )
-    return formula_draft(
+    return make_draft(
         "activation-memory",
         2 if ask in ("logits", "fp32-copy") else 3,
         inputs,

@@ -58,7 +58,7 @@ class Draft:
     demo: str | None = None
 
 
-def formula_draft(
+def make_draft(
     topic: str,
     difficulty: int,
     inputs: dict[str, Any],
@@ -68,8 +68,10 @@ def formula_draft(
     candidates: Iterable[Candidate],
     references: tuple[str, ...],
     style: Style = Style.ROUNDED_SIZE,
+    demo: str | None = None,
 ) -> Draft:
-    """A formula question's draft: a size rounded as its choices show it, and no demo."""
+    """A draft from its parts; by default a formula question's (a size rounded as its
+    choices show it, no demo)."""
     return Draft(
         topic,
         difficulty,
@@ -80,6 +82,7 @@ def formula_draft(
         style,
         tuple(candidates),
         references,
+        demo,
     )
 
 

@@ -20,7 +20,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, Style, formula_draft
+from questions.families.model import Candidate, Draft, Family, Style, make_draft
 from questions.families.models import LARGEST_GPU_BYTES
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
@@ -334,7 +334,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         )
         candidates = _token_candidates(i, answer)
         style = Style.COUNT if ask == "capacity" else Style.ROUNDED_SIZE
-    return formula_draft(
+    return make_draft(
         "distributed-sharding",
         3,
         i,

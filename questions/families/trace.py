@@ -15,13 +15,13 @@ allocator did, so that a family can explain it step by step.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
-from bot.i18n import Localized
 from gpu_runner.sim import Block, CachingAllocator, GiB, OutOfMemoryError, SegmentInfo
-from questions.families.model import Candidate, Draft, Style
+from questions.families.model import Style, make_draft
 
 KIND: Final = "allocator-trace"
 TRACE_DEMO: Final = "allocator-trace"  # the runner demo that replays `inputs` (issue 16.7)
@@ -33,30 +33,8 @@ MAX_SIZE: Final = 64 * GiB
 Op = list[Any]
 
 
-def trace_draft(
-    topic: str,
-    difficulty: int,
-    inputs: dict[str, Any],
-    prompt: Localized,
-    steps: Iterable[Localized],
-    answer: float,
-    candidates: Iterable[Candidate],
-    references: tuple[str, ...],
-    style: Style = Style.EXACT_SIZE,
-) -> Draft:
-    """A trace question's draft: answered by replaying `inputs`, shown by `TRACE_DEMO`."""
-    return Draft(
-        topic,
-        difficulty,
-        inputs,
-        prompt,
-        tuple(steps),
-        answer,
-        style,
-        tuple(candidates),
-        references,
-        demo=TRACE_DEMO,
-    )
+# A trace question's draft: an exact size by default, shown by the demo that replays it.
+trace_draft = partial(make_draft, style=Style.EXACT_SIZE, demo=TRACE_DEMO)
 
 
 def malloc(name: str, nbytes: int) -> Op:

@@ -14,7 +14,7 @@ from typing import Any, Final, NamedTuple
 from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
-from questions.families.model import Candidate, Draft, Family, formula_draft
+from questions.families.model import Candidate, Draft, Family, make_draft
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES
 from questions.families.sizes import GIB
 from questions.families.space import Space, grid
@@ -239,7 +239,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         s=stage,
         n=gpus,
     )
-    return formula_draft(
+    return make_draft(
         "distributed-sharding",
         2 if stage in (0, 3) else 3,
         inputs,
