@@ -168,27 +168,29 @@ def _candidates(
             Text("compares the request with the limit; the waste counts."),
         ),
     ]
+    # in both of reserved memory's accounts, whether x takes big's block or not
+    kept = [
+        Candidate(
+            "option-reserves-memory",
+            stats[RESERVED] + rounding,
+            Text("reads the option as memory set aside; it reserves nothing."),
+        ),
+        Candidate(
+            "oversize-block-released",
+            segment,
+            Text("as if big's block were released; that needs a failed cudaMalloc."),
+        ),
+        Candidate(
+            "request-alone", r, Text("x's request alone; big stays reserved, segments are rounded.")
+        ),
+    ]
     if ask == RESERVED and _takes(block, m, big, rounding):
         # x takes big's block: a note about how a new segment is rounded would give a
         # false reason; the misconception is that x needs one at all
         return [
             *out,
             allocated_not_reserved(stats[ALLOCATED]),
-            Candidate(
-                "option-reserves-memory",
-                stats[RESERVED] + rounding,
-                Text("reads the option as memory set aside; it reserves nothing."),
-            ),
-            Candidate(
-                "oversize-block-released",
-                segment,
-                Text("as if big's block were released; that needs a failed cudaMalloc."),
-            ),
-            Candidate(
-                "request-alone",
-                r,
-                Text("x's request alone; big stays reserved, segments are rounded."),
-            ),
+            *kept,
             Candidate(
                 "oversize-request-gets-a-segment",
                 big + segment,
@@ -208,21 +210,7 @@ def _candidates(
                 big + r,
                 Text("adds x's bytes as they are; a new segment is rounded up."),
             ),
-            Candidate(
-                "option-reserves-memory",
-                stats[RESERVED] + rounding,
-                Text("reads the option as memory set aside; it reserves nothing."),
-            ),
-            Candidate(
-                "oversize-block-released",
-                segment,
-                Text("as if big's block were released; that needs a failed cudaMalloc."),
-            ),
-            Candidate(
-                "request-alone",
-                r,
-                Text("x's request alone; big stays reserved, segments are rounded."),
-            ),
+            *kept,
             Candidate(
                 "segment-rounded-to-20mib",
                 big + -(-block // (20 * MIB)) * 20 * MIB,
