@@ -11,7 +11,7 @@ from typing import Any
 from bot.i18n import Text
 from gpu_runner.sim import allocation_size, round_size
 from questions.families.misconceptions import requested_live_bytes
-from questions.families.model import Candidate, Draft, Family
+from questions.families.model import Candidate, Draft
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_DOCS,
@@ -34,6 +34,7 @@ from questions.families.trace import (
     replay_value,
     run_trace,
     trace_draft,
+    trace_family,
     trace_inputs,
 )
 
@@ -197,10 +198,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = trace_family(
     id="empty-cache-release",
     topic="caching-allocator",
-    kind="allocator-trace",
     difficulty=(2, 2),
     description=(
         "Four tensors, two deleted, then empty_cache(): what stays reserved, and how much "

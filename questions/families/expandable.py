@@ -18,7 +18,7 @@ from questions.families.misconceptions import (
     live_segments_only,
     no_reuse,
 )
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Style
 from questions.families.narrate import (
     ALLOCATOR_SOURCE,
     CONF_DOCS,
@@ -38,6 +38,7 @@ from questions.families.trace import (
     run_trace,
     snapshot_after,
     trace_draft,
+    trace_family,
     trace_inputs,
 )
 
@@ -272,10 +273,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = trace_family(
     id="expandable-segments",
     topic="allocator-config",
-    kind="allocator-trace",
     difficulty=(3, 3),
     description=(
         "Native vs expandable_segments:True: tensors freed, then larger ones; reserved "

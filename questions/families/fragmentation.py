@@ -17,7 +17,7 @@ from questions.families.misconceptions import (
     freed_memory_returns,
     no_reuse,
 )
-from questions.families.model import Candidate, Draft, Family
+from questions.families.model import Candidate, Draft
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_DOCS,
@@ -37,6 +37,7 @@ from questions.families.trace import (
     replay_value,
     run_trace,
     trace_draft,
+    trace_family,
     trace_inputs,
 )
 
@@ -280,10 +281,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = trace_family(
     id="fragmentation-fit",
     topic="fragmentation",
-    kind="allocator-trace",
     difficulty=(3, 3),
     description=(
         "Holes carved in a cached segment, then one more request: does it fit a hole or need "

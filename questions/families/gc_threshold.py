@@ -21,7 +21,7 @@ from typing import Any, Final, NamedTuple
 
 from bot.formats import Number, Size
 from bot.i18n import AND, Join, Localized, Text
-from questions.families.model import Candidate, Draft, Family
+from questions.families.model import Candidate, Draft
 from questions.families.narrate import (
     ALLOCATOR_SOURCE,
     CONF_DOCS,
@@ -42,6 +42,7 @@ from questions.families.trace import (
     replay_value,
     run_trace,
     trace_draft,
+    trace_family,
     trace_inputs,
 )
 
@@ -376,10 +377,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = trace_family(
     id="gc-threshold",
     topic="allocator-config",
-    kind="allocator-trace",
     difficulty=(3, 3),
     description=(
         "garbage_collection_threshold under a memory-fraction cap: which idle cached "

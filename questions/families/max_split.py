@@ -18,7 +18,7 @@ from questions.families.misconceptions import (
     freed_memory_returns,
     reserved_not_allocated,
 )
-from questions.families.model import Candidate, Draft, Family
+from questions.families.model import Candidate, Draft
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_SOURCE,
@@ -40,6 +40,7 @@ from questions.families.trace import (
     replay_value,
     run_trace,
     trace_draft,
+    trace_family,
     trace_inputs,
 )
 
@@ -390,10 +391,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = trace_family(
     id="max-split-size",
     topic="allocator-config",
-    kind="allocator-trace",
     difficulty=(3, 3),
     description=(
         "max_split_size_mb: a cached oversize block and one more request; is it taken "

@@ -15,7 +15,7 @@ from typing import Any, Final
 from bot.i18n import Localized, Text
 from gpu_runner.sim import allocation_size, round_size
 from questions.families.misconceptions import allocated_not_reserved, reserved_not_allocated
-from questions.families.model import Candidate, Draft, Family
+from questions.families.model import Candidate, Draft
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_SOURCE,
@@ -35,6 +35,7 @@ from questions.families.trace import (
     replay_value,
     run_trace,
     trace_draft,
+    trace_family,
     trace_inputs,
 )
 
@@ -322,10 +323,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = trace_family(
     id="max-non-split-rounding",
     topic="allocator-config",
-    kind="allocator-trace",
     difficulty=(3, 3),
     description=(
         "max_non_split_rounding_mb (PyTorch 2.6+) with max_split_size_mb: does a request "

@@ -19,7 +19,7 @@ from gpu_runner.sim import OutOfMemoryError
 from questions.families.misconceptions import (
     allocated_not_reserved,
 )
-from questions.families.model import Candidate, Draft, Family, Style
+from questions.families.model import Candidate, Draft, Style
 from questions.families.narrate import (
     ALLOCATOR_DOCS,
     FREED,
@@ -42,6 +42,7 @@ from questions.families.trace import (
     new_allocator,
     run_trace,
     trace_draft,
+    trace_family,
 )
 
 SPACE = Space(
@@ -293,10 +294,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     return _draft(*growing(params))
 
 
-FAMILY = Family(
+FAMILY = trace_family(
     id="oom-under-cap",
     topic="oom-debugging",
-    kind="allocator-trace",
     difficulty=(3, 3),
     description=(
         "Requests under a memory-fraction cap: how many fail (num_ooms) and how many fit, "

@@ -21,7 +21,7 @@ from questions.families.misconceptions import (
     requested_live_bytes,
     reserved_not_allocated,
 )
-from questions.families.model import Candidate, Draft, Family
+from questions.families.model import Candidate, Draft
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_DOCS,
@@ -42,6 +42,7 @@ from questions.families.trace import (
     replay_value,
     run_trace,
     trace_draft,
+    trace_family,
     trace_inputs,
 )
 
@@ -225,10 +226,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = trace_family(
     id="reserved-after-frees",
     topic="caching-allocator",
-    kind="allocator-trace",
     difficulty=(2, 3),
     description=(
         "A few mallocs and frees, then memory_reserved() or memory_allocated(): freed "

@@ -14,7 +14,7 @@ from typing import Any
 from bot.i18n import Join, Localized, Text
 from gpu_runner.sim import allocation_size, round_size
 from questions.families.misconceptions import reserved_not_allocated
-from questions.families.model import Candidate, Draft, Family
+from questions.families.model import Candidate, Draft
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_SOURCE,
@@ -29,7 +29,14 @@ from questions.families.narrate import (
 )
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
-from questions.families.trace import malloc, replay_value, run_trace, trace_draft, trace_inputs
+from questions.families.trace import (
+    malloc,
+    replay_value,
+    run_trace,
+    trace_draft,
+    trace_family,
+    trace_inputs,
+)
 
 DIVISIONS = (2, 4, 8, 16)
 ASKS = (ALLOCATED, RESERVED)
@@ -290,10 +297,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = trace_family(
     id="roundup-power2",
     topic="allocator-config",
-    kind="allocator-trace",
     difficulty=(2, 3),
     description=(
         "roundup_power2_divisions:D: the block (memory_allocated) or segment "

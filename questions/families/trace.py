@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any, Final
 
 from gpu_runner.sim import Block, CachingAllocator, GiB, OutOfMemoryError, SegmentInfo
-from questions.families.model import Style, make_draft
+from questions.families.model import Family, Style, make_draft
 
 KIND: Final = "allocator-trace"
 TRACE_DEMO: Final = "allocator-trace"  # the runner demo that replays `inputs` (issue 16.7)
@@ -35,6 +35,8 @@ Op = list[Any]
 
 # A trace question's draft: an exact size by default, shown by the demo that replays it.
 trace_draft = partial(make_draft, style=Style.EXACT_SIZE, demo=TRACE_DEMO)
+# A family of trace questions (answered by the simulator).
+trace_family = partial(Family, kind=KIND)
 
 
 def malloc(name: str, nbytes: int) -> Op:
