@@ -24,7 +24,7 @@ from typing import Any, Final
 from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
-from questions.families.model import Candidate, Draft, Family, make_draft
+from questions.families.model import Candidate, Draft, formula_family, make_draft
 from questions.families.models import LARGEST_GPU_BYTES
 from questions.families.sizes import GIB
 from questions.families.space import Space, grid
@@ -300,10 +300,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = formula_family(
     id="activation-checkpointing",
     topic="activation-memory",
-    kind="formula",
     difficulty=(2, 3),
     description=(
         "Activation memory per GPU of a GPT-style model's layers with no, selective or full "

@@ -26,7 +26,7 @@ from bot.formats import Number, Size
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, make_draft
+from questions.families.model import Candidate, Draft, formula_family, make_draft
 from questions.families.models import LARGEST_GPU_BYTES, decoder
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
@@ -453,10 +453,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = formula_family(
     id="autocast-weight-cache",
     topic="activation-memory",
-    kind="formula",
     difficulty=(3, 3),
     description=(
         "torch.autocast's cast cache at the end of a forward pass, alone or with the weights' "

@@ -18,7 +18,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, Style, make_draft
+from questions.families.model import Candidate, Draft, Style, formula_family, make_draft
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES
 from questions.families.space import Space, grid
 
@@ -284,10 +284,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = formula_family(
     id="kv-chunked-prefill",
     topic="kv-cache",
-    kind="formula",
     difficulty=(2, 3),
     description=(
         "vLLM chunked prefill under max_num_batched_tokens: the first chunk beside running "

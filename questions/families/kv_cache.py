@@ -17,7 +17,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, make_draft
+from questions.families.model import Candidate, Draft, formula_family, make_draft
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES, Decoder
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
@@ -252,10 +252,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = formula_family(
     id="kv-cache-size",
     topic="kv-cache",
-    kind="formula",
     difficulty=(2, 3),
     description=(
         "KV-cache bytes per GPU of a published decoder (layers, query/KV heads, head dim) "

@@ -18,7 +18,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, make_draft
+from questions.families.model import Candidate, Draft, formula_family, make_draft
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
@@ -278,10 +278,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = formula_family(
     id="lm-head-logits",
     topic="activation-memory",
-    kind="formula",
     difficulty=(2, 3),
     description=(
         "LM-head logits of a published model (b × s × V): in bf16, their fp32 copy in the "

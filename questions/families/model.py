@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from bot.domain import NumericTarget, Question
@@ -114,6 +115,10 @@ class Family:
             "scenarios": self.space.size,
             "description": self.description,
         }
+
+
+# A family of formula questions (answered by a formula from the inputs).
+formula_family = partial(Family, kind="formula")
 
 
 # A typed ("predict the number") answer: the core's own value, which the bot reads back

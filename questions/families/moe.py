@@ -20,7 +20,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
-from questions.families.model import Candidate, Draft, Family, Style, make_draft
+from questions.families.model import Candidate, Draft, Style, formula_family, make_draft
 from questions.families.models import LARGEST_GPU_BYTES
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
@@ -351,10 +351,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = formula_family(
     id="moe-expert-parallel",
     topic="distributed-sharding",
-    kind="formula",
     difficulty=(3, 3),
     description=(
         "Mixture-of-experts under expert parallelism: expert capacity from top-k and the "

@@ -14,7 +14,7 @@ from typing import Any, Final, NamedTuple
 from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
-from questions.families.model import Candidate, Draft, Family, make_draft
+from questions.families.model import Candidate, Draft, formula_family, make_draft
 from questions.families.models import DECODERS, LARGEST_GPU_BYTES
 from questions.families.sizes import GIB
 from questions.families.space import Space, grid
@@ -254,10 +254,9 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     )
 
 
-FAMILY = Family(
+FAMILY = formula_family(
     id="training-state-per-gpu",
     topic="distributed-sharding",
-    kind="formula",
     difficulty=(2, 3),
     description=(
         "Model-state memory per GPU (weights, gradients, optimizer states) of a published "
