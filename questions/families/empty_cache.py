@@ -11,7 +11,7 @@ from typing import Any
 from bot.i18n import Text
 from gpu_runner.sim import allocation_size, round_size
 from questions.families.misconceptions import requested_live_bytes
-from questions.families.model import Candidate, Draft
+from questions.families.model import Candidate, Draft, trace_family
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_DOCS,
@@ -34,7 +34,6 @@ from questions.families.trace import (
     replay_value,
     run_trace,
     trace_draft,
-    trace_family,
     trace_inputs,
 )
 

@@ -18,7 +18,7 @@ from questions.families.misconceptions import (
     live_segments_only,
     no_reuse,
 )
-from questions.families.model import Candidate, Draft, Style
+from questions.families.model import Candidate, Draft, Style, trace_family
 from questions.families.narrate import (
     ALLOCATOR_SOURCE,
     CONF_DOCS,
@@ -38,7 +38,6 @@ from questions.families.trace import (
     run_trace,
     snapshot_after,
     trace_draft,
-    trace_family,
     trace_inputs,
 )
 

@@ -17,7 +17,7 @@ from questions.families.misconceptions import (
     freed_memory_returns,
     no_reuse,
 )
-from questions.families.model import Candidate, Draft
+from questions.families.model import Candidate, Draft, trace_family
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_DOCS,
@@ -37,7 +37,6 @@ from questions.families.trace import (
     replay_value,
     run_trace,
     trace_draft,
-    trace_family,
     trace_inputs,
 )
 

@@ -21,7 +21,7 @@ from typing import Any, Final, NamedTuple
 
 from bot.formats import Number, Size
 from bot.i18n import AND, Join, Localized, Text
-from questions.families.model import Candidate, Draft
+from questions.families.model import Candidate, Draft, trace_family
 from questions.families.narrate import (
     ALLOCATOR_SOURCE,
     CONF_DOCS,
@@ -42,7 +42,6 @@ from questions.families.trace import (
     replay_value,
     run_trace,
     trace_draft,
-    trace_family,
     trace_inputs,
 )
 

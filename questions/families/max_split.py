@@ -18,7 +18,7 @@ from questions.families.misconceptions import (
     freed_memory_returns,
     reserved_not_allocated,
 )
-from questions.families.model import Candidate, Draft
+from questions.families.model import Candidate, Draft, trace_family
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_SOURCE,
@@ -40,7 +40,6 @@ from questions.families.trace import (
     replay_value,
     run_trace,
     trace_draft,
-    trace_family,
     trace_inputs,
 )
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 from bot.domain import NumericTarget, Question
 from bot.i18n import Localized
@@ -87,6 +87,9 @@ def make_draft(
     )
 
 
+TRACE_KIND: Final = "allocator-trace"
+
+
 @dataclass(frozen=True, slots=True)
 class Family:
     """A generator of questions of one kind; `build` is a pure function of its inputs."""
@@ -117,7 +120,9 @@ class Family:
         }
 
 
-# A family of formula questions (answered by a formula from the inputs).
+# Families of the two kinds: trace questions (answered by the simulator), formula
+# questions (answered by a formula from the inputs).
+trace_family = partial(Family, kind=TRACE_KIND)
 formula_family = partial(Family, kind="formula")
 
 

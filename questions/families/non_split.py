@@ -15,7 +15,7 @@ from typing import Any, Final
 from bot.i18n import Localized, Text
 from gpu_runner.sim import allocation_size, round_size
 from questions.families.misconceptions import allocated_not_reserved, reserved_not_allocated
-from questions.families.model import Candidate, Draft
+from questions.families.model import Candidate, Draft, trace_family
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_SOURCE,
@@ -35,7 +35,6 @@ from questions.families.trace import (
     replay_value,
     run_trace,
     trace_draft,
-    trace_family,
     trace_inputs,
 )
 

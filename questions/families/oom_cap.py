@@ -19,7 +19,7 @@ from gpu_runner.sim import OutOfMemoryError
 from questions.families.misconceptions import (
     allocated_not_reserved,
 )
-from questions.families.model import Candidate, Draft, Style
+from questions.families.model import Candidate, Draft, Style, trace_family
 from questions.families.narrate import (
     ALLOCATOR_DOCS,
     FREED,
@@ -42,7 +42,6 @@ from questions.families.trace import (
     new_allocator,
     run_trace,
     trace_draft,
-    trace_family,
 )
 
 SPACE = Space(

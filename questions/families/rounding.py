@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.i18n import Join, Localized, Text
 from gpu_runner.sim import allocation_size, round_size
-from questions.families.model import Candidate, Draft
+from questions.families.model import Candidate, Draft, trace_family
 from questions.families.narrate import (
     ALLOCATED,
     ALLOCATOR_DOCS,
@@ -37,7 +37,7 @@ from questions.families.rounding_rules import (
 )
 from questions.families.sizes import KIB, MIB
 from questions.families.space import Space, grid
-from questions.families.trace import malloc, run_trace, trace_draft, trace_family, trace_inputs
+from questions.families.trace import malloc, run_trace, trace_draft, trace_inputs
 
 # A small or medium request's segment is always 2 or 20 MiB, so memory_reserved() is asked
 # only where the segment depends on the request; a lone small block's memory_allocated()

@@ -21,9 +21,9 @@ from functools import partial
 from typing import Any, Final
 
 from gpu_runner.sim import Block, CachingAllocator, GiB, OutOfMemoryError, SegmentInfo
-from questions.families.model import Family, Style, make_draft
+from questions.families.model import TRACE_KIND, Style, make_draft
 
-KIND: Final = "allocator-trace"
+KIND: Final = TRACE_KIND
 TRACE_DEMO: Final = "allocator-trace"  # the runner demo that replays `inputs` (issue 16.7)
 TOTAL_MEMORY: Final = 16 * GiB  # small enough for any GPU a runner has; a power of two,
 # so a fraction m / 16384 caps at exactly m MiB
@@ -35,8 +35,6 @@ Op = list[Any]
 
 # A trace question's draft: an exact size by default, shown by the demo that replays it.
 trace_draft = partial(make_draft, style=Style.EXACT_SIZE, demo=TRACE_DEMO)
-# A family of trace questions (answered by the simulator).
-trace_family = partial(Family, kind=KIND)
 
 
 def malloc(name: str, nbytes: int) -> Op:
