@@ -60,8 +60,6 @@ async def test_fifty_concurrent_clicks_by_one_user_count_once(
 async def test_concurrent_clicks_through_two_processes_count_once(
     service: QuizService,
     replica: Callable[[RecordingChat], Awaitable[QuizService]],
-    bank: QuestionBank,
-    clock: FakeClock,
     channel: ChannelRef,
 ) -> None:
     other = await replica(RecordingChat())
@@ -80,8 +78,6 @@ async def test_two_concurrent_closers_reveal_exactly_once(
     service: QuizService,
     chat: RecordingChat,
     replica: Callable[[RecordingChat], Awaitable[QuizService]],
-    bank: QuestionBank,
-    clock: FakeClock,
     channel: ChannelRef,
 ) -> None:
     other_chat = RecordingChat()
@@ -105,8 +101,6 @@ async def test_two_concurrent_closers_reveal_exactly_once(
 async def test_answers_racing_a_close_are_either_revealed_or_told_closed(
     service: QuizService,
     replica: Callable[[RecordingChat], Awaitable[QuizService]],
-    bank: QuestionBank,
-    clock: FakeClock,
     channel: ChannelRef,
 ) -> None:
     closer = await replica(RecordingChat())
