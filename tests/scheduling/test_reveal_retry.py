@@ -12,6 +12,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import DateTime, bindparam, text
 
 from bot.bank import QuestionBank
@@ -122,6 +123,7 @@ async def test_reveal_that_fails_again_is_retried_at_the_next_lease(
     assert service.metrics.reconciler_retries.value() == 2  # both attempts that held the lease
 
 
+@pytest.mark.slow
 async def test_two_replicas_post_each_failed_reveal_exactly_once(
     db_url: str, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
 ) -> None:

@@ -300,6 +300,15 @@ class FakeDiscord(RestRoutes, Lifecycle):
     def callbacks(self, interaction: Json) -> list[Call]:
         return self.of("POST", f"/interactions/{interaction['id']}/{interaction['token']}/callback")
 
+    def settled(self, interaction: Json) -> bool:
+        """The bot has answered `interaction` for good: a callback other than a deferral
+        ("thinking…", type 5), or the deferral edited or deleted."""
+        kinds = {c.json.get("type") for c in self.callbacks(interaction) if c.json}
+        original = f"/webhooks/{self.app_id}/{interaction['token']}/messages/@original"
+        return bool(kinds - {5}) or any(
+            c.path == original and c.method in ("PATCH", "DELETE") for c in self.calls
+        )
+
     def said_to(self, interaction: Json) -> list[Json]:
         """Everything the bot said in answer to an interaction, in order: the callback's
         message, follow-ups, and edits of @original as the message stands after the edit

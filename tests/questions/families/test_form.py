@@ -36,6 +36,7 @@ def samples() -> dict[str, list[GeneratedQuestion]]:
     return {f.id: [generate(f, SEED, i) for i in range(SAMPLE)] for f in FAMILIES}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family_id", FAMILIES.ids())
 def test_the_answers_rank_among_the_values_is_uniform(
     samples: dict[str, list[GeneratedQuestion]], family_id: str
