@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from enum import StrEnum
@@ -413,8 +413,9 @@ def podium_message(podium: Podium, locale: Locale) -> Message:
 
 class SeasonKeeper(Lifecycle):
     """Ends seasons on time and posts each podium once. The scheduler's pass calls `run`
-    (catch-up at start, then every wake-up); correctness comes from storage: the end is a
-    conditional update, the podium a lease and a mark, as reveals are."""
+    (catch-up at start, then every wake-up, one of them planned at the nearest end:
+    `next_event`); correctness comes from storage: the end is a conditional update, the
+    podium a lease and a mark, as reveals are."""
 
     def __init__(
         self,
@@ -423,11 +424,15 @@ class SeasonKeeper(Lifecycle):
         clock: Clock,
         *,
         lease: timedelta = PODIUM_LEASE,
+        replan: Callable[[], object] = lambda: None,
     ) -> None:
         self.service = service
         self.seasons = seasons
         self.clock = clock
         self.lease = lease
+        # Told when a season's end moves here (started, ended early): the scheduler then
+        # plans its wake-up at the nearest end (`Registry.replan`).
+        self.replan = replan
 
     async def run(self, now: datetime) -> list[Season]:
         """End what is due and post the podiums this pass won; the seasons posted."""
@@ -464,7 +469,7 @@ class SeasonKeeper(Lifecycle):
 def feature(parts: Parts) -> Feature:
 
     seasons = parts.store.seasons
-    keeper = SeasonKeeper(parts.service, seasons, parts.clock)
+    keeper = SeasonKeeper(parts.service, seasons, parts.clock, replan=parts.registry.replan)
     return season_feature(keeper)
 
 
@@ -530,6 +535,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
                     name=quoted(request.name),
                 )
             ) from None
+        keeper.replan()
         where = (
             t("every channel of this workspace")
             if made.scope is SeasonScope.WORKSPACE
@@ -549,6 +555,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
             raise UserFacingError(t("No season is running in this channel: nothing to end."))
         await seasons.end_now(current.id, now)
         await keeper.run(now)
+        keeper.replan()
         return [Reply(Message(body=t("Season {name} is over.", name=current.name)))]
 
     async def _list(inv: Invocation, zone: str, t: Translator) -> list[Reply]:

@@ -175,6 +175,9 @@ class SqlScoreRepository:
             )
 
 
+Entry = tuple[int, int, int, UserRef]  # a board's row: points, correct, answered, who
+
+
 async def read_board(
     s: AsyncSession,
     model: Board,
@@ -188,16 +191,9 @@ async def read_board(
     and the caller in one statement (a UNION ALL of two index lookups), then — only when
     the board is longer than the top — the players and those ahead of the caller, summed
     from the board's histogram (`board`, `starts` in `score_histograms`)."""
-    rows: list[LeaderboardRow] = []
-    mine = None
     top, own = await _top_and_caller(s, model, where, caller, limit)
-    for i, (points, correct, answered, user) in enumerate(top):
-        rank = rows[-1].rank if rows and rows[-1].points == points else i + 1
-        rows.append(LeaderboardRow(rank, user, points, correct, answered))
-    players = len(rows)
-    if caller is not None:
-        mine = next((r for r in rows if r.user.key == caller.key), None)
-    if len(rows) == limit:
+    counts = None
+    if len(top) == limit:
         h = ScoreHistogramRow
         ahead = h.points > (own[0] if own is not None else 0)
         players, above = (
@@ -208,6 +204,31 @@ async def read_board(
                 ).where(h.board == board, h.starts == starts)
             )
         ).one()
+        counts = (players, above)
+    return place_board(top, own, caller, limit, counts)
+
+
+def place_board(
+    top: list[Entry],
+    own: Entry | None,
+    caller: UserRef | None,
+    limit: int,
+    counts: tuple[int, int] | None,
+) -> tuple[list[LeaderboardRow], int, LeaderboardRow | None]:
+    """A board's rows ranked (equal points share a rank), its number of players and the
+    caller's row, from its top `limit` entries in board order, the caller's own entry and
+    — needed only when the top is full — the board's (players, players ahead of the
+    caller) from its histogram."""
+    rows: list[LeaderboardRow] = []
+    mine = None
+    for i, (points, correct, answered, user) in enumerate(top):
+        rank = rows[-1].rank if rows and rows[-1].points == points else i + 1
+        rows.append(LeaderboardRow(rank, user, points, correct, answered))
+    players = len(rows)
+    if caller is not None:
+        mine = next((r for r in rows if r.user.key == caller.key), None)
+    if len(rows) == limit and counts is not None:
+        players, above = counts
         if mine is None and own is not None:
             mine = LeaderboardRow(above + 1, own[3], *own[:3])
     return rows, players, mine
@@ -215,7 +236,7 @@ async def read_board(
 
 async def _top_and_caller(
     s: AsyncSession, m: Board, where: tuple[Any, ...], caller: UserRef | None, limit: int
-) -> tuple[list[tuple[int, int, int, UserRef]], tuple[int, int, int, UserRef] | None]:
+) -> tuple[list[Entry], Entry | None]:
     """The top `limit` rows in board order, and the caller's row (wherever it is)."""
 
     def rows(tag: int) -> Select[Any, *tuple[Any, ...]]:
