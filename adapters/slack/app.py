@@ -108,7 +108,11 @@ class SlackAdapter(Lifecycle):
             self.chat, self.service, quiz.registry, self.deliveries, self.tasks, self.admin
         )
         self._homes = quiz.registry.service(Homes)  # None: no home feature, no App Home
-        self.home = SlackHome(chat, self._homes, self.admin, self.tasks) if self._homes else None
+        self.home = (
+            SlackHome(chat, self._homes, self.admin, self.tasks, kept=self.admins.kept)
+            if self._homes
+            else None
+        )
 
     # -- lifecycle ---------------------------------------------------------------------
 
