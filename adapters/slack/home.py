@@ -10,8 +10,9 @@ client, as every call does.
 
 Whether the member is an admin (their card's settings section) takes a ``users.info`` call
 unless the answer is kept: then the card is published first as a member's, and the check
-follows (`ADMIN_CHECKS` at once, so a burst's checks do not hold up its publishes); an
-admin's home is published again with the section.
+follows once no card is being published (`ADMIN_WAIT` at most), `ADMIN_CHECKS` at once:
+a burst's checks do not hold up its publishes. An admin's home is then published again
+with the section.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 HASH_CONFLICT = "hash_conflict"
 _REMEMBERED = 100_000  # members whose last view hash is kept
 ADMIN_CHECKS = 4  # admin checks (users.info) after first publishes, at once at most
+ADMIN_WAIT = 1.0  # seconds an admin check waits for the publishes under way, at most
 
 
 def home_view(message: Message) -> dict[str, Any]:
@@ -62,6 +64,9 @@ class SlackHome:
         self.kept = kept  # whether a member is an admin, where that takes no call
         self.tasks = tasks
         self._checks = asyncio.Semaphore(ADMIN_CHECKS)
+        self._publishing = 0  # cards being published (their first publish)
+        self._quiet = asyncio.Event()  # set: none is
+        self._quiet.set()
         self._hashes: OrderedDict[str, str] = OrderedDict()
         self._problems = ThrottledLog(log)
 
@@ -89,10 +94,19 @@ class SlackHome:
         (a call): published as a member's card first, then — an admin's, or a kept
         card's section that no longer holds — again after the check."""
         status = self.kept(member)
-        card, view = await self._publish(member, NOBODY if status is None else known(status))
+        self._publishing += 1
+        self._quiet.clear()
+        try:
+            card, view = await self._publish(member, NOBODY if status is None else known(status))
+        finally:
+            self._publishing -= 1
+            if not self._publishing:
+                self._quiet.set()
         if status is not None:
             return
         async with self._checks:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._quiet.wait(), ADMIN_WAIT)
             status = await self.admin(member)()
         if (card.admin is not None) == (status is AdminStatus.YES):
             return
