@@ -23,6 +23,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
+from typing import Any, TypeVar, cast
 
 from bot.admin import NOBODY, AdminCheck, AdminStatus
 from bot.commands import Command, Invocation, Reply
@@ -66,10 +68,15 @@ MAX_CHANNELS = 50  # channels of a workspace a card reads (a member plays in a f
 ADMIN_CHANNELS = 5  # channels an admin's settings section shows
 TOPICS_SHOWN = 8
 BATCH = 100  # home cards read together at most
+# What a workspace's home cards share (its channels, their settings and schedules) is read
+# once this long at most (and again after a reveal there), for a burst of opens.
+SHARED_TTL = timedelta(seconds=10)
+_SHARED_WORKSPACES = 1_000  # workspaces whose shared reads are kept (then all dropped)
 _REMEMBERED = 100_000  # members whose last refresh is kept (the oldest forgotten first)
 LANGUAGES = {Locale.EN: N_("English"), Locale.EL: N_("Greek")}
 
 Publisher = Callable[[UserRef], Awaitable[None]]
+Shared = TypeVar("Shared")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +172,8 @@ class Homes(Lifecycle):
         # Home cards asked for while others are read, per workspace; its reader, if any.
         self._waiting: dict[str, list[tuple[Ask, asyncio.Future[Card]]]] = {}
         self._readers: set[str] = set()
+        # Per workspace: what its home cards share, by what it is -> (when read, value).
+        self._shared: dict[str, dict[tuple[str, str], tuple[datetime, Any]]] = {}
         self.tasks = TaskSupervisor("home")
 
     async def shutdown(self) -> None:
@@ -193,22 +202,26 @@ class Homes(Lifecycle):
             raise card
         return card
 
-    async def cards(self, asks: Sequence[Ask]) -> list[Card | BaseException]:
+    async def cards(self, asks: Sequence[Ask], shared: bool = False) -> list[Card | BaseException]:
         """The cards of many members of one workspace, in order (a member's failed admin
         check: its exception in their place). Each part is read once for them all: the
         workspace's channels, the members' stats, the board, the features' lines, the
-        practice cards, each channel's schedules and settings."""
+        practice cards, each channel's schedules and settings (`shared`: those the
+        workspace's cards share, kept `SHARED_TTL` — home cards)."""
         if not asks:
             return []
         members = [a.member for a in asks]
-        known = await self._known(Workspace.of(members[0]))
+        workspace = Workspace.of(members[0])
+        known = await self._share(
+            shared, members[0], "channels", "", lambda: self._known(workspace)
+        )
         channels = [_with_here(known, a.here) for a in asks]
         # The admin checks (a platform's call each) run while the figures are read.
         checks: dict[int, asyncio.Future[AdminStatus]] = {
             i: asyncio.ensure_future(a.admin()) for i, a in enumerate(asks) if channels[i]
         }
         try:
-            return await self._figures(asks, channels, checks)
+            return await self._figures(asks, channels, checks, shared)
         finally:
             for check in checks.values():
                 if check.done() and not check.cancelled():
@@ -220,6 +233,7 @@ class Homes(Lifecycle):
         asks: Sequence[Ask],
         channels: list[list[ChannelRef]],
         checks: dict[int, asyncio.Future[AdminStatus]],
+        shared: bool,
     ) -> list[Card | BaseException]:
         members = [a.member for a in asks]
         every = list(dict.fromkeys(c for chs in channels for c in chs))
@@ -234,7 +248,13 @@ class Homes(Lifecycle):
         locales: dict[ChannelRef, Locale] = {}
         for a, main in zip(asks, mains, strict=True):
             if a.locale is None and main is not None and main not in locales:
-                locales[main] = await self.service.locale_for(main)
+                locales[main] = await self._share(
+                    shared,
+                    main,
+                    "locale",
+                    main.key,
+                    partial(self.service.locale_for, main),
+                )
         shown = [
             a.locale or (locales[main] if main else self.service.default_locale)
             for a, main in zip(asks, mains, strict=True)
@@ -275,7 +295,7 @@ class Homes(Lifecycle):
             mine = [c for c, _ in played[i]] or ([a.here] if a.here else [])
             cards = practice.get(a.member.key, [])
             try:
-                admin = await self._admin(channels[i], checks.get(i), schedules, settings)
+                admin = await self._admin(channels[i], checks.get(i), schedules, settings, shared)
             except Exception as exc:
                 out.append(exc)
                 continue
@@ -294,7 +314,7 @@ class Homes(Lifecycle):
                     topics=merge_topics([s for _, s in played[i]]),
                     due=sum(1 for c in cards if c.due_at <= now),
                     cards=len(cards),
-                    next_question=await self._next_question(mine, now, schedules),
+                    next_question=await self._next_question(mine, now, schedules, shared),
                     notes=tuple(notes[i]),
                     admin=admin,
                 )
@@ -330,21 +350,50 @@ class Homes(Lifecycle):
                     log.exception(failed)
 
     async def _schedules(
-        self, channel: ChannelRef, kept: dict[ChannelRef, list[Schedule]]
+        self, channel: ChannelRef, kept: dict[ChannelRef, list[Schedule]], shared: bool
     ) -> list[Schedule]:
         if channel not in kept:
-            kept[channel] = await self.store.schedules.in_channel(channel)
+            kept[channel] = await self._share(
+                shared,
+                channel,
+                "schedules",
+                channel.key,
+                lambda: self.store.schedules.in_channel(channel),
+            )
         return kept[channel]
+
+    async def _share(
+        self,
+        shared: bool,
+        ref: ChannelRef | UserRef,
+        what: str,
+        key: str,
+        read: Callable[[], Awaitable[Shared]],
+    ) -> Shared:
+        """`read()`, or (home cards) what it gave within `SHARED_TTL` in `ref`'s workspace."""
+        if not shared:
+            return await read()
+        now = self.clock.now()
+        kept = self._shared.setdefault(_workspace_key(ref), {})
+        found = kept.get((what, key))
+        if found is not None and now - found[0] < SHARED_TTL:
+            return cast(Shared, found[1])
+        value = await read()
+        if len(self._shared) > _SHARED_WORKSPACES:
+            self._shared.clear()
+        self._shared.setdefault(_workspace_key(ref), {})[(what, key)] = (now, value)
+        return value
 
     async def _next_question(
         self,
         channels: Sequence[ChannelRef],
         now: datetime,
         kept: dict[ChannelRef, list[Schedule]],
+        shared: bool,
     ) -> NextQuestion | None:
         best: NextQuestion | None = None
         for channel in channels:
-            for schedule in await self._schedules(channel, kept):
+            for schedule in await self._schedules(channel, kept, shared):
                 if not schedule.enabled:
                     continue
                 try:
@@ -361,14 +410,21 @@ class Homes(Lifecycle):
         check: asyncio.Future[AdminStatus] | None,
         kept: dict[ChannelRef, list[Schedule]],
         settings: dict[ChannelRef, ChannelSettings],
+        shared: bool,
     ) -> tuple[ChannelAdmin, ...] | None:
         if not channels or check is None or await check is not AdminStatus.YES:
             return None
         out = []
         for channel in channels[:ADMIN_CHANNELS]:
             if channel not in settings:
-                settings[channel] = await self.store.settings.get(channel)
-            schedules = [s for s in await self._schedules(channel, kept) if s.enabled]
+                settings[channel] = await self._share(
+                    shared,
+                    channel,
+                    "settings",
+                    channel.key,
+                    partial(self.store.settings.get, channel),
+                )
+            schedules = [s for s in await self._schedules(channel, kept, shared) if s.enabled]
             out.append(ChannelAdmin(settings[channel], tuple(schedules)))
         return tuple(out)
 
@@ -410,7 +466,7 @@ class Homes(Lifecycle):
                 if rest:
                     self._waiting[workspace] = rest
                 try:
-                    cards = await self.cards([ask for ask, _ in batch])
+                    cards = await self.cards([ask for ask, _ in batch], shared=True)
                 except Exception as exc:
                     cards = [exc] * len(batch)
                 for (_, waiting), card in zip(batch, cards, strict=True):
@@ -433,6 +489,7 @@ class Homes(Lifecycle):
     async def revealed(self, reveal: Reveal, thread_locale: Locale) -> None:
         """A `RevealListener`: the workspace's boards moved, its kept cards are stale."""
         self._generation += 1
+        self._shared.pop(_workspace_key(reveal.post.channel), None)
         for key in self._by_workspace.pop(_workspace_key(reveal.post.channel), set()):
             self._cards.pop(key, None)
 
