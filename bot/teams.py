@@ -596,12 +596,14 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
     async def notes(asks: Sequence[tuple[ChannelRef, UserRef, Locale]]) -> list[str | None]:
         """`note` of many members of one workspace: their teams in one read."""
         names = await teams.teams_of([user for _, user, _ in asks])
-        return [
-            translator(locale)("Your team: {team} (/quiz team board)", team=names[user.key])
-            if user.key in names
-            else None
-            for _, user, locale in asks
-        ]
+        out: list[str | None] = []
+        for _, user, locale in asks:
+            t = translator(locale)
+            mine = names.get(user.key)
+            out.append(
+                None if mine is None else t("Your team: {team} (/quiz team board)", team=mine)
+            )
+        return out
 
     async def report_note(channel: ChannelRef, locale: Locale) -> str | None:
         """Under the admin report: the teams, all time, by the workspace's rule."""
