@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from enum import StrEnum
@@ -41,6 +41,7 @@ from bot.features import Feature, Parts
 from bot.i18n import N_, Translator, translator
 from bot.lifecycle import Lifecycle
 from bot.messages import Message
+from bot.quiz import BulkLine
 from bot.quoting import quoted
 from bot.render import MEDALS
 
@@ -642,7 +643,21 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
 
     async def note(channel: ChannelRef, user: UserRef, locale: Locale) -> str | None:
         """Under boards and stats: the running season and the member's place in it."""
-        current = await seasons.current(channel, keeper.clock.now())
+        return await place(await seasons.current(channel, keeper.clock.now()), user, locale)
+
+    async def notes(asks: Sequence[tuple[ChannelRef, UserRef, Locale]]) -> list[str | None]:
+        """`note` of many members: each channel's running season read once (a member's
+        place in a running season: their own read)."""
+        now = keeper.clock.now()
+        running: dict[ChannelRef, Season | None] = {}
+        out = []
+        for channel, user, locale in asks:
+            if channel not in running:
+                running[channel] = await seasons.current(channel, now)
+            out.append(await place(running[channel], user, locale))
+        return out
+
+    async def place(current: Season | None, user: UserRef, locale: Locale) -> str | None:
         if current is None:
             return None
         t = translator(locale)
@@ -682,7 +697,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
 
     return Feature(
         "seasons",
-        board_notes=[note],
+        board_notes=[BulkLine(note, notes)],
         report_notes=[report_note],
         commands=[
             Command(

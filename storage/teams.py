@@ -149,6 +149,25 @@ class SqlTeamRepository:
         async with self._sessions() as s:
             return await self._team_of(s, await self._member(s, user, create=False))
 
+    async def teams_of(self, users: Sequence[UserRef]) -> dict[str, str]:
+        """`team_of` of many members of one workspace: their team's name by member key
+        (none: absent), read in one statement."""
+        if not users:
+            return {}
+        first = users[0]
+        async with self._sessions() as s:
+            rows = await s.execute(
+                select(MemberRow.user_id, TeamRow.name)
+                .join(TeamMemberRow, TeamMemberRow.member_id == MemberRow.id)
+                .join(TeamRow, TeamRow.id == TeamMemberRow.team_id)
+                .where(
+                    MemberRow.platform == str(first.platform),
+                    MemberRow.workspace == first.workspace,
+                    MemberRow.user_id.in_(sorted({u.user for u in users})),
+                )
+            )
+            return {UserRef(first.platform, first.workspace, uid).key: name for uid, name in rows}
+
     async def teams(self, ws: Workspace) -> list[Team]:
         async with self._sessions() as s:
             rows = await s.execute(
