@@ -31,9 +31,11 @@ test: $(STAMP)
 
 ## The suite again on the newest Python here (>= 3.12; 3.13 on the project's machines),
 ## without torch: the CPU torch wheel is built for 3.11 only, and torch's tests skip cleanly.
-## Lint and mypy run once, in `make test`; so do the PostgreSQL runs and the browser's (this
-## pass checks the language, not the database or chromium: it keeps .ci/run under 12 min).
-NEWEST_ARGS ?= -k "not postgresql" --ignore=tests/dashboard/browser
+## Lint and mypy run once, in `make test`; so do the PostgreSQL runs, the browser's and the
+## tests marked `slow` (long load, race, property and content checks). This pass checks the
+## language and the libraries on it, not the database, chromium or the data: it keeps
+## .ci/run under 12 min.
+NEWEST_ARGS ?= -k "not postgresql" -m "not slow" --ignore=tests/dashboard/browser
 VENV_NEWEST ?= .venv-newest
 PY_NEWEST ?= $(shell scripts/newest_python.sh)
 STAMP_NEWEST := $(VENV_NEWEST)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)

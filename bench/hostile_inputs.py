@@ -5,9 +5,11 @@
 Each attack runs in a fresh interpreter (imports untimed; peak RSS is the process's own
 VmHWM, imports included): question files (billion laughs, 10 MB, 30,000-deep, a
 5,000-digit number, a bad date), snapshot pickles (repr bomb, bytearray call, memo index,
-dict flood, shared events and devices, a huge length), `db restore` of foreign files and a
-directory, and absurd schedule words. The attacks are the tests' own
-(`tests/*/test_hostile_*.py`, `tests/storage/test_restore.py`).
+dict flood, shared events and devices, a huge length), team-pack imports (half a million
+rows, a 7 MB field, deep and long JSON), the clinic's red-team files, `db restore` of foreign
+files and a directory, and absurd schedule words. The attacks are the tests' own
+(`tests/*/test_hostile_*.py`, `tests/clinic/test_input.py`, `tests/storage/test_restore.py`),
+which assert the answer and the memory; the time is measured here only.
 
 Target (issue 14): every bad input answered by one clear line within 1 s and 200 MB.
 """
@@ -82,6 +84,39 @@ def snapshot_attacks(tmp: Path) -> Iterator[tuple[str, Measured]]:
         )
 
 
+def import_attacks(tmp: Path) -> Iterator[tuple[str, Measured]]:
+    from tests.questions.test_hostile_imports import ATTACKS
+
+    for name, (make, _) in ATTACKS.items():
+        path = tmp / f"import-{name}"
+        path.write_text(make())
+        yield (
+            f"import_{name.replace('.', '_')}",
+            measure(
+                "from pathlib import Path\nfrom questions.team import TeamQuestions\n",
+                f"return [p for _, r in TeamQuestions().read_path(Path({str(path)!r})) "
+                "for p in r.problems]",
+            ),
+        )
+
+
+def clinic_attacks(tmp: Path) -> Iterator[tuple[str, Measured]]:
+    from tests.clinic import snapshots
+
+    for devices in (6000, 60):
+        path = tmp / f"clinic-{devices}.pickle"
+        path.write_bytes(snapshots.repeated_by_reference(devices=devices, alloc_last=devices < 64))
+        yield (
+            f"clinic_red_team_{devices}_devices",
+            measure(
+                "from pathlib import Path\n"
+                "from gpu_runner.clinic._input import Rejected, read_snapshot\n",
+                f"try:\n    read_snapshot(Path({str(path)!r}), 'h.pickle', 100 << 20, None)\n"
+                "except Rejected as exc:\n    return str(exc.reason)\nreturn 'accepted'",
+            ),
+        )
+
+
 def restore_attacks(tmp: Path) -> Iterator[tuple[str, Measured]]:
     from tests.storage.test_restore import NOT_QUIZBOT, migrated
 
@@ -131,6 +166,8 @@ def main() -> int:
         for attacks in (
             question_attacks(tmp),
             snapshot_attacks(tmp),
+            import_attacks(tmp),
+            clinic_attacks(tmp),
             restore_attacks(tmp),
             schedule_attacks(),
         ):

@@ -138,6 +138,7 @@ class Registry:
         self.buttons: dict[str, ButtonKind] = {}
         self.forms: dict[str, FormKind] = {}
         self._collected: dict[tuple[str, int], tuple[Any, ...]] = {}
+        self._replanners: list[Callable[[], object]] = []
         for feature in features:
             self.add(feature)
 
@@ -180,6 +181,18 @@ class Registry:
     stats: _Collected[StatsLine] = _Collected()
     report_notes: _Collected[ReportNote] = _Collected()
     tickers: _Collected[Ticker] = _Collected()
+
+    def on_replan(self, listener: Callable[[], object]) -> None:
+        """Call `listener` whenever a ticker's next event moves (`replan`): the scheduler
+        plans its wake-up at the nearest one again."""
+        self._replanners.append(listener)
+
+    def replan(self) -> None:
+        """A feature's next due work moved in this process (a season started, or ended
+        early): whoever plans the tickers' wake-ups plans them again. Other replicas see
+        it at their next pass."""
+        for listener in tuple(self._replanners):
+            listener()
 
     async def held(self, channels: Collection[ChannelRef]) -> set[ChannelRef]:
         """Those of `channels` whose scheduled questions wait (a feature holds them)."""

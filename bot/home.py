@@ -17,11 +17,14 @@ injected).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
+from typing import Any, TypeVar, cast
 
 from bot.admin import NOBODY, AdminCheck, AdminStatus
 from bot.commands import Command, Invocation, Reply
@@ -32,6 +35,7 @@ from bot.domain import (
     BoardWindow,
     ChannelRef,
     ChannelSettings,
+    Leaderboard,
     Locale,
     PlayerStats,
     Reveal,
@@ -46,7 +50,7 @@ from bot.interactions import Click
 from bot.lifecycle import Lifecycle
 from bot.messages import Button, ButtonStyle, Message
 from bot.practice import Practice, practice_message
-from bot.quiz import QuizService
+from bot.quiz import BulkLine, QuizService
 from bot.scheduling.commands import fire_time
 from bot.scheduling.spec import describe, recurrence_of
 from bot.stats import percent
@@ -63,10 +67,16 @@ CARD_TTL = timedelta(seconds=60)
 MAX_CHANNELS = 50  # channels of a workspace a card reads (a member plays in a few)
 ADMIN_CHANNELS = 5  # channels an admin's settings section shows
 TOPICS_SHOWN = 8
+BATCH = 100  # home cards read together at most
+# What a workspace's home cards share (its channels, their settings and schedules) is read
+# once this long at most (and again after a reveal there), for a burst of opens.
+SHARED_TTL = timedelta(seconds=10)
+_SHARED_WORKSPACES = 1_000  # workspaces whose shared reads are kept (then all dropped)
 _REMEMBERED = 100_000  # members whose last refresh is kept (the oldest forgotten first)
 LANGUAGES = {Locale.EN: N_("English"), Locale.EL: N_("Greek")}
 
 Publisher = Callable[[UserRef], Awaitable[None]]
+Shared = TypeVar("Shared")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +84,17 @@ class NextQuestion:
     at: datetime
     channel: ChannelRef
     zone: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """A card asked for: whose, in which language (None: their main channel's), whether
+    they are an admin, and the channel a command came from."""
+
+    member: UserRef
+    locale: Locale | None = None
+    admin: AdminCheck = NOBODY
+    here: ChannelRef | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +169,11 @@ class Homes(Lifecycle):
         self._cards: OrderedDict[str, tuple[Card, datetime]] = OrderedDict()
         self._by_workspace: dict[str, set[str]] = {}
         self._generation = 0  # bumped by every forget: a card read across one is not kept
+        # Home cards asked for while others are read, per workspace; its reader, if any.
+        self._waiting: dict[str, list[tuple[Ask, asyncio.Future[Card]]]] = {}
+        self._readers: set[str] = set()
+        # Per workspace: what its home cards share, by what it is -> (when read, value).
+        self._shared: dict[str, dict[tuple[str, str], tuple[datetime, Any]]] = {}
         self.tasks = TaskSupervisor("home")
 
     async def shutdown(self) -> None:
@@ -157,11 +183,10 @@ class Homes(Lifecycle):
 
     async def channels(self, member: UserRef, here: ChannelRef | None = None) -> list[ChannelRef]:
         """The workspace's channels this process knows (and `here`)."""
-        known = await self.store.dashboard.channels(Workspace.of(member))
-        known = known[:MAX_CHANNELS]
-        if here is not None and here not in known:
-            known.insert(0, here)
-        return known
+        return _with_here(await self._known(Workspace.of(member)), here)
+
+    async def _known(self, workspace: Workspace) -> list[ChannelRef]:
+        return (await self.store.dashboard.channels(workspace))[:MAX_CHANNELS]
 
     async def card(
         self,
@@ -172,61 +197,203 @@ class Homes(Lifecycle):
     ) -> Card:
         """`member`'s card (`here`: the channel a command came from; `locale` None: the
         main channel's)."""
-        channels = await self.channels(member, here)
-        played: list[tuple[ChannelRef, PlayerStats]] = []
-        for channel in channels:
-            stats = await self.store.scores.player_stats(channel, member)
-            if stats is not None:
-                played.append((channel, stats))
-        main = _main_channel(here, played, channels)
-        if locale is None:
-            locale = await self.service.locale_for(main) if main else self.service.default_locale
-        players = points = answered = correct = 0
-        rank_of: int | None = None
-        notes: list[str] = []
-        if main is not None:
-            board = await self.service.leaderboard(
-                main, member, BoardWindow.ALL, BoardScope.WORKSPACE
-            )
-            players = board.players
-            if board.caller is not None:
-                row = board.caller
-                rank_of, points, answered, correct = row.rank, row.points, row.answered, row.correct
-            notes += await self.service.board_notes(main, member, locale)
-            for line in self.registry.stats:
-                try:
-                    if (text := await line(main, member, locale)) is not None:
-                        notes.append(text)
-                except Exception:
-                    log.exception("a stats line failed on a member's card")
-        now = self.clock.now()
-        cards = await self.store.practice.cards(member)
-        mine = [c for c, _ in played] or ([here] if here else [])
-        return Card(
-            member=member,
-            locale=locale,
-            channel=main,
-            rank=rank_of,
-            players=players,
-            points=points,
-            answered=answered,
-            correct=correct,
-            current_streak=max((s.current_streak for _, s in played), default=0),
-            best_streak=max((s.best_streak for _, s in played), default=0),
-            topics=merge_topics([s for _, s in played]),
-            due=sum(1 for c in cards if c.due_at <= now),
-            cards=len(cards),
-            next_question=await self._next_question(mine, now),
-            notes=tuple(notes),
-            admin=await self._admin(channels, admin),
+        (card,) = await self.cards([Ask(member, locale, admin, here)])
+        if isinstance(card, BaseException):
+            raise card
+        return card
+
+    async def cards(self, asks: Sequence[Ask], shared: bool = False) -> list[Card | BaseException]:
+        """The cards of many members of one workspace, in order (a member's failed admin
+        check: its exception in their place). Each part is read once for them all: the
+        workspace's channels, the members' stats, the board, the features' lines, the
+        practice cards, each channel's schedules and settings (`shared`: those the
+        workspace's cards share, kept `SHARED_TTL` — home cards)."""
+        if not asks:
+            return []
+        members = [a.member for a in asks]
+        workspace = Workspace.of(members[0])
+        known = await self._share(
+            shared, members[0], "channels", "", lambda: self._known(workspace)
         )
+        channels = [_with_here(known, a.here) for a in asks]
+        # The admin checks (a platform's call each) run while the figures are read.
+        checks: dict[int, asyncio.Future[AdminStatus]] = {
+            i: asyncio.ensure_future(a.admin()) for i, a in enumerate(asks) if channels[i]
+        }
+        try:
+            return await self._figures(asks, channels, checks, shared)
+        finally:
+            for check in checks.values():
+                if check.done() and not check.cancelled():
+                    check.exception()  # retrieved: a failure of its own is its card's
+                check.cancel()
+
+    async def _figures(
+        self,
+        asks: Sequence[Ask],
+        channels: list[list[ChannelRef]],
+        checks: dict[int, asyncio.Future[AdminStatus]],
+        shared: bool,
+    ) -> list[Card | BaseException]:
+        members = [a.member for a in asks]
+        every = list(dict.fromkeys(c for chs in channels for c in chs))
+        stats = await self.store.scores.players_stats(every, members)
+        played = [
+            [(c, found) for c in chs if (found := stats.get((c, a.member.key))) is not None]
+            for a, chs in zip(asks, channels, strict=True)
+        ]
+        mains = [
+            _main_channel(a.here, p, chs) for a, p, chs in zip(asks, played, channels, strict=True)
+        ]
+        locales: dict[ChannelRef, Locale] = {}
+        for a, main in zip(asks, mains, strict=True):
+            if a.locale is None and main is not None and main not in locales:
+                locales[main] = await self._share(
+                    shared,
+                    main,
+                    "locale",
+                    main.key,
+                    partial(self.service.locale_for, main),
+                )
+        shown = [
+            a.locale or (locales[main] if main else self.service.default_locale)
+            for a, main in zip(asks, mains, strict=True)
+        ]
+        boards: dict[str, Leaderboard] = {}
+        for main in dict.fromkeys(m for m in mains if m is not None):
+            callers = [a.member for a, m in zip(asks, mains, strict=True) if m == main]
+            boards.update(
+                await self.service.leaderboards(
+                    main, callers, BoardWindow.ALL, BoardScope.WORKSPACE
+                )
+            )
+        lines = [
+            (i, main, a.member, shown[i])
+            for i, (a, main) in enumerate(zip(asks, mains, strict=True))
+            if main is not None
+        ]
+        notes: list[list[str]] = [[] for _ in asks]
+        await self._lines(self.registry.board_notes, lines, notes, "a board note failed")
+        await self._lines(
+            self.registry.stats, lines, notes, "a stats line failed on a member's card"
+        )
+        now = self.clock.now()
+        practice = await self.store.practice.cards_of(members)
+        schedules: dict[ChannelRef, list[Schedule]] = {}
+        settings: dict[ChannelRef, ChannelSettings] = {}
+        out: list[Card | BaseException] = []
+        for i, a in enumerate(asks):
+            board = boards.get(a.member.key) if mains[i] is not None else None
+            players = points = answered = correct = 0
+            rank_of: int | None = None
+            if board is not None:
+                players = board.players
+                if board.caller is not None:
+                    row = board.caller
+                    rank_of, points, answered = row.rank, row.points, row.answered
+                    correct = row.correct
+            mine = [c for c, _ in played[i]] or ([a.here] if a.here else [])
+            cards = practice.get(a.member.key, [])
+            try:
+                admin = await self._admin(channels[i], checks.get(i), schedules, settings, shared)
+            except Exception as exc:
+                out.append(exc)
+                continue
+            out.append(
+                Card(
+                    member=a.member,
+                    locale=shown[i],
+                    channel=mains[i],
+                    rank=rank_of,
+                    players=players,
+                    points=points,
+                    answered=answered,
+                    correct=correct,
+                    current_streak=max((s.current_streak for _, s in played[i]), default=0),
+                    best_streak=max((s.best_streak for _, s in played[i]), default=0),
+                    topics=merge_topics([s for _, s in played[i]]),
+                    due=sum(1 for c in cards if c.due_at <= now),
+                    cards=len(cards),
+                    next_question=await self._next_question(mine, now, schedules, shared),
+                    notes=tuple(notes[i]),
+                    admin=admin,
+                )
+            )
+        return out
+
+    async def _lines(
+        self,
+        hooks: Sequence[Callable[[ChannelRef, UserRef, Locale], Awaitable[str | None]]],
+        asks: Sequence[tuple[int, ChannelRef, UserRef, Locale]],
+        notes: list[list[str]],
+        failed: str,
+    ) -> None:
+        """Each hook's lines, in the hooks' order, under each asking member's `notes`."""
+        if not asks:
+            return
+        for hook in hooks:
+            if isinstance(hook, BulkLine):
+                try:
+                    got = await hook.many([(c, u, loc) for _, c, u, loc in asks])
+                except Exception:
+                    log.exception(failed)
+                    continue
+                for (i, *_), text in zip(asks, got, strict=True):
+                    if text is not None:
+                        notes[i].append(text)
+                continue
+            for i, channel, user, locale in asks:
+                try:
+                    if (text := await hook(channel, user, locale)) is not None:
+                        notes[i].append(text)
+                except Exception:
+                    log.exception(failed)
+
+    async def _schedules(
+        self, channel: ChannelRef, kept: dict[ChannelRef, list[Schedule]], shared: bool
+    ) -> list[Schedule]:
+        if channel not in kept:
+            kept[channel] = await self._share(
+                shared,
+                channel,
+                "schedules",
+                channel.key,
+                lambda: self.store.schedules.in_channel(channel),
+            )
+        return kept[channel]
+
+    async def _share(
+        self,
+        shared: bool,
+        ref: ChannelRef | UserRef,
+        what: str,
+        key: str,
+        read: Callable[[], Awaitable[Shared]],
+    ) -> Shared:
+        """`read()`, or (home cards) what it gave within `SHARED_TTL` in `ref`'s workspace."""
+        if not shared:
+            return await read()
+        now = self.clock.now()
+        kept = self._shared.setdefault(_workspace_key(ref), {})
+        found = kept.get((what, key))
+        if found is not None and now - found[0] < SHARED_TTL:
+            return cast(Shared, found[1])
+        value = await read()
+        if len(self._shared) > _SHARED_WORKSPACES:
+            self._shared.clear()
+        self._shared.setdefault(_workspace_key(ref), {})[(what, key)] = (now, value)
+        return value
 
     async def _next_question(
-        self, channels: Sequence[ChannelRef], now: datetime
+        self,
+        channels: Sequence[ChannelRef],
+        now: datetime,
+        kept: dict[ChannelRef, list[Schedule]],
+        shared: bool,
     ) -> NextQuestion | None:
         best: NextQuestion | None = None
         for channel in channels:
-            for schedule in await self.store.schedules.in_channel(channel):
+            for schedule in await self._schedules(channel, kept, shared):
                 if not schedule.enabled:
                     continue
                 try:
@@ -238,26 +405,39 @@ class Homes(Lifecycle):
         return best
 
     async def _admin(
-        self, channels: Sequence[ChannelRef], admin: AdminCheck
+        self,
+        channels: Sequence[ChannelRef],
+        check: asyncio.Future[AdminStatus] | None,
+        kept: dict[ChannelRef, list[Schedule]],
+        settings: dict[ChannelRef, ChannelSettings],
+        shared: bool,
     ) -> tuple[ChannelAdmin, ...] | None:
-        if not channels or await admin() is not AdminStatus.YES:
+        if not channels or check is None or await check is not AdminStatus.YES:
             return None
         out = []
         for channel in channels[:ADMIN_CHANNELS]:
-            settings = await self.store.settings.get(channel)
-            schedules = [s for s in await self.store.schedules.in_channel(channel) if s.enabled]
-            out.append(ChannelAdmin(settings, tuple(schedules)))
+            if channel not in settings:
+                settings[channel] = await self._share(
+                    shared,
+                    channel,
+                    "settings",
+                    channel.key,
+                    partial(self.store.settings.get, channel),
+                )
+            schedules = [s for s in await self._schedules(channel, kept, shared) if s.enabled]
+            out.append(ChannelAdmin(settings[channel], tuple(schedules)))
         return tuple(out)
 
     async def home_card(self, member: UserRef, admin: AdminCheck = NOBODY) -> Card:
         """The card a home page shows: kept `card_ttl` unless the member answers or a
-        question of their workspace is revealed (a burst of opens reads each once)."""
+        question of their workspace is revealed. The cards asked for while others are
+        read are read together (`cards`): a burst of opens reads each part once."""
         now = self.clock.now()
         kept = self._cards.get(member.key)
         if kept is not None and now - kept[1] < self.card_ttl:
             return kept[0]
         generation = self._generation
-        card = await self.card(member, admin=admin)
+        card = await self._together(member, admin)
         if generation != self._generation:
             return card  # figures changed while it was read: shown, not kept
         self._cards[member.key] = (card, now)
@@ -268,6 +448,39 @@ class Homes(Lifecycle):
             self._by_workspace.get(_workspace_key(stale.member), set()).discard(old)
         return card
 
+    async def _together(self, member: UserRef, admin: AdminCheck) -> Card:
+        """`member`'s card, read with the others of their workspace asked for meanwhile:
+        one reader per workspace takes whoever waits, up to `BATCH` at a time."""
+        workspace = _workspace_key(member)
+        waiting: asyncio.Future[Card] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(workspace, []).append((Ask(member, admin=admin), waiting))
+        if workspace not in self._readers:
+            self._readers.add(workspace)
+            self.tasks.spawn(self._read(workspace), name="home-cards")
+        return await waiting
+
+    async def _read(self, workspace: str) -> None:
+        try:
+            while queue := self._waiting.pop(workspace, None):
+                batch, rest = queue[:BATCH], queue[BATCH:]
+                if rest:
+                    self._waiting[workspace] = rest
+                try:
+                    cards = await self.cards([ask for ask, _ in batch], shared=True)
+                except Exception as exc:
+                    cards = [exc] * len(batch)
+                for (_, waiting), card in zip(batch, cards, strict=True):
+                    if waiting.done():
+                        continue
+                    if isinstance(card, BaseException):
+                        waiting.set_exception(card)
+                    else:
+                        waiting.set_result(card)
+        finally:
+            self._readers.discard(workspace)
+            for _, waiting in self._waiting.pop(workspace, []):
+                waiting.cancel()
+
     def forget(self, member: UserRef) -> None:
         """Drop `member`'s kept card (their figures changed)."""
         self._generation += 1
@@ -276,6 +489,7 @@ class Homes(Lifecycle):
     async def revealed(self, reveal: Reveal, thread_locale: Locale) -> None:
         """A `RevealListener`: the workspace's boards moved, its kept cards are stale."""
         self._generation += 1
+        self._shared.pop(_workspace_key(reveal.post.channel), None)
         for key in self._by_workspace.pop(_workspace_key(reveal.post.channel), set()):
             self._cards.pop(key, None)
 
@@ -347,6 +561,13 @@ class Homes(Lifecycle):
     async def idle(self) -> None:
         """Wait for the refreshes under way (tests)."""
         await self.tasks.drain()
+
+
+def _with_here(known: Sequence[ChannelRef], here: ChannelRef | None) -> list[ChannelRef]:
+    channels = list(known)
+    if here is not None and here not in channels:
+        channels.insert(0, here)
+    return channels
 
 
 def _workspace_key(ref: ChannelRef | UserRef) -> str:
@@ -492,6 +713,7 @@ def feature(parts: Parts) -> Feature:
 __all__ = [
     "PRACTICE_NOW",
     "REFRESH_INTERVAL",
+    "Ask",
     "Card",
     "ChannelAdmin",
     "Homes",

@@ -225,6 +225,25 @@ class ScoreRepository(Protocol):
         """A member's all-time results in a channel; None before their first closed answer."""
         ...
 
+    async def players_stats(
+        self, channels: Sequence[ChannelRef], users: Sequence[UserRef]
+    ) -> dict[tuple[ChannelRef, str], PlayerStats]:
+        """`player_stats` of each (channel, member) of one workspace, keyed by (channel,
+        member key); a pair without results is absent. A few statements for them all."""
+        ...
+
+    async def leaderboards(
+        self,
+        channel: ChannelRef,
+        callers: Sequence[UserRef],
+        limit: int = 10,
+        *,
+        scope: BoardScope = BoardScope.CHANNEL,
+        period: BoardPeriod | None = None,
+    ) -> dict[str, Leaderboard]:
+        """`leaderboard` for each of `callers` (one workspace's), by member key."""
+        ...
+
 
 class SettingsRepository(Protocol):
     async def get(self, channel: ChannelRef) -> ChannelSettings: ...

@@ -117,6 +117,10 @@ class PracticeRepository(Protocol):
         """Every card of a member."""
         ...
 
+    async def cards_of(self, users: Sequence[UserRef]) -> dict[str, list[PracticeCard]]:
+        """`cards` of many members of one workspace, by member key (none: absent)."""
+        ...
+
     async def open_post(
         self, channel: ChannelRef, user: UserRef, question: Question, locale: Locale, now: datetime
     ) -> Post:

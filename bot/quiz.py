@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -96,6 +96,25 @@ class BoardNote(Protocol):
     async def __call__(self, channel: ChannelRef, user: UserRef, locale: Locale) -> str | None:
         """A line under a member's board or stats (their season, their team), or None."""
         ...
+
+
+# A board note or stats line of many members at once (a burst of home cards): each
+# (channel, member, locale), all of one workspace, in; its line or None out, in order.
+ManyLines = Callable[
+    [Sequence[tuple[ChannelRef, UserRef, Locale]]], Awaitable[Sequence[str | None]]
+]
+
+
+@dataclass(frozen=True, slots=True)
+class BulkLine:
+    """A board note or stats line (`one`) that can also be read for many members at once
+    (`many`: the same lines, in a few statements for them all)."""
+
+    one: Callable[[ChannelRef, UserRef, Locale], Awaitable[str | None]]
+    many: ManyLines
+
+    async def __call__(self, channel: ChannelRef, user: UserRef, locale: Locale) -> str | None:
+        return await self.one(channel, user, locale)
 
 
 class QuizHooks(Protocol):
@@ -617,6 +636,19 @@ class QuizService:
         settings = await self.store.settings.get(channel)
         period = board_period(window, self.clock.now(), settings.timezone)
         return await self.store.scores.leaderboard(channel, caller, scope=scope, period=period)
+
+    async def leaderboards(
+        self,
+        channel: ChannelRef,
+        callers: Sequence[UserRef],
+        window: BoardWindow = BoardWindow.ALL,
+        scope: BoardScope = BoardScope.CHANNEL,
+    ) -> dict[str, Leaderboard]:
+        """`leaderboard` for each of `callers` (one workspace's), by member key, each part
+        read once for them all."""
+        settings = await self.store.settings.get(channel)
+        period = board_period(window, self.clock.now(), settings.timezone)
+        return await self.store.scores.leaderboards(channel, callers, scope=scope, period=period)
 
     async def set_locale(self, channel: ChannelRef, locale: Locale) -> ChannelSettings:
         settings = replace(await self.store.settings.get(channel), locale=locale)

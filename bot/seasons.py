@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from enum import StrEnum
@@ -41,6 +41,7 @@ from bot.features import Feature, Parts
 from bot.i18n import N_, Translator, translator
 from bot.lifecycle import Lifecycle
 from bot.messages import Message
+from bot.quiz import BulkLine
 from bot.quoting import quoted
 from bot.render import MEDALS
 
@@ -413,8 +414,9 @@ def podium_message(podium: Podium, locale: Locale) -> Message:
 
 class SeasonKeeper(Lifecycle):
     """Ends seasons on time and posts each podium once. The scheduler's pass calls `run`
-    (catch-up at start, then every wake-up); correctness comes from storage: the end is a
-    conditional update, the podium a lease and a mark, as reveals are."""
+    (catch-up at start, then every wake-up, one of them planned at the nearest end:
+    `next_event`); correctness comes from storage: the end is a conditional update, the
+    podium a lease and a mark, as reveals are."""
 
     def __init__(
         self,
@@ -423,11 +425,15 @@ class SeasonKeeper(Lifecycle):
         clock: Clock,
         *,
         lease: timedelta = PODIUM_LEASE,
+        replan: Callable[[], object] = lambda: None,
     ) -> None:
         self.service = service
         self.seasons = seasons
         self.clock = clock
         self.lease = lease
+        # Told when a season's end moves here (started, ended early): the scheduler then
+        # plans its wake-up at the nearest end (`Registry.replan`).
+        self.replan = replan
 
     async def run(self, now: datetime) -> list[Season]:
         """End what is due and post the podiums this pass won; the seasons posted."""
@@ -464,7 +470,7 @@ class SeasonKeeper(Lifecycle):
 def feature(parts: Parts) -> Feature:
 
     seasons = parts.store.seasons
-    keeper = SeasonKeeper(parts.service, seasons, parts.clock)
+    keeper = SeasonKeeper(parts.service, seasons, parts.clock, replan=parts.registry.replan)
     return season_feature(keeper)
 
 
@@ -530,6 +536,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
                     name=quoted(request.name),
                 )
             ) from None
+        keeper.replan()
         where = (
             t("every channel of this workspace")
             if made.scope is SeasonScope.WORKSPACE
@@ -549,6 +556,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
             raise UserFacingError(t("No season is running in this channel: nothing to end."))
         await seasons.end_now(current.id, now)
         await keeper.run(now)
+        keeper.replan()
         return [Reply(Message(body=t("Season {name} is over.", name=current.name)))]
 
     async def _list(inv: Invocation, zone: str, t: Translator) -> list[Reply]:
@@ -635,7 +643,21 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
 
     async def note(channel: ChannelRef, user: UserRef, locale: Locale) -> str | None:
         """Under boards and stats: the running season and the member's place in it."""
-        current = await seasons.current(channel, keeper.clock.now())
+        return await place(await seasons.current(channel, keeper.clock.now()), user, locale)
+
+    async def notes(asks: Sequence[tuple[ChannelRef, UserRef, Locale]]) -> list[str | None]:
+        """`note` of many members: each channel's running season read once (a member's
+        place in a running season: their own read)."""
+        now = keeper.clock.now()
+        running: dict[ChannelRef, Season | None] = {}
+        out = []
+        for channel, user, locale in asks:
+            if channel not in running:
+                running[channel] = await seasons.current(channel, now)
+            out.append(await place(running[channel], user, locale))
+        return out
+
+    async def place(current: Season | None, user: UserRef, locale: Locale) -> str | None:
         if current is None:
             return None
         t = translator(locale)
@@ -675,7 +697,7 @@ def season_feature(keeper: SeasonKeeper) -> Feature:
 
     return Feature(
         "seasons",
-        board_notes=[note],
+        board_notes=[BulkLine(note, notes)],
         report_notes=[report_note],
         commands=[
             Command(

@@ -43,6 +43,7 @@ from bot.formats import number
 from bot.i18n import N_, Translator, translator
 from bot.messages import Button, ButtonStyle, Message
 from bot.pages import Page, PageHandler, PageRequest, Render
+from bot.quiz import BulkLine
 from bot.quoting import quoted
 from bot.render import MEDALS
 from bot.scoring import board_period, local_day
@@ -157,6 +158,10 @@ class TeamRepository(Protocol):
         ...
 
     async def team_of(self, user: UserRef) -> str | None: ...
+
+    async def teams_of(self, users: Sequence[UserRef]) -> dict[str, str]:
+        """`team_of` of many members of one workspace, by member key (none: absent)."""
+        ...
 
     async def rule(self, ws: Workspace) -> TeamRule: ...
 
@@ -588,6 +593,18 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
         t = translator(locale)
         return t("Your team: {team} (/quiz team board)", team=mine)
 
+    async def notes(asks: Sequence[tuple[ChannelRef, UserRef, Locale]]) -> list[str | None]:
+        """`note` of many members of one workspace: their teams in one read."""
+        names = await teams.teams_of([user for _, user, _ in asks])
+        out: list[str | None] = []
+        for _, user, locale in asks:
+            t = translator(locale)
+            mine = names.get(user.key)
+            out.append(
+                None if mine is None else t("Your team: {team} (/quiz team board)", team=mine)
+            )
+        return out
+
     async def report_note(channel: ChannelRef, locale: Locale) -> str | None:
         """Under the admin report: the teams, all time, by the workspace's rule."""
         ws = Workspace.of(channel)
@@ -604,7 +621,7 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
 
     return Feature(
         "teams",
-        board_notes=[note],
+        board_notes=[BulkLine(note, notes)],
         report_notes=[report_note],
         commands=[
             Command(

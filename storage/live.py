@@ -550,6 +550,30 @@ class SqlLiveRepository:
             0, user_ref(member), score.points, score.correct, score.answered, score.rounds
         )
 
+    async def players_of(
+        self, channel: ChannelRef, users: Sequence[UserRef]
+    ) -> dict[str, BoardRow]:
+        """`player` of many members of the channel's workspace, by member key (none:
+        absent), read in one statement."""
+        if not users:
+            return {}
+        async with self._sessions() as s:
+            rows = await s.execute(
+                _channel_scores(channel).where(
+                    MemberRow.platform == str(channel.platform),
+                    MemberRow.workspace == channel.workspace,
+                    MemberRow.user_id.in_(sorted({u.user for u in users})),
+                )
+            )
+            found = rows.all()
+        out = {}
+        for score, member in found:
+            user = user_ref(member)
+            out[user.key] = BoardRow(
+                0, user, score.points, score.correct, score.answered, score.rounds
+            )
+        return out
+
     async def busy(self, channels: Collection[ChannelRef]) -> set[ChannelRef]:
         if not channels:
             return set()

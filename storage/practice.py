@@ -6,6 +6,7 @@ transaction `record_practice_answer` moves the member's card and closes the post
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import select, update
@@ -49,6 +50,30 @@ class SqlPracticeRepository:
     def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
         self._sessions = sessions
         self._refs = refs
+
+    async def cards_of(self, users: Sequence[UserRef]) -> dict[str, list[PracticeCard]]:
+        """`cards` of many members of one workspace (by member key; none: absent), read
+        in one statement."""
+        if not users:
+            return {}
+        out: dict[str, list[PracticeCard]] = {}
+        first = users[0]
+        async with self._sessions() as s:
+            rows = await s.execute(
+                select(PracticeCardRow, MemberRow.user_id)
+                .join(MemberRow, MemberRow.id == PracticeCardRow.member_id)
+                .where(
+                    MemberRow.platform == str(first.platform),
+                    MemberRow.workspace == first.workspace,
+                    MemberRow.user_id.in_(sorted({u.user for u in users})),
+                )
+                .order_by(PracticeCardRow.question_id)
+            )
+            for c, uid in rows:
+                key = UserRef(first.platform, first.workspace, uid).key
+                card = PracticeCard(c.question_id, c.box, c.due_at, c.last_answered_at)
+                out.setdefault(key, []).append(card)
+        return out
 
     async def cards(self, user: UserRef) -> list[PracticeCard]:
         async with self._sessions() as s:

@@ -19,6 +19,7 @@ of players. Per-topic counts for personal stats are in `score_topics`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -169,6 +170,101 @@ class SqlScoreRepository:
                 topics=tuple(TopicStats(t, a, c) for t, a, c in topics),
             )
 
+    async def players_stats(
+        self, channels: Sequence[ChannelRef], users: Sequence[UserRef]
+    ) -> dict[tuple[ChannelRef, str], PlayerStats]:
+        """`player_stats` of each (channel, member) of one workspace that has results,
+        keyed by (channel, member key): two statements for them all."""
+        out: dict[tuple[ChannelRef, str], PlayerStats] = {}
+        if not channels or not users:
+            return out
+        platform, workspace = str(channels[0].platform), channels[0].workspace
+        by_name = {c.channel: c for c in channels}
+        async with self._sessions() as s:
+            found: list[Any] = []
+            for part in _parts(sorted({u.user for u in users})):
+                found += (
+                    await s.execute(
+                        select(ScoreRow, MemberRow, ChannelRow.channel)
+                        .join(MemberRow, MemberRow.id == ScoreRow.member_id)
+                        .join(ChannelRow, ChannelRow.id == ScoreRow.channel_id)
+                        .where(
+                            ChannelRow.platform == platform,
+                            ChannelRow.workspace == workspace,
+                            ChannelRow.channel.in_(sorted(by_name)),
+                            MemberRow.platform == platform,
+                            MemberRow.workspace == workspace,
+                            MemberRow.user_id.in_(part),
+                        )
+                    )
+                ).all()
+            topics: dict[tuple[int, int], list[TopicStats]] = {}
+            mids = sorted({sc.member_id for sc, _, _ in found})
+            cids = sorted({sc.channel_id for sc, _, _ in found})
+            for part in _parts(mids):
+                rows = await s.execute(
+                    select(
+                        ScoreTopicRow.channel_id,
+                        ScoreTopicRow.member_id,
+                        ScoreTopicRow.topic,
+                        ScoreTopicRow.answered,
+                        ScoreTopicRow.correct,
+                    )
+                    .where(ScoreTopicRow.channel_id.in_(cids), ScoreTopicRow.member_id.in_(part))
+                    .order_by(ScoreTopicRow.topic)
+                )
+                for cid, mid, topic, answered, correct in rows:
+                    topics.setdefault((cid, mid), []).append(TopicStats(topic, answered, correct))
+        for sc, member, name in found:
+            user = user_ref(member)
+            out[(by_name[name], user.key)] = PlayerStats(
+                user=user,
+                points=sc.points,
+                answered=sc.answered,
+                correct=sc.correct,
+                current_streak=sc.current_streak,
+                best_streak=sc.best_streak,
+                topics=tuple(topics.get((sc.channel_id, sc.member_id), ())),
+            )
+        return out
+
+    async def leaderboards(
+        self,
+        channel: ChannelRef,
+        callers: Sequence[UserRef],
+        limit: int = 10,
+        *,
+        scope: BoardScope = BoardScope.CHANNEL,
+        period: BoardPeriod | None = None,
+    ) -> dict[str, Leaderboard]:
+        """`leaderboard` of one board for each of `callers` (by member key): the top, the
+        callers' rows and the board's histogram, each read once for them all."""
+        period = period or BoardPeriod(BoardWindow.ALL)
+        found: tuple[list[LeaderboardRow], int, dict[str, LeaderboardRow | None]]
+        found = ([], 0, {})
+        async with self._sessions() as s:
+            src = await self._source(s, channel, scope, period)
+            if src is not None:
+                found = await read_boards(
+                    s, src.model, src.where, src.board, callers, limit, src.starts
+                )
+        rows, players, mine = found
+        return {
+            caller.key: Leaderboard(
+                rows=tuple(rows),
+                players=players,
+                caller=mine.get(caller.key),
+                window=period.window,
+                scope=scope,
+                first_day=period.first,
+                last_day=period.last,
+            )
+            for caller in callers
+        }
+
+
+Entry = tuple[int, int, int, UserRef]  # a board's row: points, correct, answered, who
+
 
 async def read_board(
     s: AsyncSession,
@@ -183,16 +279,10 @@ async def read_board(
     and the caller in one statement (a UNION ALL of two index lookups), then — only when
     the board is longer than the top — the players and those ahead of the caller, summed
     from the board's histogram (`board`, `starts` in `score_histograms`)."""
-    rows: list[LeaderboardRow] = []
-    mine = None
-    top, own = await _top_and_caller(s, model, where, caller, limit)
-    for i, (points, correct, answered, user) in enumerate(top):
-        rank = rows[-1].rank if rows and rows[-1].points == points else i + 1
-        rows.append(LeaderboardRow(rank, user, points, correct, answered))
-    players = len(rows)
-    if caller is not None:
-        mine = next((r for r in rows if r.user.key == caller.key), None)
-    if len(rows) == limit:
+    top, owns = await _top_and_caller(s, model, where, [caller] if caller else [], limit)
+    own = owns.get(caller.key) if caller is not None else None
+    counts = None
+    if len(top) == limit:
         h = ScoreHistogramRow
         ahead = h.points > (own[0] if own is not None else 0)
         players, above = (
@@ -203,15 +293,79 @@ async def read_board(
                 ).where(h.board == board, h.starts == starts)
             )
         ).one()
+        counts = (players, above)
+    return place_board(top, own, caller, limit, counts)
+
+
+def place_board(
+    top: list[Entry],
+    own: Entry | None,
+    caller: UserRef | None,
+    limit: int,
+    counts: tuple[int, int] | None,
+) -> tuple[list[LeaderboardRow], int, LeaderboardRow | None]:
+    """A board's rows ranked (equal points share a rank), its number of players and the
+    caller's row, from its top `limit` entries in board order, the caller's own entry and
+    — needed only when the top is full — the board's (players, players ahead of the
+    caller) from its histogram."""
+    rows: list[LeaderboardRow] = []
+    mine = None
+    for i, (points, correct, answered, user) in enumerate(top):
+        rank = rows[-1].rank if rows and rows[-1].points == points else i + 1
+        rows.append(LeaderboardRow(rank, user, points, correct, answered))
+    players = len(rows)
+    if caller is not None:
+        mine = next((r for r in rows if r.user.key == caller.key), None)
+    if len(rows) == limit and counts is not None:
+        players, above = counts
         if mine is None and own is not None:
             mine = LeaderboardRow(above + 1, own[3], *own[:3])
     return rows, players, mine
 
 
+async def read_boards(
+    s: AsyncSession,
+    model: Board,
+    where: tuple[Any, ...],
+    board: str,
+    callers: Sequence[UserRef],
+    limit: int,
+    starts: date = ALL_TIME,
+) -> tuple[list[LeaderboardRow], int, dict[str, LeaderboardRow | None]]:
+    """`read_board` for many callers at once: the top and the callers' rows in one
+    statement per `_PART` callers, then (a board longer than the top) its histogram once;
+    each caller's row and rank are those `read_board` gives."""
+    rows: list[LeaderboardRow] = []
+    own: dict[str, Entry] = {}
+    top: list[Entry] = []
+    for i, part in enumerate(_parts(list(callers)) or [[]]):
+        top_i, own_i = await _top_and_caller(s, model, where, part, limit if i == 0 else 0)
+        top = top_i if i == 0 else top
+        own.update(own_i)
+    for i, (points, correct, answered, user) in enumerate(top):
+        rank = rows[-1].rank if rows and rows[-1].points == points else i + 1
+        rows.append(LeaderboardRow(rank, user, points, correct, answered))
+    players = len(rows)
+    in_top = {r.user.key: r for r in rows}
+    mine: dict[str, LeaderboardRow | None] = {c.key: in_top.get(c.key) for c in callers}
+    if len(rows) == limit:
+        h = ScoreHistogramRow
+        histogram = (
+            await s.execute(select(h.points, h.players).where(h.board == board, h.starts == starts))
+        ).all()
+        players = sum(n for _, n in histogram)
+        for caller in callers:
+            if mine[caller.key] is None and (row := own.get(caller.key)) is not None:
+                above = sum(n for p, n in histogram if p > row[0])
+                mine[caller.key] = LeaderboardRow(above + 1, row[3], *row[:3])
+    return rows, players, mine
+
+
 async def _top_and_caller(
-    s: AsyncSession, m: Board, where: tuple[Any, ...], caller: UserRef | None, limit: int
-) -> tuple[list[tuple[int, int, int, UserRef]], tuple[int, int, int, UserRef] | None]:
-    """The top `limit` rows in board order, and the caller's row (wherever it is)."""
+    s: AsyncSession, m: Board, where: tuple[Any, ...], callers: Sequence[UserRef], limit: int
+) -> tuple[list[Entry], dict[str, Entry]]:
+    """The top `limit` rows in board order (none: `limit` 0), and the callers' rows
+    (wherever they are), by member key; the callers are of one workspace."""
 
     def rows(tag: int) -> Select[Any, *tuple[Any, ...]]:
         return (
@@ -232,14 +386,25 @@ async def _top_and_caller(
         )
 
     order = (m.points.desc(), m.correct.desc(), m.reached_at.asc(), m.member_id.asc())
-    stmt: Any = select(rows(1).order_by(*order).limit(limit).subquery())
-    if caller is not None:
-        own = rows(0).where(
-            *is_member(caller),
+    parts: list[Any] = []
+    if limit:
+        parts.append(select(rows(1).order_by(*order).limit(limit).subquery()))
+    if callers:
+        first = callers[0]
+        ids = sorted({c.user for c in callers})
+        user_id = MemberRow.user_id == ids[0] if len(ids) == 1 else MemberRow.user_id.in_(ids)
+        parts.append(
+            rows(0).where(
+                MemberRow.platform == str(first.platform),
+                MemberRow.workspace == first.workspace,
+                user_id,
+            )
         )
-        stmt = union_all(stmt, own)
+    if not parts:
+        return [], {}
+    stmt: Any = parts[0] if len(parts) == 1 else union_all(*parts)
     top: list[tuple[Any, ...]] = []
-    mine = None
+    mine: dict[str, Entry] = {}
     for (
         points,
         correct,
@@ -252,13 +417,21 @@ async def _top_and_caller(
         name,
         tag,
     ) in await s.execute(stmt):
-        row = (points, correct, answered, UserRef(Platform(platform), ws, uid, name))
+        user = UserRef(Platform(platform), ws, uid, name)
+        row = (points, correct, answered, user)
         if tag:
             top.append((-points, -correct, reached, mid, row))
         else:
-            mine = row
+            mine[user.key] = row
     top.sort(key=lambda t: t[:4])  # a UNION keeps no order
     return [t[4] for t in top], mine
+
+
+_PART = 500  # members named in one statement (SQLite and PostgreSQL take far more)
+
+
+def _parts(items: Sequence[Any]) -> list[list[Any]]:
+    return [list(items[i : i + _PART]) for i in range(0, len(items), _PART)]
 
 
 def _starts(period: BoardPeriod) -> date:

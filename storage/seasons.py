@@ -11,11 +11,10 @@ from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, literal_column, or_, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from sqlalchemy.orm import InstrumentedAttribute
 
-from bot.domain import ChannelRef, LeaderboardRow, Platform, UserRef
+from bot.domain import ChannelRef, Platform, UserRef
 from bot.seasons import (
     MIN_ACCURACY_ANSWERS,
     MIN_IMPROVED_ANSWERS,
@@ -40,6 +39,7 @@ from storage.models import (
 )
 from storage.refs import RefResolver
 from storage.scores import read_board
+from storage.season_board import SeasonBoardReader
 from storage.season_fold import ACTIVE, ENDED, season_board
 
 
@@ -72,6 +72,71 @@ def _covering(channel: ChannelRef, cid: int | None) -> Any:
     )
 
 
+# What `Season` needs of a season and its channel, as plain columns (no ORM entities):
+# read by every season board and `/quiz season`.
+_FIELDS = (
+    SeasonRow.id,
+    ChannelRow.platform,
+    ChannelRow.workspace,
+    ChannelRow.channel,
+    SeasonRow.scope,
+    SeasonRow.name,
+    SeasonRow.starts_at,
+    SeasonRow.ends_at,
+    SeasonRow.state,
+    SeasonRow.podium_posted_at,
+)
+
+
+def _season_of(row: Any) -> Season:
+    sid, platform, ws, channel, scope, name, starts, ends, state, posted = row
+    return Season(
+        id=sid,
+        channel=ChannelRef(Platform(platform), ws, channel),
+        scope=SeasonScope(scope),
+        name=name,
+        starts_at=starts,
+        ends_at=ends,
+        state=SeasonState(state),
+        podium_posted_at=posted,
+    )
+
+
+def _first_covering(*where: ColumnElement[bool], order: tuple[Any, ...]) -> Any:
+    """The first season covering a channel (`platform`, `workspace`, `channel`: its row id,
+    -1 before it has one) that meets `where`, in `order`: built once, bound per call."""
+    covering = and_(
+        SeasonRow.platform == bindparam("platform"),
+        SeasonRow.workspace == bindparam("workspace"),
+        or_(
+            SeasonRow.scope == SeasonScope.WORKSPACE.value,
+            SeasonRow.channel_id == bindparam("channel"),
+        ),
+    )
+    return (
+        select(*_FIELDS)
+        .join(ChannelRow, ChannelRow.id == SeasonRow.channel_id)
+        .where(covering, *where)
+        .order_by(*order)
+        .limit(1)
+    )
+
+
+_NOW: Any = bindparam("now")
+_CURRENT = _first_covering(
+    SeasonRow.state == ACTIVE,
+    SeasonRow.starts_at <= _NOW,
+    SeasonRow.ends_at > _NOW,
+    order=((SeasonRow.scope == SeasonScope.WORKSPACE.value).asc(), SeasonRow.id),
+)
+_UPCOMING = _first_covering(
+    SeasonRow.state == ACTIVE, SeasonRow.starts_at > _NOW, order=(SeasonRow.starts_at,)
+)
+_NAMED = _first_covering(
+    func.lower(SeasonRow.name) == bindparam("name"), order=(SeasonRow.id.desc(),)
+)
+
+
 def _user(platform: str, ws: str, uid: str, name: str) -> UserRef:
     return UserRef(Platform(platform), ws, uid, name)
 
@@ -82,6 +147,7 @@ class SqlSeasonRepository:
         self._refs = refs
         self._dialect = sessions.kw["bind"].dialect.name
         self._channel_ids: dict[ChannelRef, int] = {}
+        self._boards = SeasonBoardReader()
 
     async def _channel_id(self, s: AsyncSession, channel: ChannelRef) -> int | None:
         """The channel's row id (cached: channel rows are never deleted), None before it
@@ -165,39 +231,26 @@ class SqlSeasonRepository:
             return _season(row, ch)
 
     async def current(self, channel: ChannelRef, now: datetime) -> Season | None:
-        return await self._first(
-            channel,
-            (SeasonRow.state == ACTIVE, SeasonRow.starts_at <= now, SeasonRow.ends_at > now),
-            ((SeasonRow.scope == SeasonScope.WORKSPACE.value).asc(), SeasonRow.id),
-        )
+        return await self._first(channel, _CURRENT, now=now)
 
     async def upcoming(self, channel: ChannelRef, now: datetime) -> Season | None:
-        return await self._first(
-            channel,
-            (SeasonRow.state == ACTIVE, SeasonRow.starts_at > now),
-            (SeasonRow.starts_at,),
-        )
+        return await self._first(channel, _UPCOMING, now=now)
 
     async def named(self, channel: ChannelRef, name: str) -> Season | None:
-        return await self._first(
-            channel, (func.lower(SeasonRow.name) == name.lower(),), (SeasonRow.id.desc(),)
-        )
+        return await self._first(channel, _NAMED, name=name.lower())
 
-    async def _first(
-        self,
-        channel: ChannelRef,
-        where: tuple[ColumnElement[bool], ...],
-        order: tuple[ColumnElement[Any] | InstrumentedAttribute[Any], ...],
-    ) -> Season | None:
-        """The first season covering `channel` that meets `where`, in `order`."""
+    async def _first(self, channel: ChannelRef, stmt: Any, **values: Any) -> Season | None:
+        """The first season covering `channel` that `stmt` (a `_first_covering`) finds."""
         async with self._sessions() as s:
             cid = await self._channel_id(s, channel)
-            found = (
-                await s.execute(
-                    _select().where(_covering(channel, cid), *where).order_by(*order).limit(1)
-                )
-            ).first()
-            return _season(*found) if found is not None else None
+            params = {
+                "platform": str(channel.platform),
+                "workspace": channel.workspace,
+                "channel": cid if cid is not None else -1,
+                **values,
+            }
+            found = (await s.execute(stmt, params)).first()
+            return _season_of(found) if found is not None else None
 
     async def listed(self, channel: ChannelRef, limit: int = 20) -> list[Season]:
         async with self._sessions() as s:
@@ -320,39 +373,12 @@ class SqlSeasonRepository:
         limit: int = 10,
         min_answers: int = MIN_ACCURACY_ANSWERS,
     ) -> SeasonBoard:
-        r = SeasonScoreRow
         async with self._sessions() as s:
             board = 0
             if channel is not None and season.scope is SeasonScope.WORKSPACE:
                 board = await self._channel_id(s, channel) or -1
-            rows, players, mine = await read_board(
-                s,
-                r,
-                (r.season_id == season.id, r.board == board),
-                season_board(season.id, board),
-                caller,
-                limit,
-            )
-            # Inlined, so the planners match `ix_season_scores_accuracy`'s predicate.
-            least: Any = literal_column(str(int(min_answers)))
-            accurate = await s.execute(
-                select(
-                    r.points,
-                    r.correct,
-                    r.answered,
-                    MemberRow.platform,
-                    MemberRow.workspace,
-                    MemberRow.user_id,
-                    MemberRow.display_name,
-                )
-                .join(MemberRow, MemberRow.id == r.member_id)
-                .where(r.season_id == season.id, r.board == board, r.answered >= least)
-                .order_by(r.accuracy.desc(), r.correct.desc(), r.reached_at, r.member_id)
-                .limit(limit)
-            )
-            best = tuple(
-                LeaderboardRow(i + 1, _user(p, w, u, n), points, correct, answered)
-                for i, (points, correct, answered, p, w, u, n) in enumerate(accurate)
+            rows, players, mine, best = await self._boards.read(
+                s, season.id, board, season_board(season.id, board), caller, limit, min_answers
             )
         return SeasonBoard(season, tuple(rows), players, mine, best, board != 0)
 

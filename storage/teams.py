@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import and_, case, delete, func, select, true, update
+from sqlalchemy import and_, bindparam, case, delete, func, select, true, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -52,6 +52,7 @@ class SqlTeamRepository:
         self._sessions = sessions
         self._refs = refs
         self._dialect = sessions.kw["bind"].dialect.name
+        self._standings: dict[str, Any] = {}  # statements, by source
 
     async def _member(self, s: AsyncSession, user: UserRef, create: bool) -> int | None:
         found = (
@@ -138,6 +139,25 @@ class SqlTeamRepository:
         async with self._sessions() as s:
             return await self._team_of(s, await self._member(s, user, create=False))
 
+    async def teams_of(self, users: Sequence[UserRef]) -> dict[str, str]:
+        """`team_of` of many members of one workspace: their team's name by member key
+        (none: absent), read in one statement."""
+        if not users:
+            return {}
+        first = users[0]
+        async with self._sessions() as s:
+            rows = await s.execute(
+                select(MemberRow.user_id, TeamRow.name)
+                .join(TeamMemberRow, TeamMemberRow.member_id == MemberRow.id)
+                .join(TeamRow, TeamRow.id == TeamMemberRow.team_id)
+                .where(
+                    MemberRow.platform == str(first.platform),
+                    MemberRow.workspace == first.workspace,
+                    MemberRow.user_id.in_(sorted({u.user for u in users})),
+                )
+            )
+            return {UserRef(first.platform, first.workspace, uid).key: name for uid, name in rows}
+
     async def teams(self, ws: Workspace) -> list[Team]:
         async with self._sessions() as s:
             rows = await s.execute(
@@ -175,19 +195,42 @@ class SqlTeamRepository:
         self, ws: Workspace, period: BoardPeriod | None = None, season_id: int | None = None
     ) -> list[TeamScore]:
         """One statement: the board's rows of the teams' members, numbered per team by
-        points (a window function), summed per team."""
+        points (a window function), summed per team. Built once per source (a season, a
+        window) and bound per call."""
+        params: dict[str, Any] = {"platform": str(ws.platform), "workspace": ws.id}
+        if season_id is not None:
+            source = "season"
+            params["season"] = season_id
+        else:
+            source = "period"
+            period = period or BoardPeriod(BoardWindow.ALL)
+            params["board"] = workspace_board(str(ws.platform), ws.id, period.window)
+            params["starts"] = ALL_TIME if period.window is BoardWindow.ALL else period.first
+        stmt = self._standings.get(source)
+        if stmt is None:
+            stmt = self._standings[source] = self._standings_statement(source)
+        async with self._sessions() as s:
+            rows = await s.execute(stmt, params)
+            return [
+                TeamScore(name, n, active, top3, total) for name, n, active, top3, total in rows
+            ]
+
+    def _standings_statement(self, source: str) -> Any:
         tm = TeamMemberRow
         # Each team member's row of the board: a primary-key lookup per member.
         src: Any
-        if season_id is not None:
+        if source == "season":
             src = SeasonScoreRow
-            on = and_(src.season_id == season_id, src.board == 0, src.member_id == tm.member_id)
+            on = and_(
+                src.season_id == bindparam("season"), src.board == 0, src.member_id == tm.member_id
+            )
         else:
-            period = period or BoardPeriod(BoardWindow.ALL)
-            starts = ALL_TIME if period.window is BoardWindow.ALL else period.first
             src = ScorePeriodRow
-            board = workspace_board(str(ws.platform), ws.id, period.window)
-            on = and_(src.board == board, src.starts == starts, src.member_id == tm.member_id)
+            on = and_(
+                src.board == bindparam("board"),
+                src.starts == bindparam("starts"),
+                src.member_id == tm.member_id,
+            )
         # PostgreSQL's planner misjudges a board's size and would hash-join all of it:
         # a LATERAL lookup keeps it to one index probe per member. SQLite (no LATERAL)
         # already loops over the members.
@@ -204,16 +247,19 @@ class SqlTeamRepository:
             .over(partition_by=tm.team_id, order_by=(points.desc(), tm.member_id))
             .label("place")
         )
+        mine = and_(
+            TeamRow.platform == bindparam("platform"), TeamRow.workspace == bindparam("workspace")
+        )
         members = (
             select(tm.team_id, points.label("points"), answered.label("answered"), place)
             .select_from(tm)
             .join(TeamRow, TeamRow.id == tm.team_id)
             .outerjoin(target, on)
-            .where(TeamRow.platform == str(ws.platform), TeamRow.workspace == ws.id)
+            .where(mine)
             .subquery()
         )
         m = members.c
-        stmt = (
+        return (
             select(
                 TeamRow.name,
                 func.count(m.team_id),
@@ -222,14 +268,9 @@ class SqlTeamRepository:
                 func.coalesce(func.sum(m.points), 0),
             )
             .outerjoin(members, m.team_id == TeamRow.id)
-            .where(TeamRow.platform == str(ws.platform), TeamRow.workspace == ws.id)
+            .where(mine)
             .group_by(TeamRow.id, TeamRow.name)
         )
-        async with self._sessions() as s:
-            rows = await s.execute(stmt)
-            return [
-                TeamScore(name, n, active, top3, total) for name, n, active, top3, total in rows
-            ]
 
     async def recent(self, ws: Workspace, since: date) -> list[tuple[UserRef, int]]:
         p, mem = ScorePeriodRow, MemberRow

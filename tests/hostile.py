@@ -1,5 +1,8 @@
 """Measuring how a hostile input is answered: time and peak memory, in a fresh process.
 
+The tests assert the answer and the memory bound; the time (a performance target, noisy on
+a shared machine) is `bench/hostile_inputs.py`'s, over the same attacks.
+
 Each attack runs in its own interpreter so that its peak RSS is its own (the test
 process's children include fork servers and other tests' subprocesses). The imports are
 outside the timed part; an address-space cap keeps a regression from exhausting the
@@ -72,6 +75,5 @@ def measure(setup: str, action: str, *, timeout: float = 50.0) -> Measured:
 
 
 def assert_bounded(m: Measured) -> None:
-    """Answered within the issue's targets."""
-    assert m.seconds < SECONDS, f"took {m.seconds:.2f} s"
+    """Answered within the memory target (the bench holds the time to `SECONDS`)."""
     assert m.peak_rss_mb < PEAK_RSS_MB, f"peak RSS {m.peak_rss_mb:.0f} MB"

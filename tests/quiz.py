@@ -32,9 +32,11 @@ async def quiz_of(
     runner: Runner | None = None,
     generated: QuestionSource | bool | None = None,
     seed: int = 7,
+    wakeups: bool = False,
     **parts: Any,
 ) -> AsyncIterator[Quiz]:
-    """The quiz on `store`, started; APScheduler's wake-ups off (tests reconcile)."""
+    """The quiz on `store`, started; APScheduler's wake-ups off unless asked (tests
+    reconcile)."""
     async with assemble(
         store,
         chats,
@@ -46,7 +48,7 @@ async def quiz_of(
         count_update_interval=0.0,
         generated=generated,
         features=features,
-        wakeups=False,
+        wakeups=wakeups,
         **parts,
     ) as quiz:
         yield quiz

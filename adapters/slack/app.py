@@ -108,7 +108,11 @@ class SlackAdapter(Lifecycle):
             self.chat, self.service, quiz.registry, self.deliveries, self.tasks, self.admin
         )
         self._homes = quiz.registry.service(Homes)  # None: no home feature, no App Home
-        self.home = SlackHome(chat, self._homes, self.admin, self.tasks) if self._homes else None
+        self.home = (
+            SlackHome(chat, self._homes, self.admin, self.tasks, kept=self.admins.kept)
+            if self._homes
+            else None
+        )
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -128,6 +132,7 @@ class SlackAdapter(Lifecycle):
             dropped=lambda kind: self.service.metrics.dropped_payloads.inc(
                 platform=PLATFORM, kind=kind
             ),
+            direct={"app_home_opened": self._home_opened} if self.home is not None else None,
         )
         if self.config.app_token and url:
             try:
@@ -222,9 +227,25 @@ class SlackAdapter(Lifecycle):
         if multi:
             app.event("app_uninstalled")(self._uninstalled)
             app.event("tokens_revoked")(self._revoked)
-        if self.home is not None:
-            app.event("app_home_opened")(self.home.on_event)
-        return app
+        return app  # app_home_opened: `_home_opened`, without Bolt
+
+    async def _home_opened(self, body: Mapping[str, Any]) -> None:
+        """``app_home_opened`` (a direct event: a burst of them is parsed once each, not
+        routed through Bolt): the member's home is published after the acknowledgement;
+        in multi-workspace mode only for a workspace with an install (as Bolt's
+        `authorize` would)."""
+        event = body.get("event")
+        if self.home is None or not isinstance(event, Mapping):
+            return
+        team = body.get("team_id") or event.get("team") or ""
+        if not isinstance(team, str):
+            return
+        enterprise = body.get("enterprise_id")
+        if team and not await self.workspace_ready(
+            team, enterprise if isinstance(enterprise, str) else None
+        ):
+            return
+        await self.home.on_event(event, body)
 
     # -- multi-workspace mode ----------------------------------------------------------
 

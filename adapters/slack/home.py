@@ -7,10 +7,17 @@ gave for the member's home (the event's, or the previous publish's): a publish t
 crossed another one (``hash_conflict``) is rendered afresh and sent once more without it.
 ``views.publish`` is a tier-4 method: a 429 waits its ``Retry-After`` in `SlackChat`'s
 client, as every call does.
+
+Whether the member is an admin (their card's settings section) takes a ``users.info`` call
+unless the answer is kept: then the card is published first as a member's, and the check
+follows once no card is being published (`ADMIN_WAIT` at most), `ADMIN_CHECKS` at once:
+a burst's checks do not hold up its publishes. An admin's home is then published again
+with the section.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
@@ -19,10 +26,10 @@ from typing import Any
 
 from adapters.slack.chat import SlackChat
 from adapters.slack.render import render
-from bot.admin import AdminCheck
+from bot.admin import NOBODY, AdminCheck, AdminStatus, known
 from bot.domain import Platform, UserRef
 from bot.errors import PlatformError
-from bot.home import Homes, card_message
+from bot.home import Card, Homes, card_message
 from bot.logs import ThrottledLog
 from bot.messages import Message
 from bot.tasks import TaskSupervisor
@@ -31,6 +38,8 @@ log = logging.getLogger(__name__)
 
 HASH_CONFLICT = "hash_conflict"
 _REMEMBERED = 100_000  # members whose last view hash is kept
+ADMIN_CHECKS = 4  # admin checks (users.info) after first publishes, at once at most
+ADMIN_WAIT = 1.0  # seconds an admin check waits for the publishes under way, at most
 
 
 def home_view(message: Message) -> dict[str, Any]:
@@ -47,11 +56,17 @@ class SlackHome:
         homes: Homes,
         admin: Callable[[UserRef], AdminCheck],
         tasks: TaskSupervisor,
+        kept: Callable[[UserRef], AdminStatus | None] = lambda user: None,
     ) -> None:
         self.chat = chat
         self.homes = homes
         self.admin = admin
+        self.kept = kept  # whether a member is an admin, where that takes no call
         self.tasks = tasks
+        self._checks = asyncio.Semaphore(ADMIN_CHECKS)
+        self._publishing = 0  # cards being published (their first publish)
+        self._quiet = asyncio.Event()  # set: none is
+        self._quiet.set()
         self._hashes: OrderedDict[str, str] = OrderedDict()
         self._problems = ThrottledLog(log)
 
@@ -75,12 +90,41 @@ class SlackHome:
             await self.publish(member)
 
     async def publish(self, member: UserRef) -> None:
-        """Render `member`'s card and publish it; a stale hash: once more, fresh."""
+        """Render `member`'s card and publish it. Whether they are an admin not known yet
+        (a call): published as a member's card first, then — an admin's, or a kept
+        card's section that no longer holds — again after the check."""
+        status = self.kept(member)
+        self._publishing += 1
+        self._quiet.clear()
+        try:
+            card, view = await self._publish(member, NOBODY if status is None else known(status))
+        finally:
+            self._publishing -= 1
+            if not self._publishing:
+                self._quiet.set()
+        if status is not None:
+            return
+        async with self._checks:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._quiet.wait(), ADMIN_WAIT)
+            status = await self.admin(member)()
+        if (card.admin is not None) == (status is AdminStatus.YES):
+            return
+        self.homes.forget(member)
+        await self._publish(member, known(status), unless=view)
+
+    async def _publish(
+        self, member: UserRef, admin: AdminCheck, unless: dict[str, Any] | None = None
+    ) -> tuple[Card, dict[str, Any]]:
+        """Render `member`'s card and publish it (not when its view is `unless`); a stale
+        hash: once more, fresh."""
         for attempt in (1, 2):
             if attempt == 2:
                 self.homes.forget(member)  # a fresh render
-            card = await self.homes.home_card(member, self.admin(member))
+            card = await self.homes.home_card(member, admin)
             view = home_view(card_message(card))
+            if view == unless:
+                return card, view
             known = self._hashes.get(member.key) if attempt == 1 else None
             args: dict[str, Any] = {"user_id": member.user, "view": view}
             if known is not None:
@@ -98,7 +142,8 @@ class SlackHome:
             published = resp.get("view") or {}
             if isinstance(published, dict) and isinstance(published.get("hash"), str):
                 self._remember(member.key, published["hash"])
-            return
+            return card, view
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     def _remember(self, key: str, value: str) -> None:
         self._hashes[key] = value
@@ -107,4 +152,4 @@ class SlackHome:
             self._hashes.popitem(last=False)
 
 
-__all__ = ["HASH_CONFLICT", "SlackHome", "home_view"]
+__all__ = ["ADMIN_CHECKS", "HASH_CONFLICT", "SlackHome", "home_view"]

@@ -8,7 +8,9 @@ for every request to be parsed. Here a request costs a signature check, a form d
 one JSON parse; the acknowledgement (an empty 200, or the Socket Mode envelope's ack)
 goes out when the adapter's handler returns — after an answer is recorded, or after a
 command is stored to be replayed after a crash. The Events API (``url_verification``,
-``event_callback``: JSON bodies, few of them) goes through Bolt, its documented route.
+``event_callback``: JSON bodies, few of them) goes through Bolt, its documented route,
+except the event types given as `direct` (``app_home_opened``: a burst when a workspace
+opens its Home tabs at once), handed to their handler as the hot path's are.
 
 A body that is not what Slack sends (not form-encoded, no ``payload``/``command``, JSON
 that does not parse or is nested too deep, a payload missing its fields) is answered 400
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
@@ -61,6 +63,9 @@ class RequestHandler(Protocol):
 
 
 DropCounter = Callable[[str], None]
+# An Events API body (``event_callback``) of an event type handled without Bolt: return
+# once it is safe to acknowledge.
+DirectEvent = Callable[[Mapping[str, Any]], Awaitable[None]]
 
 
 class Inbound:
@@ -71,9 +76,11 @@ class Inbound:
         *,
         signing_secret: str | None = None,
         dropped: DropCounter | None = None,
+        direct: Mapping[str, DirectEvent] | None = None,
     ) -> None:
         self._handler = handler
         self._events = events
+        self._direct = dict(direct or {})
         self._verifier = SignatureVerifier(signing_secret) if signing_secret else None
         self._socket: SocketModeClient | None = None
         self._problems = ThrottledLog(log)
@@ -101,7 +108,11 @@ class Inbound:
                     return web.json_response(answer)
                 return web.Response(status=200)
             text = body.decode("utf-8", errors="replace")
-            _json_object(text, "an Events API body")  # Bolt would answer 500 with a traceback
+            # Bolt would answer 500 with a traceback
+            parsed = _json_object(text, "an Events API body")
+            if (direct := self._direct_event(parsed)) is not None:
+                await direct(parsed)
+                return web.Response(status=200)
             bolt = AsyncBoltRequest(
                 body=text,
                 query=request.query_string,
@@ -123,6 +134,14 @@ class Inbound:
             await self._handler.command(form)
             return None
         raise Malformed("a form without payload or command")
+
+    def _direct_event(self, body: Mapping[str, Any]) -> DirectEvent | None:
+        """The handler of an ``event_callback`` body's event type, where it has its own."""
+        event = body.get("event")
+        if body.get("type") != "event_callback" or not isinstance(event, Mapping):
+            return None
+        kind = event.get("type")
+        return self._direct.get(kind) if isinstance(kind, str) else None
 
     def _signed(self, body: bytes, request: web.Request) -> bool:
         if self._verifier is None:
@@ -171,6 +190,8 @@ class Inbound:
             elif envelope.type == "interactive":
                 retry = bool(envelope.retry_attempt)
                 answer = await self._handler.interaction(payload, retry=retry)
+            elif envelope.type == "events_api" and (direct := self._direct_event(payload)):
+                await direct(payload)
             elif envelope.type == "events_api":
                 await self._events.async_dispatch(
                     AsyncBoltRequest(mode="socket_mode", body=payload, query="", headers={})
@@ -205,4 +226,4 @@ def _headers(items: Any) -> dict[str, Any]:
     return dict(out)
 
 
-__all__ = ["FORM", "Inbound", "Malformed", "RequestHandler"]
+__all__ = ["FORM", "DirectEvent", "Inbound", "Malformed", "RequestHandler"]

@@ -8,6 +8,7 @@ steps, once across replicas: `bot.live.rounds`; docs/live-rounds.md."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from bot.admin import AdminStatus, admin_refusal
@@ -20,10 +21,10 @@ from bot.formats import significant, trimmed
 from bot.i18n import N_, Translator, translator
 from bot.interactions import Click
 from bot.live.messages import CANCEL, JOIN, START, board_message, clock_time, status_message
-from bot.live.ports import ACTIVE, LiveRound, RoundState, standings
+from bot.live.ports import ACTIVE, BoardRow, LiveRound, RoundState, standings
 from bot.live.rounds import LiveRounds
 from bot.messages import Message
-from bot.quiz import GENERATED, QuizService
+from bot.quiz import GENERATED, BulkLine, QuizService
 from bot.quoting import cut
 from bot.team import TEAM
 
@@ -169,7 +170,17 @@ def live_feature(rounds: LiveRounds) -> Feature:
         return None
 
     async def stats_line(channel: ChannelRef, user: UserRef, locale: Locale) -> str | None:
-        row = await rounds.repo.player(channel, user)
+        return live_line(await rounds.repo.player(channel, user), locale)
+
+    async def stats_lines(asks: Sequence[tuple[ChannelRef, UserRef, Locale]]) -> list[str | None]:
+        """`stats_line` of many members: each channel's rows of theirs in one read."""
+        rows: dict[ChannelRef, dict[str, BoardRow]] = {}
+        for channel in dict.fromkeys(c for c, _, _ in asks):
+            users = [u for c, u, _ in asks if c == channel]
+            rows[channel] = await rounds.repo.players_of(channel, users)
+        return [live_line(rows[c].get(u.key), locale) for c, u, locale in asks]
+
+    def live_line(row: BoardRow | None, locale: Locale) -> str | None:
         if row is None:
             return None
         t = translator(locale)
@@ -200,7 +211,7 @@ def live_feature(rounds: LiveRounds) -> Feature:
         services=[rounds],
         tickers=[rounds],
         holds=[rounds.busy],
-        stats=[stats_line],
+        stats=[BulkLine(stats_line, stats_lines)],
     )
 
 

@@ -274,6 +274,12 @@ class LiveRepository(Protocol):
         """The member's row of the live board (rank 0: not computed)."""
         ...
 
+    async def players_of(
+        self, channel: ChannelRef, users: Sequence[UserRef]
+    ) -> dict[str, BoardRow]:
+        """`player` of many members of the channel's workspace, by member key (none: absent)."""
+        ...
+
     async def busy(self, channels: Collection[ChannelRef]) -> set[ChannelRef]:
         """Those of `channels` with a round in its lobby or running."""
         ...

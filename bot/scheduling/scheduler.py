@@ -12,15 +12,19 @@ only decides *when to look*:
   and logged). Start-up runs it once, so downtime is caught up.
 - In production APScheduler 3.x (`trigger.Wakeups`: in-memory job store, one job per
   schedule, job id = the schedule id, ``coalesce=True``, a misfire grace) wakes
-  `reconcile` at each slot, and an interval job wakes it every 30 s. Tests call `tick`
-  after moving a `FakeClock`: the same code path, and nothing sleeps.
+  `reconcile` at each slot, and an interval job wakes it every 30 s. Each pass also plans
+  one wake-up at the features' nearest due work (their tickers' `next_event`: a season's
+  end, so its podium is posted at that instant, not at the next 30 s pass); a feature
+  whose next event moves in this process says so (`SchedulerHooks.on_replan`), other
+  replicas re-plan at their next pass. Tests call `tick` after moving a `FakeClock`: the
+  same code path, and nothing sleeps.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
@@ -37,7 +41,7 @@ from bot.scheduling.ports import ScheduleStore
 from bot.scheduling.reconcile import can_post, close_due, resend_unsent, retry_reveals
 from bot.scheduling.recurrence import Recurrence, RecurrenceError
 from bot.scheduling.spec import MAX_DEFAULT_WINDOW, ScheduleRequest, recurrence_of
-from bot.scheduling.trigger import Wakeups
+from bot.scheduling.trigger import TICKERS_JOB, Wakeups
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +67,8 @@ class SchedulerHooks(Protocol):
     def tickers(self) -> Sequence[Ticker]: ...
 
     async def held(self, channels: Collection[ChannelRef]) -> set[ChannelRef]: ...
+
+    def on_replan(self, listener: Callable[[], object]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +148,10 @@ class Scheduler(Lifecycle):
                 self._wakeups.start(
                     (sid, e.recurrence, e.next_slot) for sid, e in self._entries.items()
                 )
+                await self._plan_tickers(self.clock.now())
+                if self.hooks is not None:
+                    # A season started or ended early here: a pass now plans its end.
+                    self.hooks.on_replan(self.wake)
         except BaseException:
             await self.shutdown()
             raise
@@ -280,6 +290,7 @@ class Scheduler(Lifecycle):
             except Exception:
                 log.exception("a feature's due work failed; the next pass tries again")
         posted, skipped = await self._fire_due(now)
+        await self._plan_tickers(now)
         return ReconcileReport(
             tuple(posted), revealed, resent, abandoned, tuple(skipped), reveals_retried=retried
         )
@@ -301,6 +312,25 @@ class Scheduler(Lifecycle):
             if (at := await ticker.next_event(now)) is not None and at > now:
                 times.append(at)
         return min(times, default=None)
+
+    async def _plan_tickers(self, now: datetime) -> None:
+        """Wake at the features' nearest due work (one job, re-planned on every pass), so
+        a season ends at its instant; without APScheduler (tests), nothing to plan."""
+        if self._wakeups is None or self.hooks is None:
+            return
+        times = []
+        for ticker in self.hooks.tickers:
+            try:
+                at = await ticker.next_event(now)
+            except Exception:
+                log.exception("a feature's next event is unknown; the 30 s pass looks again")
+                continue
+            if at is not None and at > now:
+                times.append(at)
+        if times:
+            self._wakeups.at(min(times), TICKERS_JOB)
+        else:
+            self._wakeups.cancel(TICKERS_JOB)
 
     async def _fire_due(self, now: datetime) -> tuple[list[Post], list[tuple[int, datetime]]]:
         skipped: list[tuple[int, datetime]] = []

@@ -1,7 +1,8 @@
 """APScheduler 3.x as the scheduler's alarm clock.
 
 One job per schedule (job id = the schedule id) fires at its slots through `SlotTrigger`,
-an interval job fires every 30 s, and one-off jobs fire at explicit close times. Every
+an interval job fires every 30 s, and one-off jobs fire at explicit close times and at the
+features' nearest due work (`TICKERS_JOB`: a season's end, a podium's lease). Every
 job only calls ``wake``: what is due is decided by the `Scheduler` from storage, so a
 missed, late or doubled wake-up changes nothing. The job store is APScheduler's in-memory
 one, rebuilt from the schedules table (its FAQ: job stores must not be shared between
@@ -20,6 +21,7 @@ from apscheduler.triggers.date import DateTrigger
 from bot.scheduling.recurrence import Recurrence
 
 RECONCILE_JOB = "quizbot-reconcile"
+TICKERS_JOB = "quizbot-tickers"  # the features' nearest due work, re-planned on each pass
 _TINY = timedelta(microseconds=1)
 
 
@@ -120,6 +122,11 @@ class Wakeups:
             replace_existing=True,
         )
 
+    def cancel(self, job_id: str) -> None:
+        """Drop a one-off wake-up (none is due any more)."""
+        if self.aps.get_job(job_id) is not None:
+            self.aps.remove_job(job_id)
+
     def jobs(self) -> dict[str, datetime | None]:
         return {job.id: job.next_run_time for job in self.aps.get_jobs()}
 
@@ -128,4 +135,4 @@ class Wakeups:
         self._wake()
 
 
-__all__ = ["RECONCILE_JOB", "SlotTrigger", "Wakeups"]
+__all__ = ["RECONCILE_JOB", "TICKERS_JOB", "SlotTrigger", "Wakeups"]

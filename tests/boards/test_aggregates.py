@@ -100,6 +100,8 @@ rounds = st.lists(
 )
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(240)  # every example plays a whole script
 @settings(
     max_examples=12,
     deadline=None,
@@ -509,6 +511,7 @@ async def _check_season_and_team_boards(
     assert await store.leagues.rule(ws) is TeamRule.TOP3
 
 
+@pytest.mark.slow
 async def test_migration_backfill_equals_what_the_folds_wrote(service: QuizService) -> None:
     """The revision that added `score_periods`, `score_histograms` and `score_topics` fills
     them from `scores`, `score_days` and the answers exactly as the folds would have."""
@@ -547,6 +550,7 @@ async def test_migration_backfill_equals_what_the_folds_wrote(service: QuizServi
     assert await actual(store) == before
 
 
+@pytest.mark.slow
 async def test_migration_downgrades_and_upgrades_again_to_the_models(db_url: str) -> None:
     engine = create_engine(db_url)
     below = _migration("0003").down_revision

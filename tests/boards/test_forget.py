@@ -9,6 +9,7 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
@@ -31,6 +32,8 @@ from tests.boards.test_aggregates import (
 )
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(240)  # every example plays a whole script
 @settings(
     max_examples=10,
     deadline=None,

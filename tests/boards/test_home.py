@@ -4,13 +4,15 @@ home pages are refreshed after answers at most once per interval."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
-from bot import basics, home, practice, scheduling
+from bot import app, basics, home, practice, scheduling
 from bot.admin import EVERYONE, NOBODY
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
@@ -25,9 +27,10 @@ from bot.domain import (
     UserRef,
 )
 from bot.features import Quiz
-from bot.home import PRACTICE_NOW, Homes, card_message
+from bot.home import PRACTICE_NOW, Ask, Homes, card_message
 from bot.interactions import Click
 from bot.quiz import QuizService
+from bot.team import Workspace
 from tests.boards.conftest import play
 from tests.conftest import user
 from tests.fakes import RecordingChat
@@ -89,6 +92,38 @@ async def test_the_card_shows_the_boards_and_the_stats_figures(
     nobody = await homes_of(basic).card(CAROL, Locale.EN)
     assert nobody.rank is None and nobody.points == 0
     assert "No scored answers yet" in card_message(nobody).body
+
+
+async def test_cards_read_together_are_each_members_own_in_as_many_statements(
+    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+) -> None:
+    chats = {Platform.SLACK: chat, Platform.CONSOLE: chat}
+    async with quiz_of(store, chats, bank, clock, features=app.FEATURES) as quiz:
+        service = quiz.service
+        await play(service, C1, {ALICE: True, BOB: False, CAROL: True})
+        await play(service, C2, {ALICE: False, BOB: True})
+        await store.leagues.create(Workspace.of(C1), "Owls", clock.now())
+        await store.leagues.join(BOB, "Owls", clock.now())
+        homes = homes_of(quiz)
+        dan = user("dan")
+        alone = [await homes.card(u) for u in (ALICE, BOB, CAROL, dan)]
+        assert "Your team: Owls" in card_message(alone[1]).body
+        statements: list[str] = []
+
+        def count(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
+            statements.append(sql)
+
+        event.listen(store.engine.sync_engine, "before_cursor_execute", count)
+        try:
+            assert await homes.cards([Ask(ALICE)]) == alone[:1]
+            one = len(statements)
+            statements.clear()
+            assert await homes.cards([Ask(u) for u in (ALICE, BOB, CAROL, dan)]) == alone
+        finally:
+            event.remove(store.engine.sync_engine, "before_cursor_execute", count)
+        assert len(statements) == one  # each part read once for them all
+        together = await asyncio.gather(*(homes.home_card(u) for u in (ALICE, BOB, CAROL, dan)))
+        assert list(together) == alone
 
 
 async def test_practice_due_next_question_and_the_admin_section(

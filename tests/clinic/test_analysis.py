@@ -244,6 +244,7 @@ def png_chunks(png: bytes) -> dict[bytes, bytes]:
     return chunks
 
 
+@pytest.mark.slow
 def test_the_png_is_byte_stable_at_160_dpi(tmp_path: Path) -> None:
     loaded = load(tmp_path, snapshots.growing_batch())
     first, second = run(loaded), run(loaded)

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from adapters.console.chat import ConsoleChat
 from adapters.console.play import ConsoleSession
 from bot.bank import QuestionBank
@@ -59,6 +61,7 @@ def test_scripted_round_from_a_pipe_shows_question_outcomes_reveal_and_board(
     assert "you" in board and "bob" in board and "2 players" in board
 
 
+@pytest.mark.slow
 def test_a_greek_channel_gets_the_consoles_own_words_in_greek(tmp_path: Path) -> None:
     done = run_play(tmp_path, "/lang el\n" + SCRIPT, "--seed", "2")
     assert done.returncode == 0, done.stderr
@@ -68,6 +71,7 @@ def test_a_greek_channel_gets_the_consoles_own_words_in_greek(tmp_path: Path) ->
     assert "sees this" not in out and "thread of" not in out and "] closed" not in out
 
 
+@pytest.mark.slow
 def test_unknown_console_command_and_bad_input_get_clear_lines(tmp_path: Path) -> None:
     done = run_play(tmp_path, "/frobnicate\n7x\n2\n/lang xx\n")
     assert done.returncode == 0, done.stderr
@@ -170,6 +174,7 @@ async def test_a_form_is_asked_one_field_per_line_and_errors_ask_again(
     assert "thanks" in text and session.form is None
 
 
+@pytest.mark.slow
 def test_a_generated_question_takes_a_typed_number_in_the_console(tmp_path: Path) -> None:
     script = "/ask request-rounding\n/press number\nlots\n3\n/close\n"
     done = run_play(tmp_path, script, "--seed", "2")
@@ -181,6 +186,7 @@ def test_a_generated_question_takes_a_typed_number_in_the_console(tmp_path: Path
     assert "The number:" in out and "1 typed prediction:" in out
 
 
+@pytest.mark.slow
 def test_the_memory_clinic_answers_a_snapshot_privately_in_the_console(tmp_path: Path) -> None:
     from tests.clinic.snapshots import growing_batch, write
 
@@ -200,6 +206,7 @@ def test_the_memory_clinic_answers_a_snapshot_privately_in_the_console(tmp_path:
     assert "QUIZBOT_RUNNER=off" in off.stdout
 
 
+@pytest.mark.slow
 def test_help_shows_console_syntax_and_the_consoles_own_commands(tmp_path: Path) -> None:
     script = (
         "/help\n/quiz ask fragmentation\n/pres\n/leaderbord\n/lang\n/close now\n"
@@ -221,6 +228,7 @@ def test_help_shows_console_syntax_and_the_consoles_own_commands(tmp_path: Path)
     assert 'cron "30 9 * * 1-5" UTC' in out
 
 
+@pytest.mark.slow
 def test_clinic_without_a_path_says_how_to_record_a_snapshot_or_get_the_sample(
     tmp_path: Path,
 ) -> None:

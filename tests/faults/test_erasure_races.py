@@ -42,6 +42,8 @@ from storage.store import SqlStore
 from tests.boards.test_aggregates import actual, recompute
 from tests.fakes import RecordingChat
 
+pytestmark = pytest.mark.slow
+
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
 MEMBERS = [UserRef(Platform.SLACK, "T1", f"U{n:02d}", f"member {n}") for n in range(20)]
 ERASED = MEMBERS[:10]

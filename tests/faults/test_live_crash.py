@@ -15,6 +15,8 @@ from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.fake_slack import FakeSlack
 from tests.faults.harness import BotProcess, click, stored_answers
 
+pytestmark = pytest.mark.slow
+
 _POST = re.compile(r"quiz:answer:(\d+):")
 ENV = {"QUIZBOT_LIVE_LOBBY": "1", "QUIZBOT_ADMINS": "U0ROOT"}
 

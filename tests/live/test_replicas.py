@@ -8,6 +8,8 @@ import asyncio
 from collections.abc import Sequence
 from datetime import timedelta
 
+import pytest
+
 from bot import basics
 from bot.bank import QuestionBank
 from bot.clock import FakeClock, SystemClock
@@ -21,6 +23,8 @@ from tests.live.harness import CHANNEL, Live, live_quiz, player, post_of
 from tests.polling import eventually
 from tests.quiz import quiz_of
 from tests.scheduling.conftest import NamedChat
+
+pytestmark = pytest.mark.slow
 
 PLAYERS = [player(n) for n in ("ann", "bob", "cy", "dee")]
 

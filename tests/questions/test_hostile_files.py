@@ -71,9 +71,7 @@ def test_size_limit_names_the_file_and_the_limit(
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
-def test_a_hostile_file_is_answered_within_a_second_and_200_mb(
-    hostile_bank: Path, name: str
-) -> None:
+def test_a_hostile_file_is_answered_within_200_mb(hostile_bank: Path, name: str) -> None:
     for other in ATTACKS:
         if other != name:
             (hostile_bank / other).unlink()

@@ -1,5 +1,6 @@
 """Hostile question files for team packs: each is answered with one line naming the file
-and the fix, within a second and 200 MB (measured in a fresh process)."""
+and the fix, within 200 MB (measured in a fresh process; the time is
+bench/hostile_inputs.py's)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ ATTACKS = {
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
-def test_a_hostile_import_is_answered_within_a_second_and_200_mb(tmp_path: Path, name: str) -> None:
+def test_a_hostile_import_is_answered_within_200_mb(tmp_path: Path, name: str) -> None:
     make, words = ATTACKS[name]
     (tmp_path / name).write_text(make())
     measured = measure(

@@ -52,6 +52,7 @@ def test_a_balanced_bank_passes_and_shows_both_figures(
     assert err == ""
 
 
+@pytest.mark.slow
 def test_the_packaged_bank_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["lint"]) == 0
     assert capsys.readouterr().err == ""

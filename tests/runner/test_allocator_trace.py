@@ -246,6 +246,7 @@ def test_the_executor_refuses_bad_inputs_before_anything_runs(executor: Executor
         executor.submit(DemoJob(50, DEMO, Locale.EN, {"inputs": bad}))
 
 
+@pytest.mark.slow
 def test_the_gpu_comparison_traces_are_valid_and_exercise_ooms_and_retries() -> None:
     from tests.runner.test_gpu_allocator_trace import TRACES
 

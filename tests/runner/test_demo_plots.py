@@ -37,6 +37,7 @@ def figure(demo: str, locale: Locale = Locale.EN) -> Figure:
     return fig
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("demo", NO_TORCH)
 def test_plot_stands_alone_in_both_locales_as_the_same_bytes(demo: str) -> None:
     for locale in Locale:

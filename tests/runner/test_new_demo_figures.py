@@ -14,6 +14,8 @@ from gpu_runner.demos import RunContext, default_registry
 from gpu_runner.demos.ddp_gradient_buckets import assign_buckets, parameter_bytes
 from gpu_runner.executor import Executor
 
+pytestmark = pytest.mark.slow
+
 MiB = 1 << 20
 KiB = 1 << 10
 REGISTRY = default_registry()

@@ -129,6 +129,7 @@ async def test_reveal_that_fails_again_is_retried_at_the_next_lease(
     assert service.metrics.reconciler_retries.value() == 2  # both attempts that held the lease
 
 
+@pytest.mark.slow
 async def test_two_replicas_post_each_failed_reveal_exactly_once(
     db_url: str, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
 ) -> None:

@@ -9,6 +9,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
+import pytest
+
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform
@@ -20,6 +22,8 @@ from tests.conftest import user
 from tests.quiz import quiz_of, service_of
 from tests.scheduling.conftest import NamedChat
 from tests.seasons.conftest import LEAGUE, T0, say
+
+pytestmark = pytest.mark.slow
 
 CHANNELS = [ChannelRef(Platform.SLACK, "T1", f"C{i}") for i in range(6)]
 ANN, BOB = user("ann"), user("bob")

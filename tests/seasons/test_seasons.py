@@ -130,3 +130,28 @@ async def test_the_podium_names_the_most_improved_and_the_best_per_topic(
     assert "Most improved: ann (33% → 100% correct)" in podium
     assert "Best in fragmentation: cat (6/6 correct)" in podium
     assert "Longest streak: cat (6 in a row)" in podium
+
+
+async def test_at_the_end_instant_only_posts_closed_before_it_count(
+    league: Quiz, store: SqlStore, chat: RecordingChat, clock: FakeClock, scheduler: Scheduler
+) -> None:
+    """The season's posts are those created at or after its start and closed strictly
+    before its end: a post closed at the end instant counts for nothing, not even its
+    answers given before the end."""
+    await say(league, C1, ANN, "season start Edge 1", admin=True)
+    season = await store.seasons.current(C1, clock.now())
+    assert season is not None and season.starts_at == clock.now()
+    end = season.ends_at
+    ask = PostKind.ASK
+    await play(league.service, C1, {ANN: True}, kind=ask)  # created at the start instant
+    await play(league.service, C1, {CAT: True}, kind=ask, at=end - timedelta(minutes=10))
+    late = await play(league.service, C1, {BOB: True}, kind=ask, at=end - timedelta(seconds=1))
+    closed = await store.posts.get(late.id)
+    assert closed is not None and closed.closed_at == end  # BOB answered a second before
+    board = await store.seasons.board(season, None)
+    assert [(r.user.display, r.points) for r in board.rows] == [("ann", 10), ("cat", 10)]
+    assert board.players == 2
+    await scheduler.tick()  # at the end instant: the season ends, its podium is posted
+    (podium,) = podiums(chat)
+    assert "🥇 ann — 10 pts" in podium and "🥇 cat — 10 pts" in podium  # a tie
+    assert "bob" not in podium

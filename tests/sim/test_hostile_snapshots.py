@@ -1,4 +1,5 @@
-"""Hostile snapshot pickles get one clear refusal, in well under a second and 200 MB."""
+"""Hostile snapshot pickles get one clear refusal, within 200 MB (the time is
+bench/hostile_inputs.py's)."""
 
 from __future__ import annotations
 
@@ -102,7 +103,7 @@ def test_a_hostile_snapshot_is_refused_in_one_line(tmp_path: Path, name: str) ->
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
-def test_a_hostile_snapshot_costs_under_a_second_and_200_mb(tmp_path: Path, name: str) -> None:
+def test_a_hostile_snapshot_costs_under_200_mb(tmp_path: Path, name: str) -> None:
     path = tmp_path / f"{name}.pickle"
     path.write_bytes(ATTACKS[name][0]())
     measured = measure(

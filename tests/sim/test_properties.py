@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -141,6 +142,7 @@ def _seeded_ops(seed: int, length: int) -> list[tuple[str, int, int, int]]:
     return ops
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=8, database=None)
 @given(conf=CONFS, cap=CAPS, seed=st.integers(0, 2**32), length=st.integers(500, 2000))
 def test_long_seeded_traces_keep_every_invariant(

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bot.domain import Locale
 from gpu_runner.clinic._input import read_snapshot
 from gpu_runner.clinic.analysis import analyse
@@ -44,6 +46,7 @@ def test_the_sample_is_a_snapshot_the_clinic_takes_and_answers(tmp_path: Path) -
     assert replayed.returncode == 0, replayed.stderr
 
 
+@pytest.mark.slow
 def test_the_sample_is_the_same_every_time(tmp_path: Path) -> None:
     first, second = tmp_path / "a.pickle", tmp_path / "b.pickle"
     assert quizbot("sim", "sample-snapshot", str(first), cwd=tmp_path).returncode == 0
@@ -51,6 +54,7 @@ def test_the_sample_is_the_same_every_time(tmp_path: Path) -> None:
     assert first.read_bytes() == second.read_bytes()
 
 
+@pytest.mark.slow
 def test_an_existing_file_is_not_overwritten(tmp_path: Path) -> None:
     out = tmp_path / "mine.pickle"
     out.write_bytes(b"keep me")

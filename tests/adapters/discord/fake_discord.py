@@ -300,6 +300,17 @@ class FakeDiscord(RestRoutes, Lifecycle):
     def callbacks(self, interaction: Json) -> list[Call]:
         return self.of("POST", f"/interactions/{interaction['id']}/{interaction['token']}/callback")
 
+    def settled(self, interaction: Json) -> bool:
+        """The bot is done answering `interaction`: a callback other than a deferral
+        ("thinking…", type 5), a callback that failed (nothing follows it), or the deferral
+        edited or deleted."""
+        if any(
+            c.status >= 300 or (c.json or {}).get("type") != 5 for c in self.callbacks(interaction)
+        ):
+            return True
+        original = f"/webhooks/{self.app_id}/{interaction['token']}/messages/@original"
+        return any(c.path == original and c.method in ("PATCH", "DELETE") for c in self.calls)
+
     def said_to(self, interaction: Json) -> list[Json]:
         """Everything the bot said in answer to an interaction, in order: the callback's
         message, follow-ups, and edits of @original as the message stands after the edit

@@ -35,7 +35,8 @@ async def ask(fake: FakeDiscord, topic: str | None = None, **kw: Any) -> tuple[J
     before = len(fake.of("POST", rf"/channels/{fake.channel_id}/messages"))
     inter = await fake.command("ask", {"topic": topic} if topic else {}, **kw)
     calls = await fake.wait_for("POST", rf"/channels/{fake.channel_id}/messages", before + 1)
-    await fake.until(lambda: bool(fake.callbacks(inter)))
+    # Settled too: the deferral's removal would otherwise land in the caller's next count.
+    await fake.until(lambda: fake.settled(inter))
     posted = next(m for m in question_messages(fake) if m["embeds"] == calls[before].json["embeds"])
     return posted, post_id(posted)
 

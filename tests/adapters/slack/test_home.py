@@ -6,6 +6,7 @@ answered with a fresh render."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -19,7 +20,7 @@ from bot.domain import ChannelRef, Platform, PostKind, UserRef
 from bot.home import PRACTICE_NOW, Homes
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.conftest import QuizWith, SlackHttp, SlackWith, make_config
-from tests.adapters.slack.fake_slack import FakeSlack
+from tests.adapters.slack.fake_slack import Call, FakeSlack
 from tests.boards.conftest import play
 
 ALICE = UserRef(Platform.SLACK, rq.TEAM, "U0ALICE", "alice")
@@ -49,6 +50,12 @@ def publishes(http: SlackHttp, user: str, *, ok_only: bool = True) -> int:
     return sum(1 for c in calls if c.args["user_id"] == user)
 
 
+def view_text(call: Call) -> str:
+    view = call.args["view"]
+    view = json.loads(view) if isinstance(view, str) else view
+    return Call("views.publish", {"blocks": view.get("blocks", [])}).text
+
+
 async def open_home(http: SlackHttp, user: str, **kw: str) -> None:
     status, _ = await http.event(http.fake.home_opened(user, **kw))
     assert status == 200
@@ -73,6 +80,28 @@ async def test_each_member_sees_their_own_figures(http: SlackHttp, clock: FakeCl
         e["action_id"] for b in view["blocks"] if b["type"] == "actions" for e in b["elements"]
     ]
     assert actions == [f"quiz:{PRACTICE_NOW}:0:{rq.CHANNEL}"]
+
+
+async def test_an_admins_home_gains_the_settings_after_the_admin_check(
+    http: SlackHttp,
+) -> None:
+    await play(http.service, CHANNEL, {ALICE: True, BOB: True})
+    await settle(http)
+    http.fake.add_user("U0ALICE", admin=True)
+    await open_home(http, "U0ALICE")
+    await open_home(http, "U0BOB")
+    # Not known yet: a member's card first, then (an admin) again with the settings.
+    first, second = [view_text(c) for c in http.fake.calls_to("views.publish")[:2]]
+    assert "Settings (admins)" not in first and "Settings (admins)" in second
+    assert "Settings (admins)" in http.fake.home_text("U0ALICE")
+    assert f"Channel {rq.CHANNEL}: packs" in http.fake.home_text("U0ALICE")
+    assert "Settings (admins)" not in http.fake.home_text("U0BOB")
+    assert (publishes(http, "U0ALICE"), publishes(http, "U0BOB")) == (2, 1)
+    await open_home(http, "U0ALICE")  # the answer is kept: one publish, with the section
+    await open_home(http, "U0BOB")
+    assert (publishes(http, "U0ALICE"), publishes(http, "U0BOB")) == (3, 2)
+    assert "Settings (admins)" in view_text(http.fake.calls_to("views.publish")[-2])
+    assert len(http.fake.calls_to("users.info")) == 2
 
 
 async def test_the_messages_tab_publishes_nothing(http: SlackHttp) -> None:

@@ -208,6 +208,7 @@ def test_the_correct_choice_is_not_systematically_the_longest(
     assert strictly_longest <= 0.35 * len(generated), strictly_longest
 
 
+@pytest.mark.slow
 def test_answer_positions_are_spread_over_a_to_d() -> None:
     positions = Counter(
         generate(family, seed).question.answer for family in FAMILIES for seed in range(60)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from questions.families import default_families, generate
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -32,6 +34,7 @@ def test_generating_every_family_never_imports_torch() -> None:
     assert _run("0")["torch"] is False
 
 
+@pytest.mark.slow
 def test_questions_are_identical_across_processes_and_hash_seeds() -> None:
     here = [
         generate(f, 12345, i).question.content_hash for f in default_families() for i in range(2)
