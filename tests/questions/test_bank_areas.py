@@ -14,6 +14,7 @@ import pytest
 from bot.bank import QuestionBank
 from bot.domain import Locale, Question
 from questions import load_bank
+from tests.questions.formulas_training_systems import TRAINING_SYSTEMS_FORMULAS
 from tests.questions.formulas_v2_b import FORMULAS_V2_B
 from tests.questions.formulas_v3 import FORMULAS_V3
 
@@ -25,9 +26,25 @@ POSITION_SHARE = (0.15, 0.35)
 class Area:
     min_per_topic: Mapping[str, int]  # topic -> minimum number of questions
     formulas: Mapping[str, object]
+    formulas_only: bool = False  # its computed questions use no other area's formulas
 
 
 AREAS = {
+    # bank v2 plan, areas 1-7 of bank-review.md (attention, parallelism, library workspaces,
+    # DDP, allocator back ends, torch.compile, activation offloading)
+    "training-systems": Area(
+        {
+            "attention-memory": 4,
+            "model-parallelism": 4,
+            "library-workspaces": 2,
+            "ddp-nccl": 2,
+            "allocator-backends": 4,
+            "torch-compile": 4,
+            "activation-offloading": 2,
+        },
+        TRAINING_SYSTEMS_FORMULAS,
+        formulas_only=True,
+    ),
     # shared/briefs: areas 8-13 of bank-review.md (optimizer memory, model loading, leaks,
     # KV serving, profiling, MIG/MPS)
     "v2-b": Area(
@@ -76,6 +93,8 @@ def questions(bank: QuestionBank, area: Area) -> list[Question]:
 def test_each_formula_is_used_by_a_question(questions: list[Question], area: Area) -> None:
     kinds = Counter(q.inputs.get("kind") for q in questions if q.inputs)
     assert set(area.formulas) <= set(kinds), kinds
+    if area.formulas_only:
+        assert set(kinds) <= set(area.formulas), kinds
 
 
 def test_topics_keep_their_minimum_size(questions: list[Question], area: Area) -> None:

@@ -1,13 +1,11 @@
 """The questions on attention, parallelism, library workspaces, DDP, allocator back ends,
-torch.compile and activation offloading: their formulas against the sources, their coverage,
-and the form of their choices.
+torch.compile and activation offloading: their formulas against the sources and their Greek
+numbers (the area's shared checks: test_bank_areas.py).
 
 test_bank_content.py recomputes every computed answer with the formulas tested here.
 """
 
 from __future__ import annotations
-
-from collections import Counter
 
 import pytest
 
@@ -15,33 +13,21 @@ from bot.bank import QuestionBank
 from bot.domain import Locale, Question
 from questions import load_bank
 from tests.questions.formulas_training_systems import (
-    TRAINING_SYSTEMS_FORMULAS,
     UNIT_BYTES,
     attention_scores_bytes,
     cublas_workspace_size,
     megatron_layer_activation,
     micro_batches_in_flight,
 )
+from tests.questions.test_bank_areas import AREAS
 
-# Topic -> minimum number of questions (bank v2 plan, areas 1-7 of bank-review.md).
-MIN_PER_TOPIC = {
-    "attention-memory": 4,
-    "model-parallelism": 4,
-    "library-workspaces": 2,
-    "ddp-nccl": 2,
-    "allocator-backends": 4,
-    "torch-compile": 4,
-    "activation-offloading": 2,
-}
-MAX_LONGEST_CORRECT_SHARE = 0.25
-POSITION_SHARE = (0.15, 0.35)
 MIB = UNIT_BYTES["MiB"]
 
 
 @pytest.fixture(scope="module")
 def questions() -> list[Question]:
     bank: QuestionBank = load_bank()
-    return [q for q in bank if q.topic in MIN_PER_TOPIC]
+    return [q for q in bank if q.topic in AREAS["training-systems"].min_per_topic]
 
 
 # --- the formulas against their sources -----------------------------------------------------
@@ -94,39 +80,9 @@ def test_attention_scores_grow_with_the_square_of_the_sequence() -> None:
 # --- the questions --------------------------------------------------------------------------
 
 
-def test_every_area_has_its_minimum_number_of_questions(questions: list[Question]) -> None:
-    counts = Counter(q.topic for q in questions)
-    short = {topic: n for topic, least in MIN_PER_TOPIC.items() if (n := counts[topic]) < least}
-    assert short == {}
-
-
-def test_computed_questions_use_these_formulas(questions: list[Question]) -> None:
-    kinds = {q.inputs["kind"] for q in questions if q.inputs}
-    assert kinds == set(TRAINING_SYSTEMS_FORMULAS)
-
-
 def test_greek_numeric_answers_match_the_english_ones(questions: list[Question]) -> None:
     # Numbers are the same in both locales, written with a decimal comma in Greek.
     for q in questions:
         if q.inputs:
             en, el = q.texts[Locale.EN].choices, q.texts[Locale.EL].choices
             assert [c.replace(".", ",") for c in en] == list(el), q.id
-
-
-@pytest.mark.parametrize("locale", list(Locale))
-def test_the_correct_choice_is_rarely_the_longest(
-    questions: list[Question], locale: Locale
-) -> None:
-    def uniquely_longest(q: Question) -> bool:
-        lengths = [len(c) for c in q.texts[locale].choices]
-        return lengths[q.answer] > max(n for i, n in enumerate(lengths) if i != q.answer)
-
-    share = sum(map(uniquely_longest, questions)) / len(questions)
-    assert share <= MAX_LONGEST_CORRECT_SHARE
-
-
-def test_answer_positions_are_spread(questions: list[Question]) -> None:
-    counts = Counter(q.answer for q in questions)
-    low, high = POSITION_SHARE
-    shares = {pos: counts[pos] / len(questions) for pos in range(4)}
-    assert all(low <= share <= high for share in shares.values()), shares
