@@ -4,7 +4,7 @@ and cuts over-long text cleanly."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import discord
 import pytest
@@ -46,6 +46,7 @@ from bot.render import (
     question_message,
     reveal_message,
 )
+from tests.adapters.bank_posts import bank_post
 
 CHANNEL = ChannelRef(Platform.DISCORD, "811111111111111111", "822222222222222222")
 NOW = datetime(2027, 3, 29, 6, 30, tzinfo=UTC)
@@ -72,18 +73,8 @@ def assert_within_discord_limits(r: Rendered) -> None:
 
 
 def post_of(q: Question, locale: Locale, state: PostState, kind: PostKind = PostKind.ASK) -> Post:
-    return Post(
-        id=9_999_999_999,  # a long id: custom_id room
-        channel=CHANNEL,
-        question_id=q.id,
-        question_hash=q.content_hash,
-        kind=kind,
-        state=state,
-        locale=locale,
-        created_at=NOW,
-        closes_at=NOW + timedelta(hours=24),
-        answer_count=12_345,
-    )
+    # a long id: custom_id room
+    return bank_post(q, locale, state, kind, post_id=9_999_999_999, channel=CHANNEL, at=NOW)
 
 
 def every_message(q: Question, locale: Locale) -> list[Message]:

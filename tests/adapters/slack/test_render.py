@@ -4,7 +4,7 @@ both locales, is within every Slack limit; long text is cut cleanly, never rejec
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from functools import cache
 
 import pytest
@@ -37,6 +37,7 @@ from bot.domain import (
 from bot.messages import ANSWER, Button, Field, Message
 from bot.render import outcome_message, question_message, reveal_message
 from questions.loader import load_bank
+from tests.adapters.bank_posts import bank_post
 from tests.adapters.slack.block_kit import LIMITS, block_kit_problems, utf16_len
 
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
@@ -50,18 +51,8 @@ def questions() -> list[Question]:
 
 
 def _post(q: Question, locale: Locale, state: PostState, kind: PostKind = PostKind.ASK) -> Post:
-    return Post(
-        id=2_147_483_647,  # the longest post id a 32-bit key gives
-        channel=CHANNEL,
-        question_id=q.id,
-        question_hash=q.content_hash,
-        kind=kind,
-        state=state,
-        locale=locale,
-        created_at=NOW,
-        closes_at=NOW + timedelta(hours=24),
-        answer_count=12_345,
-    )
+    # the longest post id a 32-bit key gives
+    return bank_post(q, locale, state, kind, post_id=2_147_483_647, channel=CHANNEL, at=NOW)
 
 
 def core_messages(q: Question, locale: Locale) -> dict[str, Message]:
