@@ -181,6 +181,8 @@ class SlackChat(Lifecycle):
                 self.tokens.oauth_client = self._client  # tokenless in this mode
 
     async def shutdown(self) -> None:
+        if self.tokens is not None:
+            await self.tokens.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
