@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -54,6 +54,10 @@ class TokenStore(Protocol):
     async def bot_token(
         self, team_id: str, enterprise_id: str | None = None
     ) -> StoredToken | None: ...
+
+    async def bot_tokens(self, team_ids: Sequence[str]) -> Mapping[str, StoredToken | None]:
+        """`bot_token` of each of `team_ids`, in as few reads as the store can."""
+        ...
 
     async def claim_refresh(self, key: str, refresh_token: str, lease: timedelta) -> bool: ...
 
@@ -144,14 +148,7 @@ class WorkspaceTokens:
             generation = self._generation(workspace)
             found = await self.store.bot_token(workspace)
             if found is None:
-                self._kept.pop(workspace, None)
-                self._problems.problem(
-                    f"slack not installed {workspace}",
-                    "Slack: workspace %s has no installation (never installed, or "
-                    "uninstalled): nothing sent",
-                    workspace,
-                )
-                raise NotInstalled("Slack", "token", None, f"workspace {workspace} not installed")
+                raise self._not_installed(workspace)
             if self._expiring(found, now):
                 found = await self._refresh(found, workspace)
             if self._generation(workspace) == generation:
@@ -168,28 +165,54 @@ class WorkspaceTokens:
         return token.expires_at is None or token.expires_at - now > self.refresh_before / 2
 
     def _read_behind(self, workspace: str) -> None:
-        """One read of `workspace`'s token (and its refresh, if due) in the background."""
-        if workspace in self._behind:
-            return
+        """Read `workspace`'s token again in the background — with every kept token past
+        half its `ttl`, in one read of the store (`bot_tokens`): with many workspaces,
+        one read per `ttl` rather than one per workspace."""
+        if self._behind:
+            return  # a read is running; what it left out is served until `stale`
 
         async def read() -> None:
             try:
-                await self._read(workspace, self.clock.now())
-            except NotInstalled:
-                pass  # logged by `_read`; nothing is kept any more
-            except Exception as exc:  # the kept token serves until `stale`, then a read
+                await self._sweep(workspace)
+            except Exception as exc:  # the kept tokens serve until `stale`, then a read
                 self._problems.problem(
                     f"slack token read {type(exc).__name__}",
-                    "Slack: could not read the bot token of %s again",
-                    workspace,
+                    "Slack: could not read the bot tokens again",
                     exc=exc,
                 )
             finally:
                 self._behind.pop(workspace, None)
 
         self._behind[workspace] = asyncio.get_running_loop().create_task(
-            read(), name=f"slack-token-{workspace}"
+            read(), name=f"slack-tokens-{workspace}"
         )
+
+    async def _sweep(self, workspace: str) -> None:
+        now = self.clock.now()
+        due = {workspace} | {
+            w for w, (_, until) in self._kept.items() if until - self.ttl / 2 <= now
+        }
+        generations = {w: self._generation(w) for w in due}
+        found = await self.store.bot_tokens(sorted(due))
+        for team in sorted(due):
+            token = found.get(team)
+            if token is None:
+                self._not_installed(team)
+            elif self._expiring(token, now):
+                with contextlib.suppress(PlatformError):  # logged by the refresh
+                    await self._read(team, now)
+            elif self._generation(team) == generations[team]:
+                self._kept[team] = (token, self.clock.now() + self.ttl)
+
+    def _not_installed(self, workspace: str) -> NotInstalled:
+        self._kept.pop(workspace, None)
+        self._problems.problem(
+            f"slack not installed {workspace}",
+            "Slack: workspace %s has no installation (never installed, or "
+            "uninstalled): nothing sent",
+            workspace,
+        )
+        return NotInstalled("Slack", "token", None, f"workspace {workspace} not installed")
 
     async def close(self) -> None:
         """Stop the reads in the background (`SlackChat.shutdown`)."""

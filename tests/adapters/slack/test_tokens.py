@@ -6,6 +6,7 @@ before use."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -38,6 +39,11 @@ class GatedStore:
         await self.gate.wait()
         found = self.tokens.get(team_id)
         return Token(team_id, found) if found is not None else None
+
+    async def bot_tokens(self, team_ids: Sequence[str]) -> dict[str, Token | None]:
+        self.reads += 1
+        await self.gate.wait()
+        return {t: Token(t, self.tokens[t]) if t in self.tokens else None for t in team_ids}
 
     async def claim_refresh(self, key: str, refresh_token: str, lease: timedelta) -> bool:
         raise AssertionError("no rotating token here")
@@ -100,3 +106,26 @@ async def test_an_uninstall_during_a_read_behind_wins(store: GatedStore, clock: 
     del store.tokens["T0AAA"]
     with pytest.raises(NotInstalled):  # its token was not kept: the store is asked
         await tokens.token("T0AAA")
+
+
+async def test_many_workspaces_tokens_are_read_again_in_one_read(
+    store: GatedStore, clock: FakeClock
+) -> None:
+    teams = [f"T0{n:03d}" for n in range(50)]
+    for team in teams:
+        store.tokens[team] = f"xoxb-{team}"
+    tokens = WorkspaceTokens(store, clock)
+    for team in teams:
+        await tokens.token(team)
+    assert store.reads == len(teams)
+    clock.advance(tokens.ttl + timedelta(seconds=1))
+    store.tokens["T0007"] = "xoxb-rotated"
+    del store.tokens["T0009"]  # uninstalled on another replica
+    assert await tokens.token("T0000") == "xoxb-T0000"  # served; the read runs behind
+    await eventually(lambda: tokens._behind == {})
+    assert store.reads == len(teams) + 1  # every kept token in that one read
+    assert await tokens.token("T0007") == "xoxb-rotated"
+    assert await tokens.token("T0049") == "xoxb-T0049"
+    assert store.reads == len(teams) + 1  # all fresh again: nothing more read
+    with pytest.raises(NotInstalled):  # dropped by that read
+        await tokens.token("T0009")
