@@ -44,7 +44,7 @@ from bot.ports import Chat, QuestionSource, Store
 from bot.quoting import cut
 from bot.render import outcome_message, question_message, reveal_message
 from bot.scoring import board_period
-from bot.tasks import TaskSupervisor
+from bot.tasks import AckFirst, TaskSupervisor
 from bot.team import TEAM
 
 log = logging.getLogger(__name__)
@@ -186,6 +186,9 @@ class QuizService:
         # post open cannot land after the close's edit took the buttons away.
         self._edit_locks = tuple(asyncio.Lock() for _ in range(EDIT_STRIPES))
         self.tasks = TaskSupervisor("quiz")
+        # Clicks being acknowledged (the adapters enter and leave it): count edits wait
+        # for a burst's acknowledgements, as the private outcomes do.
+        self.acks = AckFirst()
         self.metrics = metrics or QuizMetrics()  # its own registry unless one is given
         self.problems = ThrottledLog(log)
         # The last locale read per channel: what a failure reply speaks when the database
@@ -465,6 +468,9 @@ class QuizService:
         async def flush() -> None:
             try:
                 await asyncio.sleep(self._count_interval)
+                # Behind the burst's acknowledgements: with a question open in each of
+                # many workspaces, a hundred edits would otherwise compete with them.
+                await self.acks.wait()
                 async with self._edit_lock(post.id):
                     fresh = await self.store.posts.get(post.id)
                     if fresh is None or fresh.message is None:

@@ -29,10 +29,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.domain import (
@@ -212,18 +212,38 @@ class SqlAnswerRepository:
                     results[i] = AnswerOutcome(AnswerStatus.ERASED)
                 else:
                     by_post.setdefault(p.post_id, []).append(i)
-            for post_id in sorted(by_post):  # one global lock order across replicas
-                idxs = by_post[post_id]
+            grouped: dict[int, list[AnswerOutcome]] | None = None
+            if len(by_post) > 1:
+                # Clicks on many posts (a burst across workspaces or channels): every post
+                # in a handful of statements, not five round trips each.
                 try:
                     async with s.begin_nested():
-                        outcomes: list[AnswerOutcome | Exception] = list(
-                            await self._commit_post(s, post_id, batch, idxs, member_ids)
-                        )
+                        grouped = await self._commit_posts(s, by_post, batch, member_ids)
                 except Exception as exc:
                     if transient_reason(exc) is not None:
                         raise  # the whole batch is retried
-                    log.exception("answers on post %s failed", post_id)
-                    outcomes = [exc] * len(idxs)
+                    # Rolled back: post by post, so that one post that fails fails alone.
+                    log.warning(
+                        "answers on %d posts failed together (%s): committing post by post",
+                        len(by_post),
+                        type(exc).__name__,
+                    )
+            for post_id in sorted(by_post):  # one global lock order across replicas
+                idxs = by_post[post_id]
+                outcomes: list[AnswerOutcome | Exception]
+                if grouped is not None:
+                    outcomes = list(grouped[post_id])
+                else:
+                    try:
+                        async with s.begin_nested():
+                            outcomes = list(
+                                await self._commit_post(s, post_id, batch, idxs, member_ids)
+                            )
+                    except Exception as exc:
+                        if transient_reason(exc) is not None:
+                            raise  # the whole batch is retried
+                        log.exception("answers on post %s failed", post_id)
+                        outcomes = [exc] * len(idxs)
                 for i, o in zip(idxs, outcomes, strict=True):
                     results[i] = o
         return results
@@ -243,66 +263,25 @@ class SqlAnswerRepository:
                 .join(ChannelRow, ChannelRow.id == PostRow.channel_id)
                 .where(PostRow.id == post_id)
                 .with_for_update(of=PostRow)
+                .execution_options(populate_existing=True)
             )
         ).first()
-        if found is None:
-            return [AnswerOutcome(AnswerStatus.UNKNOWN_POST) for _ in idxs]
-        row, ch = found
-        post = to_post(row, ch)
-        foreign = {i for i in idxs if not _same_channel(batch[i].channel, post.channel)}
-        idxs_here = [i for i in idxs if i not in foreign]
-        if row.state != PostState.OPEN.value:
-            status = (
-                AnswerStatus.CLOSED
-                if row.state == PostState.CLOSED.value
-                else AnswerStatus.UNKNOWN_POST
-            )
-            return [
-                AnswerOutcome(AnswerStatus.WRONG_CHANNEL)
-                if i in foreign
-                else AnswerOutcome(status, post=post)
-                for i in idxs
-            ]
-
-        if row.kind in _LIVE and row.closes_at is not None:
-            # A live question takes clicks up to its deadline, not up to its close (the
-            # round's next step closes it a moment later).
-            late = {i for i in idxs_here if batch[i].at >= row.closes_at}
-            if late:
-                idxs_here = [i for i in idxs_here if i not in late]
-                foreign |= late  # answered below as closed, not as another channel's
-        else:
-            late = set()
-        first: dict[int, _Pending] = {}
-        practice = row.kind == PostKind.PRACTICE.value
-        strangers: set[int] = set()  # clicks on someone else's practice question
-        for i in idxs_here:
-            p = batch[i]
-            if practice and member_ids[p.user.key] != row.practice_member_id:
-                strangers.add(member_ids[p.user.key])
-            elif p.valid_for(row.choice_count):
-                first.setdefault(member_ids[p.user.key], p)
+        plan = _plan(
+            post_id, None if found is None else (found[0], found[1]), batch, idxs, member_ids
+        )
+        if plan.done is not None:
+            return plan.done
+        assert plan.row is not None
         inserted: set[int] = set()
-        if first:
+        if params := plan.params():
             stmt = (
                 insert(self._dialect, AnswerRow)
                 .on_conflict_do_nothing(index_elements=["post_id", "member_id"])
                 .returning(AnswerRow.member_id)
             )
-            params = [
-                {
-                    "post_id": post_id,
-                    "member_id": mid,
-                    "choice": p.choice,
-                    "correct": p.is_correct(row.correct_choice),
-                    "answered_at": p.at,
-                    "value": p.value,
-                }
-                for mid, p in first.items()
-            ]
             # executemany with RETURNING ("insertmanyvalues"): batched, cached statement.
             inserted = set((await s.execute(stmt, params)).scalars())
-        count = row.answer_count
+        count = plan.row.answer_count
         if inserted:
             count = (
                 await s.execute(
@@ -312,18 +291,10 @@ class SqlAnswerRepository:
                     .returning(PostRow.answer_count)
                 )
             ).scalar_one()
-        if practice and inserted:  # move the member's Leitner card; close the post
-            (mid,) = inserted
-            p = first[mid]
-            await record_practice_answer(
-                s, row, mid, p.is_correct(row.correct_choice), p.at, self._dialect
-            )
+        if plan.practice and inserted:  # move the member's Leitner card; close the post
+            await self._practice(s, plan, inserted)
         # The choice that counts for members who had answered before this batch.
-        others = [mid for mid in first if mid not in inserted] + [
-            member_ids[batch[i].user.key]
-            for i in idxs_here
-            if not batch[i].valid_for(row.choice_count)
-        ]
+        others = plan.others(batch, member_ids, inserted)
         prior_rows: dict[int, tuple[int, bool, float | None]] = {}
         if others:
             prior = await s.execute(
@@ -332,47 +303,102 @@ class SqlAnswerRepository:
                 ).where(AnswerRow.post_id == post_id, AnswerRow.member_id.in_(others))
             )
             prior_rows = {mid: (choice, ok, val) for mid, choice, ok, val in prior}
+        return plan.outcomes(batch, member_ids, inserted, count, prior_rows)
 
-        post = replace(to_post(row, ch), answer_count=count)
-        out: list[AnswerOutcome] = []
-        for i in idxs:
-            p = batch[i]
-            mid = member_ids[p.user.key]
-            if i in late:
-                out.append(AnswerOutcome(AnswerStatus.CLOSED, post=post))
-            elif i in foreign:
-                out.append(AnswerOutcome(AnswerStatus.WRONG_CHANNEL))
-            elif mid in strangers:
-                out.append(AnswerOutcome(AnswerStatus.UNKNOWN_POST))
-            elif mid in inserted and first[mid] is p:
-                out.append(
-                    _outcome(
-                        AnswerStatus.RECORDED,
-                        post,
-                        p.choice,
-                        p.is_correct(row.correct_choice),
-                        p.value,
-                    )
+    async def _commit_posts(
+        self,
+        s: AsyncSession,
+        by_post: dict[int, list[int]],
+        batch: list[_Pending],
+        member_ids: dict[str, int],
+    ) -> dict[int, list[AnswerOutcome]]:
+        """`_commit_post` for many posts at once, with the same outcomes: the post rows
+        locked in one statement (ascending ids: the global lock order), every answer in one
+        insert, the counts in one executemany, the earlier answers in one read."""
+        ids = sorted(by_post)
+        rows = await s.execute(
+            select(PostRow, ChannelRow)
+            .join(ChannelRow, ChannelRow.id == PostRow.channel_id)
+            .where(PostRow.id.in_(ids))
+            .order_by(PostRow.id)
+            .with_for_update(of=PostRow)
+            .execution_options(populate_existing=True)
+        )
+        found = {row.id: (row, ch) for row, ch in rows}
+        plans = [_plan(pid, found.get(pid), batch, by_post[pid], member_ids) for pid in ids]
+        open_plans = [p for p in plans if p.done is None]
+        inserted: dict[int, set[int]] = {p.post_id: set() for p in open_plans}
+        params = [param for p in open_plans for param in p.params()]
+        if params:
+            stmt = (
+                insert(self._dialect, AnswerRow)
+                .on_conflict_do_nothing(index_elements=["post_id", "member_id"])
+                .returning(AnswerRow.post_id, AnswerRow.member_id)
+            )
+            for pid, mid in await s.execute(stmt, params):
+                inserted[pid].add(mid)
+        counts: dict[int, int] = {}
+        bumps = []
+        for p in open_plans:
+            assert p.row is not None
+            # The row is locked (FOR UPDATE; SQLite's writer holds the database): its
+            # count plus ours is what the update leaves.
+            counts[p.post_id] = p.row.answer_count + len(inserted[p.post_id])
+            if inserted[p.post_id]:
+                bumps.append({"b_id": p.post_id, "b_n": len(inserted[p.post_id])})
+        if bumps:
+            conn = await s.connection()
+            await conn.execute(
+                update(PostRow)
+                .where(PostRow.id == bindparam("b_id"))
+                .values(answer_count=PostRow.answer_count + bindparam("b_n")),
+                bumps,
+            )
+        for p in open_plans:
+            if p.practice and inserted[p.post_id]:
+                await self._practice(s, p, inserted[p.post_id])
+        others = {
+            (p.post_id, mid)
+            for p in open_plans
+            for mid in p.others(batch, member_ids, inserted[p.post_id])
+        }
+        prior_rows: dict[int, dict[int, tuple[int, bool, float | None]]] = {
+            p.post_id: {} for p in open_plans
+        }
+        if others:
+            prior = await s.execute(
+                select(
+                    AnswerRow.post_id,
+                    AnswerRow.member_id,
+                    AnswerRow.choice,
+                    AnswerRow.correct,
+                    AnswerRow.value,
+                ).where(
+                    AnswerRow.post_id.in_(sorted({pid for pid, _ in others})),
+                    AnswerRow.member_id.in_(sorted({mid for _, mid in others})),
                 )
-            elif mid in inserted:
-                counted = first[mid]
-                out.append(
-                    _outcome(
-                        AnswerStatus.ALREADY_ANSWERED,
-                        post,
-                        counted.choice,
-                        counted.is_correct(row.correct_choice),
-                        counted.value,
-                    )
-                )
-            elif mid in prior_rows:
-                choice, ok, val = prior_rows[mid]
-                out.append(_outcome(AnswerStatus.ALREADY_ANSWERED, post, choice, ok, val))
+            )
+            for pid, mid, choice, ok, val in prior:
+                if (pid, mid) in others:
+                    prior_rows[pid][mid] = (choice, ok, val)
+        out: dict[int, list[AnswerOutcome]] = {}
+        for p in plans:
+            if p.done is not None:
+                out[p.post_id] = p.done
             else:
-                out.append(
-                    AnswerOutcome(AnswerStatus.INVALID_CHOICE, post=post, answer_count=count)
+                out[p.post_id] = p.outcomes(
+                    batch, member_ids, inserted[p.post_id], counts[p.post_id], prior_rows[p.post_id]
                 )
         return out
+
+    async def _practice(self, s: AsyncSession, plan: _Plan, inserted: set[int]) -> None:
+        """Move the member's Leitner card; close the practice post."""
+        assert plan.row is not None
+        (mid,) = inserted
+        p = plan.first[mid]
+        await record_practice_answer(
+            s, plan.row, mid, p.is_correct(plan.row.correct_choice), p.at, self._dialect
+        )
 
     async def for_post(self, post_id: int) -> list[Answer]:
         async with self._sessions() as s:
@@ -415,6 +441,150 @@ class SqlAnswerRepository:
                 )
             ).scalar_one_or_none()
         return user_ref(m) if m is not None else None
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What a batch's clicks on one locked post will do: `done` when nothing is written
+    (an unknown or closed post), else the first valid click of each member (`first`) to
+    insert and why the others are refused."""
+
+    post_id: int
+    idxs: list[int]
+    row: PostRow | None = None
+    ch: ChannelRow | None = None
+    done: list[AnswerOutcome] | None = None
+    foreign: set[int] = field(default_factory=set)
+    late: set[int] = field(default_factory=set)
+    strangers: set[int] = field(default_factory=set)  # clicks on someone else's practice
+    first: dict[int, _Pending] = field(default_factory=dict)
+    idxs_here: list[int] = field(default_factory=list)
+    practice: bool = False
+
+    def params(self) -> list[dict[str, object]]:
+        assert self.row is not None
+        return [
+            {
+                "post_id": self.post_id,
+                "member_id": mid,
+                "choice": p.choice,
+                "correct": p.is_correct(self.row.correct_choice),
+                "answered_at": p.at,
+                "value": p.value,
+            }
+            for mid, p in self.first.items()
+        ]
+
+    def others(
+        self, batch: list[_Pending], member_ids: dict[str, int], inserted: set[int]
+    ) -> list[int]:
+        """Members whose counting answer is an earlier one (read from the database)."""
+        assert self.row is not None
+        return [mid for mid in self.first if mid not in inserted] + [
+            member_ids[batch[i].user.key]
+            for i in self.idxs_here
+            if not batch[i].valid_for(self.row.choice_count)
+        ]
+
+    def outcomes(
+        self,
+        batch: list[_Pending],
+        member_ids: dict[str, int],
+        inserted: set[int],
+        count: int,
+        prior_rows: dict[int, tuple[int, bool, float | None]],
+    ) -> list[AnswerOutcome]:
+        row, ch = self.row, self.ch
+        assert row is not None and ch is not None
+        post = replace(to_post(row, ch), answer_count=count)
+        out: list[AnswerOutcome] = []
+        for i in self.idxs:
+            p = batch[i]
+            mid = member_ids[p.user.key]
+            if i in self.late:
+                out.append(AnswerOutcome(AnswerStatus.CLOSED, post=post))
+            elif i in self.foreign:
+                out.append(AnswerOutcome(AnswerStatus.WRONG_CHANNEL))
+            elif mid in self.strangers:
+                out.append(AnswerOutcome(AnswerStatus.UNKNOWN_POST))
+            elif mid in inserted and self.first[mid] is p:
+                out.append(
+                    _outcome(
+                        AnswerStatus.RECORDED,
+                        post,
+                        p.choice,
+                        p.is_correct(row.correct_choice),
+                        p.value,
+                    )
+                )
+            elif mid in inserted:
+                counted = self.first[mid]
+                out.append(
+                    _outcome(
+                        AnswerStatus.ALREADY_ANSWERED,
+                        post,
+                        counted.choice,
+                        counted.is_correct(row.correct_choice),
+                        counted.value,
+                    )
+                )
+            elif mid in prior_rows:
+                choice, ok, val = prior_rows[mid]
+                out.append(_outcome(AnswerStatus.ALREADY_ANSWERED, post, choice, ok, val))
+            else:
+                out.append(
+                    AnswerOutcome(AnswerStatus.INVALID_CHOICE, post=post, answer_count=count)
+                )
+        return out
+
+
+def _plan(
+    post_id: int,
+    found: tuple[PostRow, ChannelRow] | None,
+    batch: list[_Pending],
+    idxs: list[int],
+    member_ids: dict[str, int],
+) -> _Plan:
+    """Sort the clicks on a locked post (`found`; None: no such post)."""
+    plan = _Plan(post_id, idxs)
+    if found is None:
+        plan.done = [AnswerOutcome(AnswerStatus.UNKNOWN_POST) for _ in idxs]
+        return plan
+    row, ch = plan.row, plan.ch = found
+    post = to_post(row, ch)
+    foreign = {i for i in idxs if not _same_channel(batch[i].channel, post.channel)}
+    idxs_here = [i for i in idxs if i not in foreign]
+    if row.state != PostState.OPEN.value:
+        status = (
+            AnswerStatus.CLOSED
+            if row.state == PostState.CLOSED.value
+            else AnswerStatus.UNKNOWN_POST
+        )
+        plan.done = [
+            AnswerOutcome(AnswerStatus.WRONG_CHANNEL)
+            if i in foreign
+            else AnswerOutcome(status, post=post)
+            for i in idxs
+        ]
+        return plan
+    if row.kind in _LIVE and row.closes_at is not None:
+        # A live question takes clicks up to its deadline, not up to its close (the
+        # round's next step closes it a moment later).
+        late = {i for i in idxs_here if batch[i].at >= row.closes_at}
+        if late:
+            idxs_here = [i for i in idxs_here if i not in late]
+            foreign |= late  # answered below as closed, not as another channel's
+        plan.late = late
+    plan.foreign = foreign
+    plan.idxs_here = idxs_here
+    plan.practice = row.kind == PostKind.PRACTICE.value
+    for i in idxs_here:
+        p = batch[i]
+        if plan.practice and member_ids[p.user.key] != row.practice_member_id:
+            plan.strangers.add(member_ids[p.user.key])
+        elif p.valid_for(row.choice_count):
+            plan.first.setdefault(member_ids[p.user.key], p)
+    return plan
 
 
 def _resolve(p: _Pending, result: AnswerOutcome | BaseException) -> None:

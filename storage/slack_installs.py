@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -53,6 +54,17 @@ class BotToken:
     refresh_token: str | None
     expires_at: datetime | None
     claimed_until: datetime | None
+
+
+def _bot_token(row: SlackInstallationRow) -> BotToken:
+    assert row.bot_token is not None
+    return BotToken(
+        row.workspace_key,
+        row.bot_token,
+        row.bot_refresh_token,
+        row.bot_token_expires_at,
+        row.refresh_claimed_until,
+    )
 
 
 def _epoch(value: datetime | None) -> int | None:
@@ -176,13 +188,28 @@ class SqlSlackInstallations(AsyncInstallationStore):
         row = await self._find(enterprise_id, team_id, False)
         if row is None or row.bot_token is None:
             return None
-        return BotToken(
-            row.workspace_key,
-            row.bot_token,
-            row.bot_refresh_token,
-            row.bot_token_expires_at,
-            row.refresh_claimed_until,
-        )
+        return _bot_token(row)
+
+    async def bot_tokens(self, team_ids: Sequence[str]) -> dict[str, BotToken | None]:
+        """`bot_token` of each of `team_ids`: the workspaces' own installs in one read,
+        the others (an organisation's workspaces, the uninstalled) one by one."""
+        keys = {workspace_key(None, team, False): team for team in team_ids}
+        out: dict[str, BotToken | None] = {}
+        async with self._sessions() as s:
+            rows = (
+                await s.execute(
+                    select(SlackInstallationRow).where(
+                        SlackInstallationRow.workspace_key.in_(sorted(keys))
+                    )
+                )
+            ).scalars()
+            for row in rows:
+                if row.bot_token is not None:
+                    out[keys[row.workspace_key]] = _bot_token(row)
+        for team in team_ids:
+            if team not in out:
+                out[team] = await self.bot_token(team)
+        return out
 
     async def remember_team(self, team_id: str, enterprise_id: str) -> None:
         """Workspace `team_id` belongs to organisation `enterprise_id` (from a request)."""

@@ -56,7 +56,7 @@ from bot.i18n import N_, translator
 from bot.lifecycle import Lifecycle
 from bot.logs import ThrottledLog
 from bot.messages import ANSWER, Message
-from bot.tasks import AckFirst, TaskSupervisor
+from bot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,8 @@ class SlackAdapter(Lifecycle):
         )
         self._ping_interval = ping_interval
         self._recent = RecentKeys(ttl=600.0)  # answer clicks this process took
-        self._acks = AckFirst()  # outcomes wait for the burst's acknowledgements
+        # Outcomes (and the core's count edits) wait for the burst's acknowledgements.
+        self._acks = quiz.service.acks
         self._problems = ThrottledLog(log)
         self._inbound: Inbound | None = None
         # Multi-workspace mode: the installs (OAuth), and the org workspaces seen.

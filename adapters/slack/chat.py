@@ -181,6 +181,8 @@ class SlackChat(Lifecycle):
                 self.tokens.oauth_client = self._client  # tokenless in this mode
 
     async def shutdown(self) -> None:
+        if self.tokens is not None:
+            await self.tokens.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -241,19 +243,29 @@ class SlackChat(Lifecycle):
             return await work
         except CALL_ERRORS as exc:
             status, reason = describe(exc)
-            if workspace is not None and self.tokens is not None and reason in _TOKEN_GONE:
-                self.tokens.forget(workspace)  # read the store again next time
             if self.metrics is not None:
                 self.metrics.platform_errors.inc(
                     platform="slack", method=method, status=str(status or "none")
                 )
-            self._problems.problem(
-                f"slack {method} {status} {reason}",
-                "Slack %s failed: %s %s",
-                method,
-                status,
-                reason,
-            )
+            if workspace is not None and self.tokens is not None and reason in _TOKEN_GONE:
+                self.tokens.forget(workspace)  # read the store again next time
+                self._problems.problem(
+                    f"slack token refused {workspace} {reason}",
+                    "Slack refused the bot token of workspace %s (%s, on %s): nothing sent; "
+                    "its token is read again from the installs (reinstall the app if it "
+                    "was revoked)",
+                    workspace,
+                    reason,
+                    method,
+                )
+            else:
+                self._problems.problem(
+                    f"slack {method} {status} {reason}",
+                    "Slack %s failed: %s %s",
+                    method,
+                    status,
+                    reason,
+                )
             raise platform_error(method, exc) from exc
 
     # -- the Chat port -----------------------------------------------------------------
@@ -324,6 +336,7 @@ class SlackChat(Lifecycle):
                 title=image.title or image.filename,
                 initial_comment=comment or None,
             ),
+            parent.channel.workspace,
         )
 
     # -- beyond the port ---------------------------------------------------------------
@@ -383,6 +396,7 @@ class SlackChat(Lifecycle):
                 title=file.title or file.filename,
                 initial_comment=comment or None,
             ),
+            channel.workspace,
         )
 
     async def download(

@@ -2,18 +2,26 @@
 workspaces installed through OAuth (multi-workspace mode).
 
 A token is read from the installation store (any replica's install is seen) and kept
-`ttl` briefly. A rotating token (``refresh_token`` and ``expires_in`` from
-``oauth.v2.access``) is refreshed `refresh_before` its expiry, with the same call slack_sdk's
-`AsyncTokenRotator` makes (``grant_type=refresh_token``), under the store's claim: one
-replica refreshes, the others wait for its token, so two refreshes never race one refresh
-token into a revoked one.
+`ttl` briefly. Past `ttl` the kept token is still served, for up to `stale` more, while one
+read of the store runs behind it: a burst of clicks across many workspaces never waits on
+a store read (with 100 workspaces, every 30 s each workspace's clicks would queue behind
+one). An uninstall seen by this process drops its token at once (`forget`); one seen by
+another replica is noticed at the next read (`ttl` after the last), and a call Slack
+refuses with ``invalid_auth``/``token_revoked`` drops it too (`SlackChat.call`).
+
+A rotating token (``refresh_token`` and ``expires_in`` from ``oauth.v2.access``) is
+refreshed `refresh_before` its expiry (behind the kept token while that still works), with
+the same call slack_sdk's `AsyncTokenRotator` makes (``grant_type=refresh_token``), under
+the store's claim: one replica refreshes, the others wait for its token, so two refreshes
+never race one refresh token into a revoked one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -47,6 +55,10 @@ class TokenStore(Protocol):
         self, team_id: str, enterprise_id: str | None = None
     ) -> StoredToken | None: ...
 
+    async def bot_tokens(self, team_ids: Sequence[str]) -> Mapping[str, StoredToken | None]:
+        """`bot_token` of each of `team_ids`, in as few reads as the store can."""
+        ...
+
     async def claim_refresh(self, key: str, refresh_token: str, lease: timedelta) -> bool: ...
 
     async def finish_refresh(
@@ -74,6 +86,7 @@ class WorkspaceTokens:
         client_id: str = "",
         client_secret: str = "",
         ttl: timedelta = timedelta(seconds=30),
+        stale: timedelta = timedelta(seconds=30),
         refresh_before: timedelta = timedelta(minutes=10),
         lease: timedelta = timedelta(seconds=30),
         wait: float = 10.0,
@@ -87,12 +100,17 @@ class WorkspaceTokens:
         self.client_id = client_id
         self.client_secret = client_secret
         self.ttl = ttl
+        self.stale = stale
         self.refresh_before = refresh_before
         self.lease = lease
         self._wait = wait
         self._sleep = sleep
         self._kept: dict[str, tuple[StoredToken, datetime]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        # Bumped by `forget`: a read that began before it does not keep its token.
+        self._generations: dict[str, int] = {}
+        self._epoch = 0  # bumped by `forget_all`
+        self._behind: dict[str, asyncio.Task[None]] = {}  # reads served stale meanwhile
         self._problems = ThrottledLog(log)
         self.refreshes = 0  # oauth.v2.access refresh calls this process made
         self.oauth_client: AsyncWebClient | None = None  # tokenless: set by SlackChat
@@ -114,6 +132,12 @@ class WorkspaceTokens:
         kept = self._kept.get(workspace)
         if kept is not None and kept[1] > now and not self._expiring(kept[0], now):
             return kept[0].token
+        if kept is not None and self._servable(kept, now):
+            self._read_behind(workspace)
+            return kept[0].token
+        return await self._read(workspace, now)
+
+    async def _read(self, workspace: str, now: datetime) -> str:
         lock = self._locks.setdefault(workspace, asyncio.Lock())
         async with lock:  # one read, and one refresh, per workspace in this process
             if self._store is None:
@@ -121,27 +145,95 @@ class WorkspaceTokens:
             kept = self._kept.get(workspace)
             if kept is not None and kept[1] > now and not self._expiring(kept[0], now):
                 return kept[0].token
+            generation = self._generation(workspace)
             found = await self.store.bot_token(workspace)
             if found is None:
-                self._kept.pop(workspace, None)
-                self._problems.problem(
-                    f"slack not installed {workspace}",
-                    "Slack: workspace %s has no installation (never installed, or "
-                    "uninstalled): nothing sent",
-                    workspace,
-                )
-                raise NotInstalled("Slack", "token", None, f"workspace {workspace} not installed")
+                raise self._not_installed(workspace)
             if self._expiring(found, now):
                 found = await self._refresh(found, workspace)
-            self._kept[workspace] = (found, self.clock.now() + self.ttl)
+            if self._generation(workspace) == generation:
+                self._kept[workspace] = (found, self.clock.now() + self.ttl)
             return found.token
+
+    def _servable(self, kept: tuple[StoredToken, datetime], now: datetime) -> bool:
+        """A kept token past its `ttl` that may still be served while it is read again:
+        within `stale`, and not about to expire (a rotating token is refreshed behind it
+        while it still works)."""
+        token, fresh_until = kept
+        if now >= fresh_until + self.stale:
+            return False
+        return token.expires_at is None or token.expires_at - now > self.refresh_before / 2
+
+    def _read_behind(self, workspace: str) -> None:
+        """Read `workspace`'s token again in the background — with every kept token past
+        half its `ttl`, in one read of the store (`bot_tokens`): with many workspaces,
+        one read per `ttl` rather than one per workspace."""
+        if self._behind:
+            return  # a read is running; what it left out is served until `stale`
+
+        async def read() -> None:
+            try:
+                await self._sweep(workspace)
+            except Exception as exc:  # the kept tokens serve until `stale`, then a read
+                self._problems.problem(
+                    f"slack token read {type(exc).__name__}",
+                    "Slack: could not read the bot tokens again",
+                    exc=exc,
+                )
+            finally:
+                self._behind.pop(workspace, None)
+
+        self._behind[workspace] = asyncio.get_running_loop().create_task(
+            read(), name=f"slack-tokens-{workspace}"
+        )
+
+    async def _sweep(self, workspace: str) -> None:
+        now = self.clock.now()
+        due = {workspace} | {
+            w for w, (_, until) in self._kept.items() if until - self.ttl / 2 <= now
+        }
+        generations = {w: self._generation(w) for w in due}
+        found = await self.store.bot_tokens(sorted(due))
+        for team in sorted(due):
+            token = found.get(team)
+            if token is None:
+                self._not_installed(team)
+            elif self._expiring(token, now):
+                with contextlib.suppress(PlatformError):  # logged by the refresh
+                    await self._read(team, now)
+            elif self._generation(team) == generations[team]:
+                self._kept[team] = (token, self.clock.now() + self.ttl)
+
+    def _not_installed(self, workspace: str) -> NotInstalled:
+        self._kept.pop(workspace, None)
+        self._problems.problem(
+            f"slack not installed {workspace}",
+            "Slack: workspace %s has no installation (never installed, or "
+            "uninstalled): nothing sent",
+            workspace,
+        )
+        return NotInstalled("Slack", "token", None, f"workspace {workspace} not installed")
+
+    async def close(self) -> None:
+        """Stop the reads in the background (`SlackChat.shutdown`)."""
+        for task in list(self._behind.values()):
+            task.cancel()
+        for task in list(self._behind.values()):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._behind.clear()
 
     def forget(self, workspace: str) -> None:
         """Drop what is kept for `workspace` (uninstalled, revoked, refused)."""
         self._kept.pop(workspace, None)
+        self._generations[workspace] = self._generations.get(workspace, 0) + 1
 
     def forget_all(self) -> None:
+        self._epoch += 1
         self._kept.clear()
+
+    def _generation(self, workspace: str) -> tuple[int, int]:
+        return self._epoch, self._generations.get(workspace, 0)
 
     def _expiring(self, token: StoredToken, now: datetime) -> bool:
         return (

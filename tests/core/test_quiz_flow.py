@@ -263,3 +263,22 @@ async def test_a_count_edit_in_flight_never_brings_the_buttons_back_after_the_cl
     edits = [s.message for s in chat.of("update") if s.ref == post.message]
     assert any(m is not None and m.buttons for m in edits)  # the count edit went out
     assert edits[-1] is not None and edits[-1].buttons == ()  # and the closed face is last
+
+
+async def test_a_count_edit_waits_for_the_bursts_acknowledgements(
+    store: SqlStore, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
+) -> None:
+    chat = RecordingChat()
+    async with quiz_of(store, {Platform.SLACK: chat}, bank, clock, features=[]) as q:
+        post = await q.service.ask(channel)
+        assert post is not None and post.message is not None
+        q.service.acks.hold = 60.0
+        q.service.acks.enter()  # an adapter is acknowledging a click
+        await q.service.record_answer(post.id, ALICE, 0)
+        with pytest.raises(TimeoutError):  # the edit is due (interval 0) but held back
+            await asyncio.wait_for(asyncio.shield(q.service.drain_updates()), 0.5)
+        assert [s for s in chat.of("update") if s.ref == post.message] == []
+        q.service.acks.leave()  # every acknowledgement is out
+        await asyncio.wait_for(q.service.drain_updates(), 10)
+    (edit,) = [s.message for s in chat.of("update") if s.ref == post.message]
+    assert edit is not None and edit.buttons  # "1 answered", buttons still on

@@ -321,3 +321,41 @@ async def _cooldown_across_replicas(
     assert all("works again in" in str(r) or "already waiting" in str(r) for r in refused)
     clock.advance(cooldown)
     assert isinstance(await other.ask(channel), Post)
+
+
+async def test_one_batch_over_many_posts_gives_each_click_its_own_outcome(
+    service: QuizService, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b, c = await open_posts(service, 3)
+    repo = service.store.answers
+    before = await repo.record(b.id, user("bea"), 2, clock.now(), b.channel)
+    assert before.status is AnswerStatus.RECORDED
+    assert await service.close(c.id) is not None
+    elsewhere = ChannelRef(Platform.SLACK, "T2", a.channel.channel)
+    # Gathered: every click is queued before the writer runs, so one batch takes them all.
+    results = await asyncio.gather(
+        repo.record(a.id, user("ann"), 1, clock.now(), a.channel),
+        repo.record(a.id, user("ann"), 3, clock.now(), a.channel),
+        repo.record(a.id, user("abe"), 9, clock.now(), a.channel),
+        repo.record(a.id, user("eve"), 0, clock.now(), elsewhere),
+        repo.record(b.id, user("bea"), 0, clock.now(), b.channel),
+        repo.record(b.id, user("bob"), 0, clock.now(), b.channel),
+        repo.record(c.id, user("cy"), 0, clock.now(), c.channel),
+        repo.record(2**40, user("dee"), 0, clock.now(), a.channel),
+    )
+    got = [(r.status, r.choice, r.answer_count) for r in results]
+    assert got[:6] == [
+        (AnswerStatus.RECORDED, 1, 1),
+        (AnswerStatus.ALREADY_ANSWERED, 1, 1),  # the choice that counts: the first
+        (AnswerStatus.INVALID_CHOICE, None, 1),
+        (AnswerStatus.WRONG_CHANNEL, None, 0),
+        (AnswerStatus.ALREADY_ANSWERED, 2, 2),  # answered before the batch
+        (AnswerStatus.RECORDED, 0, 2),
+    ]
+    assert results[6].status is AnswerStatus.CLOSED
+    assert results[7].status is AnswerStatus.UNKNOWN_POST
+    assert {r.post.id for r in results[:3] if r.post} == {a.id}
+    assert [x.user.user for x in await repo.for_post(a.id)] == ["UANN"]
+    assert sorted(x.user.user for x in await repo.for_post(b.id)) == ["UBEA", "UBOB"]
+    assert (await service.store.posts.get(b.id)).answer_count == 2  # type: ignore[union-attr]
+    assert "failed together" not in caplog.text  # every post in one go, none alone

@@ -148,3 +148,26 @@ async def test_a_claim_left_by_a_crashed_replica_expires(store: SqlStore, clock:
     assert not await store.slack_installs.claim_refresh("-:T1", "xoxe-1", lease)
     clock.advance(lease)
     assert await store.slack_installs.claim_refresh("-:T1", "xoxe-1", lease)
+
+
+async def test_many_workspaces_tokens_read_together_are_each_ones_own(store: SqlStore) -> None:
+    installs = store.slack_installs
+    for team in ("T1", "T2", "T3"):
+        await installs.async_save(install(team, bot_token=f"xoxb-{team}"))
+    await installs.async_delete_installation(enterprise_id=None, team_id="T2")  # uninstalled
+    await installs.async_save(
+        install(None, enterprise_id="E1", is_enterprise_install=True, bot_token="xoxb-E1")
+    )
+    await installs.remember_team("T7", "E1")  # served by its organisation's install
+    await installs.async_save(install("T8", enterprise_id="E1", bot_token="xoxb-T8"))
+    teams = ["T1", "T2", "T3", "T7", "T8", "T9"]
+    together = await installs.bot_tokens(teams)
+    assert together == {team: await installs.bot_token(team) for team in teams}
+    assert {t: (v.token if v else None) for t, v in together.items()} == {
+        "T1": "xoxb-T1",
+        "T2": None,
+        "T3": "xoxb-T3",
+        "T7": "xoxb-E1",
+        "T8": "xoxb-T8",
+        "T9": None,
+    }

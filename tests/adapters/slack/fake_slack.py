@@ -113,6 +113,7 @@ class FakeSlack(Lifecycle):
         self.team_tokens: dict[str, str] = {}  # bot token -> its team (or enterprise)
         self.channel_teams: dict[str, str] = {}  # channel -> its team
         self.violations: list[Call] = []
+        self.refused_tokens: dict[str, str] = {}  # revoked bot token -> the error answered
         self.client_id = "1111.2222"
         self.client_secret = "fake-client-secret"
         self.oauth_codes: dict[str, dict[str, Any]] = {}  # code -> the install it grants
@@ -229,11 +230,13 @@ class FakeSlack(Lifecycle):
         for channel in channels:
             self.channel_teams[channel] = team
 
-    def revoke(self, team: str) -> None:
-        """Every token of `team` stops working (an uninstall, revoked tokens)."""
+    def revoke(self, team: str, error: str = "invalid_auth") -> None:
+        """Every token of `team` stops working (an uninstall, revoked tokens): a call with
+        one is answered `error` (``invalid_auth``, ``token_revoked``)."""
         for token, owner in list(self.team_tokens.items()):
             if owner == team:
                 del self.team_tokens[token]
+                self.refused_tokens[token] = error
         for refresh, owner in list(self.refresh_tokens.items()):
             if owner == team:
                 del self.refresh_tokens[refresh]
@@ -478,6 +481,8 @@ class FakeSlack(Lifecycle):
         if not token:
             return {"ok": False, "error": "not_authed"}
         owner = self.team_tokens.get(token)
+        if token in self.refused_tokens and owner is None:
+            return {"ok": False, "error": self.refused_tokens[token]}
         if token != wanted and owner is None:
             return {"ok": False, "error": "invalid_auth"}
         if owner is not None:

@@ -431,3 +431,65 @@ async def test_each_members_home_tab_is_published_with_their_workspaces_token(
             ("U0ANN", "T0AAA"),
             ("U0BEN", "T0BBB"),
         ]
+
+
+@pytest.mark.parametrize("error", ["token_revoked", "invalid_auth"])
+async def test_a_token_revoked_mid_burst_stops_only_its_workspace(
+    multi: Multi, caplog: pytest.LogCaptureFixture, error: str
+) -> None:
+    teams = ("T0AAA", "T0BBB")
+    for team in teams:
+        await multi.install(team)
+        assert await multi.command(team, "ask") == 200
+    await multi.adapter.idle()
+    posts = {}
+    for team in teams:
+        post = await multi.adapter.service.open_post(ChannelRef(Platform.SLACK, team, TEAMS[team]))
+        assert post is not None
+        posts[team] = post.id
+    users = [f"U{n:04d}" for n in range(40)]
+
+    async def wave(who: list[str]) -> list[int]:
+        # Interleaved: the members of both workspaces click at once.
+        return await asyncio.gather(
+            *(
+                multi.click(team, posts[team], n % 4, user=u)
+                for n, u in enumerate(who)
+                for team in teams
+            )
+        )
+
+    with caplog.at_level(logging.INFO):
+        first = await wave(users[:20])
+        # Part-way through (the first wave's count edits still going out): Slack stops
+        # taking T0AAA's token, before any event about it reaches the bot.
+        revoked_at = len(multi.fake.calls)
+        multi.fake.revoke("T0AAA", error)
+        second = await wave(users[20:])
+        await multi.adapter.idle()
+        await multi.adapter.service.drain_updates()
+    assert first + second == [200] * 80  # every click acknowledged
+    for team in teams:  # and every answer stored, in both workspaces
+        answers = await multi.store.answers.for_post(posts[team])
+        assert sorted(a.user.user for a in answers) == users
+    assert multi.fake.violations == []  # nothing sent with another workspace's token
+    later = multi.fake.calls[revoked_at:]
+    refused = [c for c in later if c.token and not c.ok]
+    assert refused, "nothing was tried with the revoked token"
+    assert {token_team_of(multi.fake, c.token) for c in refused} == {"T0AAA"}
+    assert {c.response.get("error") for c in refused if c.response} == {error}
+    assert all(c.args.get("channel") == "C0AAA" for c in refused)
+    # The other workspace is unaffected: its count edits kept going out, with its token.
+    edits_b = [c for c in later if c.method == "chat.update" and c.args.get("channel") == "C0BBB"]
+    assert edits_b and all(c.ok and token_team(multi.fake, c.token) == "T0BBB" for c in edits_b)
+    lines = [r.getMessage() for r in caplog.records if "refused the bot token" in r.getMessage()]
+    assert lines and all("T0AAA" in line and error in line for line in lines)
+    # Private outcomes need no token: every clicker heard back, the revoked workspace's too.
+    assert len(multi.fake.calls_to("response_url")) == 80
+
+
+def token_team_of(fake: FakeSlack, token: str | None) -> str | None:
+    """The team a token was issued to, revoked since or not."""
+    if token in fake.refused_tokens:
+        return str(token).split("-")[1]
+    return token_team(fake, token)
