@@ -85,36 +85,22 @@ def snapshot_attacks(tmp: Path) -> Iterator[tuple[str, Measured]]:
 
 
 def import_attacks(tmp: Path) -> Iterator[tuple[str, Measured]]:
-    from tests.questions.test_hostile_imports import ATTACKS
+    from tests.questions.test_hostile_imports import ATTACKS, measure_import
 
     for name, (make, _) in ATTACKS.items():
         path = tmp / f"import-{name}"
         path.write_text(make())
-        yield (
-            f"import_{name.replace('.', '_')}",
-            measure(
-                "from pathlib import Path\nfrom questions.team import TeamQuestions\n",
-                f"return [p for _, r in TeamQuestions().read_path(Path({str(path)!r})) "
-                "for p in r.problems]",
-            ),
-        )
+        yield f"import_{name.replace('.', '_')}", measure_import(path)
 
 
 def clinic_attacks(tmp: Path) -> Iterator[tuple[str, Measured]]:
     from tests.clinic import snapshots
+    from tests.clinic.test_input import RED_TEAM_DEVICES, measure_read
 
-    for devices in (6000, 60):
+    for devices in RED_TEAM_DEVICES:
         path = tmp / f"clinic-{devices}.pickle"
         path.write_bytes(snapshots.repeated_by_reference(devices=devices, alloc_last=devices < 64))
-        yield (
-            f"clinic_red_team_{devices}_devices",
-            measure(
-                "from pathlib import Path\n"
-                "from gpu_runner.clinic._input import Rejected, read_snapshot\n",
-                f"try:\n    read_snapshot(Path({str(path)!r}), 'h.pickle', 100 << 20, None)\n"
-                "except Rejected as exc:\n    return str(exc.reason)\nreturn 'accepted'",
-            ),
-        )
+        yield f"clinic_red_team_{devices}_devices", measure_read(path)
 
 
 def restore_attacks(tmp: Path) -> Iterator[tuple[str, Measured]]:

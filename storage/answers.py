@@ -256,6 +256,8 @@ class SqlAnswerRepository:
         idxs: list[int],
         member_ids: dict[str, int],
     ) -> list[AnswerOutcome]:
+        """One post's clicks in statements of its own: the one-post burst's hot path
+        (`_commit_posts`, the grouped form, measured slower for a single post)."""
         # Lock the post row: a concurrent close waits for us, or we see it closed.
         found = (
             await s.execute(
@@ -507,27 +509,11 @@ class _Plan:
                 out.append(AnswerOutcome(AnswerStatus.WRONG_CHANNEL))
             elif mid in self.strangers:
                 out.append(AnswerOutcome(AnswerStatus.UNKNOWN_POST))
-            elif mid in inserted and self.first[mid] is p:
-                out.append(
-                    _outcome(
-                        AnswerStatus.RECORDED,
-                        post,
-                        p.choice,
-                        p.is_correct(row.correct_choice),
-                        p.value,
-                    )
-                )
-            elif mid in inserted:
+            elif mid in inserted:  # this click, or the batch's earlier one, counts
                 counted = self.first[mid]
-                out.append(
-                    _outcome(
-                        AnswerStatus.ALREADY_ANSWERED,
-                        post,
-                        counted.choice,
-                        counted.is_correct(row.correct_choice),
-                        counted.value,
-                    )
-                )
+                status = AnswerStatus.RECORDED if counted is p else AnswerStatus.ALREADY_ANSWERED
+                ok = counted.is_correct(row.correct_choice)
+                out.append(_outcome(status, post, counted.choice, ok, counted.value))
             elif mid in prior_rows:
                 choice, ok, val = prior_rows[mid]
                 out.append(_outcome(AnswerStatus.ALREADY_ANSWERED, post, choice, ok, val))

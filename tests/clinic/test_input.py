@@ -13,7 +13,7 @@ from bot.clinic import Rejection, rejection
 from bot.domain import Locale
 from gpu_runner.clinic._input import Rejected, read_snapshot
 from tests.clinic import snapshots
-from tests.hostile import assert_bounded, measure
+from tests.hostile import Measured, assert_bounded, measure
 
 
 class RunsACommand:
@@ -122,11 +122,13 @@ def test_a_snapshot_repeating_its_events_by_reference_is_refused_with_its_figure
     assert "train.pickle has traces for 6,000 devices" in en and "at most 64" in en
 
 
-@pytest.mark.parametrize("devices", [6000, 60])
-def test_the_red_teams_file_is_refused_within_200_mb(tmp_path: Path, devices: int) -> None:
-    path = tmp_path / "hostile.pickle"
-    path.write_bytes(snapshots.repeated_by_reference(devices=devices, alloc_last=devices < 64))
-    measured = measure(
+RED_TEAM_DEVICES = (6000, 60)
+
+
+def measure_read(path: Path) -> Measured:
+    """The clinic's read of `path` in a fresh interpreter: the refusal's reason (or
+    "accepted"), time and memory (also `bench/hostile_inputs.py`'s)."""
+    return measure(
         "from pathlib import Path\nfrom gpu_runner.clinic._input import Rejected, read_snapshot\n",
         f"""
         try:
@@ -136,6 +138,13 @@ def test_the_red_teams_file_is_refused_within_200_mb(tmp_path: Path, devices: in
         return "accepted"
         """,
     )
+
+
+@pytest.mark.parametrize("devices", RED_TEAM_DEVICES)
+def test_the_red_teams_file_is_refused_within_200_mb(tmp_path: Path, devices: int) -> None:
+    path = tmp_path / "hostile.pickle"
+    path.write_bytes(snapshots.repeated_by_reference(devices=devices, alloc_last=devices < 64))
+    measured = measure_read(path)
     assert_bounded(measured)
     assert measured.out in ("too_many_devices", "repeated_entries")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from questions.tabular import CSV_COLUMNS
-from tests.hostile import assert_bounded, measure
+from tests.hostile import Measured, assert_bounded, measure
 
 HEADER = ",".join(CSV_COLUMNS) + "\n"
 ATTACKS = {
@@ -31,15 +31,21 @@ ATTACKS = {
 }
 
 
+def measure_import(path: Path) -> Measured:
+    """A team-pack import of `path` in a fresh interpreter: its problems, time and memory
+    (also `bench/hostile_inputs.py`'s)."""
+    return measure(
+        "from pathlib import Path\nfrom questions.team import TeamQuestions\n",
+        f"return [p for _, r in TeamQuestions().read_path(Path({str(path)!r})) "
+        "for p in r.problems]",
+    )
+
+
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_a_hostile_import_is_answered_within_200_mb(tmp_path: Path, name: str) -> None:
     make, words = ATTACKS[name]
     (tmp_path / name).write_text(make())
-    measured = measure(
-        "from pathlib import Path\nfrom questions.team import TeamQuestions\n",
-        f"return [p for _, r in TeamQuestions().read_path(Path({str(tmp_path / name)!r})) "
-        "for p in r.problems]",
-    )
+    measured = measure_import(tmp_path / name)
     assert_bounded(measured)
     (line,) = measured.out
     assert words in line, line  # a row's line is prefixed with its file where it is shown
@@ -49,10 +55,7 @@ def test_a_file_over_its_bound_is_refused_by_its_size_alone(tmp_path: Path) -> N
     big = tmp_path / "big.json"
     with big.open("wb") as f:
         f.truncate(50 * 1024 * 1024)
-    measured = measure(
-        "from pathlib import Path\nfrom questions.team import TeamQuestions\n",
-        f"return [p for _, r in TeamQuestions().read_path(Path({str(big)!r})) for p in r.problems]",
-    )
+    measured = measure_import(big)
     assert_bounded(measured)
     assert measured.out == [
         "big.json is 52.4 MB, over the 2 MiB limit for Open Trivia DB JSON files; split it "
