@@ -340,6 +340,7 @@ def generate(
     answered = (channel, member, ws, q, topic_id, topics, points, correct, at, streak)
     tables.update(_league(answered, tables["scores"], channel_ws, member_ws, days, created))
     tables.update(_teams(rng, member_ws, teams, team_members, created))
+    tables["team_scores"] = _team_scores(tables, len(member_ws))
     histogram(
         [f"season:1:{b}" for b in tables["season_scores"]["board"].tolist()],
         np.full(
@@ -529,6 +530,38 @@ def _teams(
     }
 
 
+def _team_scores(tables: dict[str, dict[str, Any]], members: int) -> dict[str, Any]:
+    """Each team's members summed on every workspace period and on the season, as the
+    close keeps them (`storage.team_fold`): members with an answer, the best three's
+    points, everyone's."""
+    on_team = tables["team_members"]
+    team_of = np.full(members + 1, -1)  # by member id (1 to `members`)
+    team_of[on_team["member_id"]] = on_team["team_id"]
+    groups: dict[tuple[int, str, Any], list[int]] = {}
+    periods = tables["score_periods"]
+    ours = np.flatnonzero(team_of[periods["member_id"]] >= 0)
+    for i in ours.tolist():
+        board = periods["board"][i]
+        if board.startswith("workspace:"):
+            key = (int(team_of[periods["member_id"][i]]), board, periods["starts"][i])
+            groups.setdefault(key, []).append(int(periods["points"][i]))
+    season = tables["season_scores"]
+    for i in np.flatnonzero((season["board"] == 0) & (team_of[season["member_id"]] >= 0)):
+        key = (int(team_of[season["member_id"][i]]), f"season:{SEASON_ID}:0", ALL_DAYS)
+        groups.setdefault(key, []).append(int(season["points"][i]))
+    keys = sorted(groups)
+    return {
+        "team_id": np.array([k[0] for k in keys], dtype=np.int64),
+        "board": [k[1] for k in keys],
+        "starts": np.array([k[2] for k in keys], dtype="datetime64[D]"),
+        "active": np.array([len(groups[k]) for k in keys], dtype=np.int64),
+        "top3": np.array([sum(sorted(groups[k])[-3:]) for k in keys], dtype=np.int64),
+        "points": np.array([sum(groups[k]) for k in keys], dtype=np.int64),
+    }
+
+
+ALL_DAYS = np.datetime64("1970-01-01", "D")  # `starts` of a season's team rows
+
 TIME_COLUMNS = {
     "reached_at",
     "created_at",
@@ -578,6 +611,7 @@ LOAD_ORDER = (
     "leagues",
     "teams",
     "team_members",
+    "team_scores",
 )
 
 

@@ -24,6 +24,7 @@ from bot.dashboard.ports import (
 )
 from bot.domain import BoardWindow, ChannelRef, PostKind, Schedule, UserRef
 from bot.team import Workspace
+from storage.board_keys import channel_board, workspace_board
 from storage.models import (
     AnswerRow,
     ChannelRow,
@@ -39,7 +40,6 @@ from storage.models import (
 )
 from storage.refs import channel_ref, is_member, user_ref
 from storage.schedules import _to_schedule
-from storage.score_fold import channel_board, workspace_board
 
 
 class SqlDashboard:

@@ -33,6 +33,7 @@ from bot.clock import Clock, SystemClock
 from bot.domain import BoardWindow, Locale, Platform, PostKind, PostState, UserRef
 from bot.mydata import Forgotten
 from storage._session import on_commit
+from storage.board_keys import ALL_TIME, channel_board, season_board
 from storage.erasures import FENCE_RETENTION, lock_members, member_key, purge_fences, write_fence
 from storage.models import (
     AnswerRow,
@@ -60,8 +61,7 @@ from storage.models import (
     TeamRow,
 )
 from storage.refs import RefResolver, is_member
-from storage.score_fold import ALL_TIME, channel_board
-from storage.season_fold import season_board
+from storage.team_fold import rebuild, teams_of
 
 TOMBSTONE = "forgotten-{id}"
 
@@ -226,7 +226,10 @@ class SqlMemberData:
             member = await self._member(s, user)
             done = Forgotten()
             if member is not None:
+                teams = await teams_of(s, [member.id])
                 done = await _erase(s, member.id)
+                # Their team's boards without them (their membership went with the rest).
+                await rebuild(s, self._dialect, str(user.platform), user.workspace, teams)
                 await s.execute(
                     update(MemberRow)
                     .where(MemberRow.id == member.id)

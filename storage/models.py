@@ -759,6 +759,23 @@ class TeamMemberRow(Base):
     joined_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
+class TeamScoreRow(Base):
+    """A team's totals on one board period (migration 0015), kept by the close for the
+    teams of its answerers and recomputed when a team's members change: `board` and
+    `starts` as in `score_periods` (the workspace's boards) or ``season:<id>:0`` (a
+    season's whole board, `starts` 1970-01-01). `active` counts the members with an
+    answer, `top3` sums the three best members' points, `points` everyone's."""
+
+    __tablename__ = "team_scores"
+
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"), primary_key=True)
+    board: Mapped[str] = mapped_column(String(120), primary_key=True)
+    starts: Mapped[date] = mapped_column(Date, primary_key=True)
+    active: Mapped[int] = mapped_column(Integer, default=0)
+    top3: Mapped[int] = mapped_column(Integer, default=0)
+    points: Mapped[int] = mapped_column(Integer, default=0)
+
+
 class TeamProposalRow(Base):
     """A `/quiz team balance` proposal (migration 0013), accepted at most once: JSON
     ``[[member id, …], …]`` per team, and its spread of points."""

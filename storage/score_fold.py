@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.domain import BoardWindow, PostKind
 from bot.scoring import Scored, local_day, period_start, score_answer
 from storage._sql import insert
+from storage.board_keys import ALL_TIME, channel_board, season_board, workspace_board
 from storage.models import (
     AnswerRow,
     ChannelRow,
@@ -31,18 +32,9 @@ from storage.models import (
     SeasonScoreRow,
 )
 from storage.season_fold import SeasonAnswer, fold_histograms, fold_seasons
-
-ALL_TIME = date(1970, 1, 1)  # `starts` of the all-time rows in `score_periods`
+from storage.team_fold import refresh, teams_of
 
 Board = type[ScoreRow] | type[ScoreDayRow] | type[ScorePeriodRow] | type[SeasonScoreRow]
-
-
-def channel_board(channel_id: int, window: BoardWindow) -> str:
-    return f"channel:{channel_id}:{window}"
-
-
-def workspace_board(platform: str, workspace: str, window: BoardWindow) -> str:
-    return f"workspace:{platform}:{workspace}:{window}"
 
 
 # -- folding a closed post -------------------------------------------------------------
@@ -88,7 +80,7 @@ async def fold_post(s: AsyncSession, post: PostRow, channel: ChannelRow, dialect
         _Scored(mid, at, bool(correct), score_answer(kind, correct, streaks.get(mid, 0)))
         for mid, correct, at in answers
     ]
-    await fold_seasons(
+    seasons = await fold_seasons(
         s,
         post,
         channel,
@@ -103,6 +95,21 @@ async def fold_post(s: AsyncSession, post: PostRow, channel: ChannelRow, dialect
     await fold_histograms(s, hist, dialect)
     await _fold_topics(s, channel, scored, topic, dialect)
     await _fold_day_totals(s, channel, scored, dialect)
+    await _fold_teams(s, channel, scored, seasons, dialect)
+
+
+async def _fold_teams(
+    s: AsyncSession, channel: ChannelRow, scored: list[_Scored], seasons: list[int], dialect: str
+) -> None:
+    """The answerers' teams, on the workspace's periods and the seasons this post added to
+    (`storage.team_fold`)."""
+    teams = await teams_of(s, (a.member_id for a in scored))
+    if not teams:
+        return
+    ws = (channel.platform, channel.workspace)
+    keys = {k for a in scored for k in _workspace_keys(ws, local_day(a.at, channel.timezone))}
+    keys.update((season_board(sid), ALL_TIME) for sid in seasons)
+    await refresh(s, dialect, teams, keys)
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,14 +325,18 @@ def _moved(
 
 
 def _period_keys(channel_id: int, ws: tuple[str, str], day: date) -> list[tuple[str, date]]:
-    week = period_start(BoardWindow.WEEK, day)
-    month = period_start(BoardWindow.MONTH, day)
     return [
-        (channel_board(channel_id, BoardWindow.WEEK), week),
-        (channel_board(channel_id, BoardWindow.MONTH), month),
+        (channel_board(channel_id, BoardWindow.WEEK), period_start(BoardWindow.WEEK, day)),
+        (channel_board(channel_id, BoardWindow.MONTH), period_start(BoardWindow.MONTH, day)),
+        *_workspace_keys(ws, day),
+    ]
+
+
+def _workspace_keys(ws: tuple[str, str], day: date) -> list[tuple[str, date]]:
+    return [
         (workspace_board(*ws, BoardWindow.DAY), day),
-        (workspace_board(*ws, BoardWindow.WEEK), week),
-        (workspace_board(*ws, BoardWindow.MONTH), month),
+        (workspace_board(*ws, BoardWindow.WEEK), period_start(BoardWindow.WEEK, day)),
+        (workspace_board(*ws, BoardWindow.MONTH), period_start(BoardWindow.MONTH, day)),
         (workspace_board(*ws, BoardWindow.ALL), ALL_TIME),
     ]
 

@@ -39,6 +39,7 @@ from bot.domain import (
     TopicStats,
     UserRef,
 )
+from storage.board_keys import ALL_TIME, channel_board, workspace_board
 from storage.models import (
     ChannelRow,
     MemberRow,
@@ -49,7 +50,7 @@ from storage.models import (
     ScoreTopicRow,
 )
 from storage.refs import is_channel, is_member, user_ref
-from storage.score_fold import ALL_TIME, Board, channel_board, workspace_board
+from storage.score_fold import Board
 
 # -- reading boards --------------------------------------------------------------------
 

@@ -18,8 +18,8 @@ from sqlalchemy import bindparam, case, func, literal, literal_column, null, sel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain import LeaderboardRow, Platform, UserRef
+from storage.board_keys import ALL_TIME
 from storage.models import MemberRow, ScoreHistogramRow, SeasonScoreRow
-from storage.score_fold import ALL_TIME
 from storage.scores import Entry, place_board
 
 TOP, CALLER, ACCURATE, COUNTS = 1, 0, 2, 3  # each row's part of the board

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.domain import PostKind
 from bot.scoring import score_answer
 from storage._sql import insert
+from storage.board_keys import ALL_TIME, season_board
 from storage.models import (
     ChannelRow,
     PostRow,
@@ -32,17 +33,11 @@ from storage.models import (
     SeasonTopicRow,
 )
 
-ALL_TIME = date(1970, 1, 1)  # the `starts` of season boards in `score_histograms`
 ACTIVE = "active"
 ENDED = "ended"
 CHANNEL = "channel"
 ACCURACY_SCALE = 1_000_000  # `season_scores.accuracy`: correct / answered in millionths
 WORKSPACE = "workspace"
-
-
-def season_board(season_id: int, board: int = 0) -> str:
-    """A season board's key in `score_histograms`: board 0 is the whole season."""
-    return f"season:{season_id}:{board}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +57,11 @@ async def fold_seasons(
     answers: list[SeasonAnswer],
     topic: str,
     dialect: str,
-) -> None:
+) -> list[int]:
+    """Fold the post into the seasons covering it; their ids."""
     kind = PostKind(post.kind)
     if kind is PostKind.PRACTICE or post.closed_at is None:
-        return
+        return []
     seasons = (
         (
             await s.execute(
@@ -91,6 +87,7 @@ async def fold_seasons(
     for season in seasons:
         await _fold_season(s, season, channel, kind, answers, topic, dialect, hist)
     await fold_histograms(s, {(b, ALL_TIME, p): n for (b, p), n in hist.items()}, dialect)
+    return [season.id for season in seasons]
 
 
 async def fold_histograms(

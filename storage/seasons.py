@@ -29,6 +29,7 @@ from bot.seasons import (
     TopicBest,
 )
 from storage._sql import insert
+from storage.board_keys import season_board
 from storage.models import (
     ChannelRow,
     LeagueRow,
@@ -40,7 +41,7 @@ from storage.models import (
 from storage.refs import RefResolver
 from storage.scores import read_board
 from storage.season_board import SeasonBoardReader
-from storage.season_fold import ACTIVE, ENDED, season_board
+from storage.season_fold import ACTIVE, ENDED
 
 
 def _season(row: SeasonRow, ch: ChannelRow) -> Season:

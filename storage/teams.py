@@ -1,17 +1,15 @@
 """Team leagues: teams, memberships (one team per member: the primary key), the workspace's
-rule, balance proposals (accepted once: a conditional update). Team boards are summed
-from the boards' aggregates — the workspace board of a window (`score_periods`) or a
-season's (`season_scores`) — joined with the memberships, ranked in SQL with one window
-function (on PostgreSQL a LATERAL probe per member); never from the answers."""
+rule, balance proposals (accepted once: a conditional update). Team boards read one row
+per team of `team_scores`, which the close keeps and every change of a team's members
+recomputes (`storage.team_fold`); never the answers."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from datetime import date, datetime
-from typing import Any
 
-from sqlalchemy import and_, bindparam, case, delete, func, select, true, update
+from sqlalchemy import and_, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -27,18 +25,19 @@ from bot.teams import (
     TeamScore,
 )
 from storage._sql import insert
+from storage.board_keys import ALL_TIME, season_board, workspace_board
 from storage.members import TOMBSTONE
 from storage.models import (
     LeagueRow,
     MemberRow,
     ScorePeriodRow,
-    SeasonScoreRow,
     TeamMemberRow,
     TeamProposalRow,
     TeamRow,
+    TeamScoreRow,
 )
 from storage.refs import RefResolver, is_member
-from storage.score_fold import ALL_TIME, workspace_board
+from storage.team_fold import rebuild, teams_of
 
 _FORGOTTEN = TOMBSTONE.split("{", 1)[0]
 
@@ -52,7 +51,6 @@ class SqlTeamRepository:
         self._sessions = sessions
         self._refs = refs
         self._dialect = sessions.kw["bind"].dialect.name
-        self._standings: dict[str, Any] = {}  # statements, by source
 
     async def _member(self, s: AsyncSession, user: UserRef, create: bool) -> int | None:
         found = (
@@ -100,6 +98,7 @@ class SqlTeamRepository:
                     raise AlreadyOnTeam(current)
                 s.add(TeamMemberRow(member_id=mid, team_id=team.id, joined_at=now))
                 await s.flush()
+                await rebuild(s, self._dialect, str(ws.platform), ws.id, [team.id])
                 count = await self._count(s, team.id)
                 return Team(team.id, team.name, count)
         except IntegrityError:  # joined another team meanwhile
@@ -131,8 +130,10 @@ class SqlTeamRepository:
         async with self._sessions.begin() as s:
             mid = await self._member(s, user, create=False)
             name = await self._team_of(s, mid)
-            if name is not None:
+            if name is not None and mid is not None:
+                teams = await teams_of(s, [mid])
                 await s.execute(delete(TeamMemberRow).where(TeamMemberRow.member_id == mid))
+                await rebuild(s, self._dialect, str(user.platform), user.workspace, teams)
             return name
 
     async def team_of(self, user: UserRef) -> str | None:
@@ -194,83 +195,37 @@ class SqlTeamRepository:
     async def standings(
         self, ws: Workspace, period: BoardPeriod | None = None, season_id: int | None = None
     ) -> list[TeamScore]:
-        """One statement: the board's rows of the teams' members, numbered per team by
-        points (a window function), summed per team. Built once per source (a season, a
-        window) and bound per call."""
-        params: dict[str, Any] = {"platform": str(ws.platform), "workspace": ws.id}
+        """One statement over the teams and their rows of the board period in
+        `team_scores` (kept by the close: `storage.team_fold`)."""
         if season_id is not None:
-            source = "season"
-            params["season"] = season_id
+            board, starts = season_board(season_id), ALL_TIME
         else:
-            source = "period"
             period = period or BoardPeriod(BoardWindow.ALL)
-            params["board"] = workspace_board(str(ws.platform), ws.id, period.window)
-            params["starts"] = ALL_TIME if period.window is BoardWindow.ALL else period.first
-        stmt = self._standings.get(source)
-        if stmt is None:
-            stmt = self._standings[source] = self._standings_statement(source)
+            board = workspace_board(str(ws.platform), ws.id, period.window)
+            all_time = period.window is BoardWindow.ALL
+            starts = ALL_TIME if all_time or period.first is None else period.first
+        t = TeamScoreRow
+        members = (
+            select(func.count())
+            .select_from(TeamMemberRow)
+            .where(TeamMemberRow.team_id == TeamRow.id)
+            .scalar_subquery()
+        )
         async with self._sessions() as s:
-            rows = await s.execute(stmt, params)
+            rows = await s.execute(
+                select(
+                    TeamRow.name,
+                    members,
+                    func.coalesce(t.active, 0),
+                    func.coalesce(t.top3, 0),
+                    func.coalesce(t.points, 0),
+                )
+                .outerjoin(t, and_(t.team_id == TeamRow.id, t.board == board, t.starts == starts))
+                .where(TeamRow.platform == str(ws.platform), TeamRow.workspace == ws.id)
+            )
             return [
                 TeamScore(name, n, active, top3, total) for name, n, active, top3, total in rows
             ]
-
-    def _standings_statement(self, source: str) -> Any:
-        tm = TeamMemberRow
-        # Each team member's row of the board: a primary-key lookup per member.
-        src: Any
-        if source == "season":
-            src = SeasonScoreRow
-            on = and_(
-                src.season_id == bindparam("season"), src.board == 0, src.member_id == tm.member_id
-            )
-        else:
-            src = ScorePeriodRow
-            on = and_(
-                src.board == bindparam("board"),
-                src.starts == bindparam("starts"),
-                src.member_id == tm.member_id,
-            )
-        # PostgreSQL's planner misjudges a board's size and would hash-join all of it:
-        # a LATERAL lookup keeps it to one index probe per member. SQLite (no LATERAL)
-        # already loops over the members.
-        row: Any = src
-        target: Any = src
-        if self._dialect == "postgresql":
-            # LIMIT 1 (one row by the primary key anyway) keeps it from being flattened.
-            row = target = select(src.points, src.answered).where(on).limit(1).lateral("looked")
-            on = true()
-        points = func.coalesce(row.points if row is src else row.c.points, 0)
-        answered = func.coalesce(row.answered if row is src else row.c.answered, 0)
-        place = (
-            func.row_number()
-            .over(partition_by=tm.team_id, order_by=(points.desc(), tm.member_id))
-            .label("place")
-        )
-        mine = and_(
-            TeamRow.platform == bindparam("platform"), TeamRow.workspace == bindparam("workspace")
-        )
-        members = (
-            select(tm.team_id, points.label("points"), answered.label("answered"), place)
-            .select_from(tm)
-            .join(TeamRow, TeamRow.id == tm.team_id)
-            .outerjoin(target, on)
-            .where(mine)
-            .subquery()
-        )
-        m = members.c
-        return (
-            select(
-                TeamRow.name,
-                func.count(m.team_id),
-                func.coalesce(func.sum(case((m.answered > 0, 1), else_=0)), 0),
-                func.coalesce(func.sum(case((m.place <= 3, m.points), else_=0)), 0),
-                func.coalesce(func.sum(m.points), 0),
-            )
-            .outerjoin(members, m.team_id == TeamRow.id)
-            .where(mine)
-            .group_by(TeamRow.id, TeamRow.name)
-        )
 
     async def recent(self, ws: Workspace, since: date) -> list[tuple[UserRef, int]]:
         p, mem = ScorePeriodRow, MemberRow
@@ -374,6 +329,8 @@ class SqlTeamRepository:
             ]
             if rows:
                 await s.execute(insert(self._dialect, TeamMemberRow), rows)
+            teams = {t.id for t in existing} | {t.id for t in targets}
+            await rebuild(s, self._dialect, str(ws.platform), ws.id, teams)
             return [Team(t.id, t.name, await self._count(s, t.id)) for t in targets]
 
     async def link(self, ws: Workspace, name: str, group: str) -> Team:
@@ -446,6 +403,8 @@ class SqlTeamRepository:
                     insert(self._dialect, TeamMemberRow).on_conflict_do_nothing(),
                     [{"member_id": m, "team_id": team.id, "joined_at": now} for m in joining],
                 )
+            if gone or joining:
+                await rebuild(s, self._dialect, str(ws.platform), ws.id, [team.id])
             return Synced(
                 joined=tuple(wanted[ids[m]].display or ids[m] for m in joining),
                 left=tuple(current[m] for m in gone),

@@ -43,6 +43,7 @@ from bot.scoring import local_day, period_start, score_answer
 from bot.seasons import SeasonScope
 from bot.team import Workspace
 from bot.teams import TeamRule, TeamScore
+from storage.board_keys import ALL_TIME
 from storage.engine import alembic_config, create_engine, upgrade
 from storage.models import (
     AnswerRow,
@@ -61,8 +62,8 @@ from storage.models import (
     SeasonTopicRow,
     TeamMemberRow,
     TeamRow,
+    TeamScoreRow,
 )
-from storage.scores import ALL_TIME
 from storage.store import SqlStore
 from tests.boards.conftest import play
 from tests.fakes import RecordingChat
@@ -235,6 +236,9 @@ async def recompute(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[An
         for a in (await s.execute(select(AnswerRow))).scalars():
             answers[a.post_id].append(a)
         seasons = (await s.execute(select(SeasonRow).order_by(SeasonRow.id))).scalars().all()
+        on_team = dict(
+            (await s.execute(select(TeamMemberRow.member_id, TeamMemberRow.team_id))).all()
+        )
     season_rows: dict[tuple[Any, ...], list[tuple[int, bool, datetime]]] = defaultdict(list)
     season_streak: dict[tuple[int, int, int], int] = defaultdict(int)
     season_best: dict[tuple[int, int, int], int] = defaultdict(int)
@@ -347,7 +351,30 @@ async def recompute(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[An
     for (board, starts, _), v in out["score_periods"].items():
         players[(board, starts, v[0])] += 1
     out["score_histograms"] = {k: (n,) for k, n in players.items()}
+    out["team_scores"] = _team_scores(out, on_team)
     return out
+
+
+def _team_scores(
+    out: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]], on_team: dict[int, int]
+) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    """Each team's members summed on every workspace board period and season they have
+    rows on: (members with an answer, the best three's points, everyone's points)."""
+    points: dict[tuple[Any, ...], list[tuple[int, int]]] = defaultdict(list)
+    for (board, starts, mid), v in out["score_periods"].items():
+        if board.startswith("workspace:") and mid in on_team:
+            points[(on_team[mid], board, starts)].append((v[0], v[2]))
+    for (sid, board, mid), v in out["season_scores"].items():
+        if board == 0 and mid in on_team:
+            points[(on_team[mid], f"season:{sid}:0", ALL_TIME)].append((v[0], v[2]))
+    return {
+        key: (
+            sum(1 for _, answered in rows if answered),
+            sum(sorted((p for p, _ in rows), reverse=True)[:3]),
+            sum(p for p, _ in rows),
+        )
+        for key, rows in points.items()
+    }
 
 
 def _channel_season(seasons: Any, season_id: int) -> bool:
@@ -404,6 +431,10 @@ async def actual(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[Any, 
                 (r.board, r.starts, r.points): (r.players,)
                 for r in (await s.execute(select(ScoreHistogramRow))).scalars()
                 if r.players  # a bucket everyone left stays, empty
+            },
+            "team_scores": {
+                (r.team_id, r.board, r.starts): (r.active, r.top3, r.points)
+                for r in (await s.execute(select(TeamScoreRow))).scalars()
             },
         }
 

@@ -18,8 +18,8 @@ from bot.domain import (
     PostKind,
 )
 from bot.quiz import QuizService
+from storage.board_keys import ALL_TIME
 from storage.models import ScoreHistogramRow, ScorePeriodRow, ScoreRow
-from storage.scores import ALL_TIME
 from storage.store import SqlStore
 from tests.boards.conftest import play
 from tests.conftest import user
