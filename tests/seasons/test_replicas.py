@@ -22,6 +22,7 @@ from tests.conftest import user
 from tests.quiz import quiz_of, service_of
 from tests.scheduling.conftest import NamedChat
 from tests.seasons.conftest import LEAGUE, T0, say
+from tests.seasons.test_team_scores import WS, check_team_boards
 
 pytestmark = pytest.mark.slow
 
@@ -116,3 +117,35 @@ async def test_a_failed_podium_is_posted_after_its_lease(db_url: str, bank: Ques
         clock.set(nxt)
         await a.scheduler.tick()
         assert podiums(a.chat) == [("C0", "🏆 Season Spring is over")]
+
+
+async def test_closes_and_a_join_on_two_replicas_keep_the_team_boards_exact(
+    db_url: str, bank: QuestionBank
+) -> None:
+    """Six closes of one workspace and a join, split over two replicas at once: each
+    recomputes the same teams' rows; none is lost (the team rows' lock)."""
+    clock = FakeClock(T0)
+    cat, dan = user("cat"), user("dan")
+    async with (
+        replica(db_url, clock, bank, "a") as a,
+        replica(db_url, clock, bank, "b") as b,
+    ):
+        await say(a.quiz, CHANNELS[0], ANN, "season start Cup 2", admin=True)
+        for name, who in (("Owls", (ANN, BOB)), ("Foxes", (cat,))):
+            await say(a.quiz, CHANNELS[0], ANN, f"team create {name}")
+            for member in who:
+                await say(a.quiz, CHANNELS[0], member, f"team join {name}")
+        for day in range(3):
+            posts = []
+            for i, channel in enumerate(CHANNELS):
+                answers = {ANN: True, BOB: i % 2 == day % 2, cat: i % 3 != 0, dan: True}
+                posts.append(await play(a.quiz.service, channel, answers, close=False))
+            closes = [
+                (a if i % 2 else b).quiz.service.close(post.id) for i, post in enumerate(posts)
+            ]
+            joined = say(b.quiz, CHANNELS[1], dan, "team join Foxes") if day == 1 else None
+            await asyncio.gather(*closes, *([joined] if joined else []))
+            await check_team_boards(a.quiz.service.store, clock, CHANNELS[0])
+            clock.advance(timedelta(days=1))
+        foxes = {t.name: t for t in await a.quiz.service.store.leagues.standings(WS)}["Foxes"]
+        assert foxes.members == 2 and foxes.active == 2

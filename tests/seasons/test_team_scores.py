@@ -70,9 +70,9 @@ async def _recomputed(
     return sorted(out, key=lambda t: t.name)
 
 
-async def _check(store: SqlStore, clock: FakeClock) -> None:
-    """Every team board equals its recomputation."""
-    season = await store.seasons.current(C1, clock.now())
+async def check_team_boards(store: SqlStore, clock: FakeClock, channel: ChannelRef = C1) -> None:
+    """Every team board equals its recomputation (the season: `channel`'s)."""
+    season = await store.seasons.current(channel, clock.now())
     assert season is not None
     for window in (BoardWindow.ALL, BoardWindow.WEEK, BoardWindow.DAY):
         period = board_period(window, clock.now(), "UTC")
@@ -97,27 +97,27 @@ async def test_team_boards_follow_every_change_of_members(
         await say(league, C1, ANN, f"team create {name}")
     for who, team in ((ANN, "Owls"), (BOB, "Owls"), (CAT, "Foxes"), (DAN, "Owls")):
         await say(league, C1, who, f"team join {team}")
-    await _check(store, clock)
+    await check_team_boards(store, clock)
     owls = {t.name: t for t in await store.leagues.standings(WS)}["Owls"]
     assert owls.members == 3 and owls.top3 > 0  # the check above is not of empty boards
     await play(service, C1, {ANN: True, CAT: True, EVE: True})  # a close keeps them
-    await _check(store, clock)
+    await check_team_boards(store, clock)
     await say(league, C1, BOB, "team leave")
-    await _check(store, clock)
+    await check_team_boards(store, clock)
     await store.leagues.sync(WS, "Foxes", [CAT, EVE, BOB], clock.now())
-    await _check(store, clock)
+    await check_team_boards(store, clock)
     assert {t.name: t.members for t in await store.leagues.standings(WS)} == {
         "Owls": 2,
         "Foxes": 3,
     }
     await store.members.forget(ANN)
-    await _check(store, clock)
+    await check_team_boards(store, clock)
     proposal = await store.leagues.propose(WS, [[DAN, EVE], [BOB, CAT]], clock.now())
     assert await store.leagues.accept(WS, proposal, clock.now()) is not None
-    await _check(store, clock)
+    await check_team_boards(store, clock)
     clock.advance(timedelta(days=8))  # a new week: the team boards start from nothing
     await play(service, C1, {DAN: True, BOB: True})
-    await _check(store, clock)
+    await check_team_boards(store, clock)
     week = await store.leagues.standings(
         WS, period=board_period(BoardWindow.WEEK, clock.now(), "UTC")
     )
