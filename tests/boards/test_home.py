@@ -5,7 +5,6 @@ home pages are refreshed after answers at most once per interval."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -26,7 +25,7 @@ from bot.domain import (
     Platform,
     UserRef,
 )
-from bot.features import Quiz
+from bot.features import FeatureFactory, Quiz
 from bot.home import PRACTICE_NOW, Ask, Homes, card_message
 from bot.interactions import Click
 from bot.quiz import QuizService
@@ -44,12 +43,9 @@ FEATURES = [basics.feature, practice.feature, home.feature, scheduling.feature]
 
 
 @pytest.fixture
-async def basic(
-    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
-) -> AsyncIterator[Quiz]:
-    chats = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
-    async with quiz_of(store, chats, bank, clock, features=FEATURES) as q:
-        yield q
+def features() -> list[FeatureFactory]:
+    """`basic` here: the App Home with the features its card links to."""
+    return FEATURES
 
 
 def homes_of(quiz: Quiz) -> Homes:
