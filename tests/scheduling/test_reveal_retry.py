@@ -255,11 +255,7 @@ async def test_practice_and_never_sent_posts_have_no_reveal_to_retry(
 
 
 async def test_claim_reveal_admits_one_caller_per_lease_and_respects_platforms(
-    service: QuizService,
-    store: SqlStore,
-    chat: RecordingChat,
-    clock: FakeClock,
-    channel: ChannelRef,
+    service: QuizService, store: SqlStore, clock: FakeClock, channel: ChannelRef
 ) -> None:
     post_id = await ask_and_answer(service, channel)
     assert await store.posts.close(post_id, clock.now()) is not None  # holds the lease now

@@ -5,32 +5,17 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from slack_sdk.oauth.installation_store import Installation
 
-from bot.cli import main
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, DemoPolicy, Platform, PostKind, UserRef
 from storage.store import SqlStore
+from tests.conftest import Cli
 from tests.fakes import RecordingChat
 from tests.quiz import quiz_of
 
 
-@pytest.fixture
-def run(db_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> object:
-    monkeypatch.delenv("QUIZBOT_ADMINS", raising=False)
-    monkeypatch.setenv("QUIZBOT_DATABASE_URL", db_url)
-
-    def cli(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return cli
-
-
-def test_workspace_forget_erases_one_workspace(run: object, db_url: str, bank: object) -> None:
-    cli = run  # type: ignore[assignment]
+def test_workspace_forget_erases_one_workspace(cli: Cli, db_url: str, bank: object) -> None:
     one, two = ChannelRef(Platform.SLACK, "T1", "C1"), ChannelRef(Platform.SLACK, "T2", "C2")
     ann, bob = UserRef(Platform.SLACK, "T1", "UANN"), UserRef(Platform.SLACK, "T1", "UBOB")
     carl = UserRef(Platform.SLACK, "T2", "UCARL")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.discord.payloads import MANAGE_GUILD
-from bot.domain import ChannelRef, Platform
+from bot.domain import ChannelRef, Platform, Question
+from bot.quiz import QuizService
 from tests.adapters.discord.fake_discord import (
     EPHEMERAL,
     MEMBER_PERMISSIONS,
@@ -34,6 +35,16 @@ async def ask(fake: FakeDiscord, topic: str | None = None, **kw: Any) -> tuple[J
     await fake.until(lambda: fake.settled(inter))
     posted = next(m for m in question_messages(fake) if m["embeds"] == calls[before].json["embeds"])
     return posted, post_id(posted)
+
+
+async def ask_for(fake: FakeDiscord, service: QuizService) -> tuple[Json, int, Question]:
+    """``/quiz ask`` -> (the posted question message, its post id, the question asked)."""
+    message, post_id = await ask(fake)
+    post = await service.store.posts.get(post_id)
+    assert post is not None
+    question = service.bank.get(post.question_id)
+    assert question is not None
+    return message, post_id, question
 
 
 def custom_ids(message: Json) -> list[str]:
