@@ -26,7 +26,7 @@ from bot.teams import (
     TeamRule,
     TeamScore,
 )
-from storage._sql import insert
+from storage._sql import RefRepository, insert
 from storage.members import TOMBSTONE
 from storage.models import (
     LeagueRow,
@@ -47,11 +47,9 @@ def _key(name: str) -> str:
     return name.casefold()[:32]
 
 
-class SqlTeamRepository:
+class SqlTeamRepository(RefRepository):
     def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
-        self._sessions = sessions
-        self._refs = refs
-        self._dialect = sessions.kw["bind"].dialect.name
+        super().__init__(sessions, refs)
         self._standings: dict[str, Any] = {}  # statements, by source
 
     async def _member(self, s: AsyncSession, user: UserRef, create: bool) -> int | None:
