@@ -95,6 +95,7 @@ async def run(db_url: str, members: int, questions: int, repeats: int) -> list[d
     from tests.adapters.served import endpoint_served
     from tests.adapters.slack import slack_requests as rq
     from tests.adapters.slack.fake_slack import BOT_TOKEN
+    from tests.scheduling.conftest import schedule_at
 
     clock = SystemClock()
     channel = ChannelRef(Platform.SLACK, rq.TEAM, rq.CHANNEL)
@@ -118,16 +119,15 @@ async def run(db_url: str, members: int, questions: int, repeats: int) -> list[d
             ) as quiz,
         ):
             service = quiz.service
-            await store.schedules.add(
+            await schedule_at(
+                store,
                 channel,
+                "09:30",
+                DemoPolicy.OFF,
+                clock.now(),
                 timezone="Europe/Athens",
-                local_time="09:30",
                 weekdays="mon-fri",
-                cron=None,
-                window_seconds=None,
-                demo_policy=DemoPolicy.OFF,
-                created_by="U0ROOT",
-                created_at=clock.now(),
+                by="U0ROOT",
             )
             rng = random.Random(7)
             for _ in range(questions):

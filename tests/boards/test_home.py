@@ -34,6 +34,7 @@ from tests.boards.conftest import play
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.quiz import quiz_of
+from tests.scheduling.conftest import schedule_at
 
 ALICE, BOB, CAROL = user("alice"), user("bob"), user("carol")
 C1 = ChannelRef(Platform.SLACK, "T1", "C1")
@@ -126,16 +127,14 @@ async def test_practice_due_next_question_and_the_admin_section(
     basic: Quiz, service: QuizService, clock: FakeClock
 ) -> None:
     await play(service, C1, {ALICE: True})
-    schedule = await service.store.schedules.add(
+    schedule = await schedule_at(
+        service.store,
         C1,
+        "09:30",
+        DemoPolicy.AUTO,
+        clock.now(),
         timezone="Europe/Athens",
-        local_time="09:30",
         weekdays="mon-fri",
-        cron=None,
-        window_seconds=None,
-        demo_policy=DemoPolicy.AUTO,
-        created_by="UROOT",
-        created_at=clock.now(),
     )
     message = await basic.interactions.click(Click(PRACTICE_NOW, 0, "C1", ALICE, C1))
     answer = next(b for b in message.buttons if b.action == "answer")

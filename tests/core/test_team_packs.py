@@ -23,6 +23,7 @@ from bot.team import SubmissionState, Workspace
 from tests.conftest import user
 from tests.core.team import GOOD, TeamQuiz, buttons, team_quiz, text_of
 from tests.fakes import RecordingChat
+from tests.scheduling.conftest import schedule_at
 
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
 REVIEW = ChannelRef(Platform.SLACK, "T1", "CREVIEW")
@@ -302,17 +303,7 @@ async def test_scheduled_picks_follow_the_channels_packs_and_see_a_new_revision(
     from bot.domain import DemoPolicy
 
     store = quiz.service.store
-    schedule = await store.schedules.add(  # type: ignore[attr-defined]
-        CHANNEL,
-        timezone="UTC",
-        local_time="09:00",
-        weekdays=None,
-        cron=None,
-        window_seconds=None,
-        demo_policy=DemoPolicy.OFF,
-        created_by="UROOT",
-        created_at=quiz.service.clock.now(),
-    )
+    schedule = await schedule_at(store, CHANNEL, "09:00", DemoPolicy.OFF, quiz.service.clock.now())
     await quiz.submit(ANN, CHANNEL)
     (pending, _) = await quiz.run(CHANNEL, ROOT, "review")
     await quiz.click(buttons(pending.message, APPROVE)[0], ROOT, CHANNEL)

@@ -34,6 +34,7 @@ from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.polling import eventually
 from tests.runner.fault_demos import PNG, SOURCE, pid_path
+from tests.scheduling.conftest import schedule_at
 
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
 OTHER_CHANNEL = ChannelRef(Platform.SLACK, "T1", "C2")
@@ -179,16 +180,8 @@ async def test_a_scheduled_question_follows_its_schedules_demo_policy(
     store = service.store
     schedules = SqlScheduleRepository(store.sessions, store.refs)  # type: ignore[attr-defined]
     await set_policy(service, channel_policy)
-    schedule = await schedules.add(
-        CHANNEL,
-        timezone="UTC",
-        local_time="09:30",
-        weekdays="mon-fri",
-        cron=None,
-        window_seconds=None,
-        demo_policy=schedule_policy,
-        created_by="ana",
-        created_at=clock.now(),
+    schedule = await schedule_at(
+        service.store, CHANNEL, "09:30", schedule_policy, clock.now(), weekdays="mon-fri", by="ana"
     )
 
     async def policy_of(schedule_id: int) -> DemoPolicy | None:

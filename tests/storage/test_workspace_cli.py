@@ -13,6 +13,7 @@ from storage.store import SqlStore
 from tests.conftest import Cli
 from tests.fakes import RecordingChat
 from tests.quiz import quiz_of
+from tests.scheduling.conftest import schedule_at
 
 
 def test_workspace_forget_erases_one_workspace(cli: Cli, db_url: str, bank: object) -> None:
@@ -32,17 +33,7 @@ def test_workspace_forget_erases_one_workspace(cli: Cli, db_url: str, bank: obje
                 await service.record_answer(p1.id, bob, 1)
                 await service.record_answer(p2.id, carl, 1)
             for channel in (one, two):
-                await store.schedules.add(
-                    channel,
-                    timezone="UTC",
-                    local_time="09:00",
-                    weekdays=None,
-                    cron=None,
-                    window_seconds=None,
-                    demo_policy=DemoPolicy.AUTO,
-                    created_by="UROOT",
-                    created_at=store.clock.now(),
-                )
+                await schedule_at(store, channel, "09:00", DemoPolicy.AUTO, store.clock.now())
             for team in ("T1", "T2"):
                 await store.slack_installs.async_save(
                     Installation(team_id=team, bot_token=f"xoxb-{team}", user_id="UI")

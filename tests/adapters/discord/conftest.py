@@ -83,13 +83,6 @@ def quiz_with(
 
 
 @pytest.fixture
-async def discord_quiz(quiz_with: QuizWith) -> AsyncIterator[Quiz]:
-    """The quiz with the basic commands (ask, close, leaderboard, stats, lang, help)."""
-    async with quiz_with() as quiz:
-        yield quiz
-
-
-@pytest.fixture
 def run_adapter(
     fake: FakeDiscord, quiz_with: QuizWith, chats: dict[str, Chat], mode: str
 ) -> Runner:

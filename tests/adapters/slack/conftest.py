@@ -80,13 +80,6 @@ def quiz_with(
 
 
 @pytest.fixture
-async def slack_quiz(quiz_with: QuizWith) -> AsyncIterator[Quiz]:
-    """The quiz with the basic commands (ask, close, leaderboard, stats, lang, help)."""
-    async with quiz_with() as quiz:
-        yield quiz
-
-
-@pytest.fixture
 def slack_channel() -> ChannelRef:
     return ChannelRef(Platform.SLACK, rq.TEAM, rq.CHANNEL)
 
