@@ -22,6 +22,7 @@ from bot.domain import (
     Locale,
     MessageRef,
     Platform,
+    Post,
 )
 from bot.features import Quiz
 from bot.interactions import Click
@@ -72,6 +73,19 @@ async def set_policy(service: QuizService, policy: DemoPolicy) -> None:
     await service.store.settings.save(ChannelSettings(CHANNEL, demo_policy=policy))
 
 
+async def closed_under(
+    service: QuizService, dispatcher: DemoDispatcher, policy: DemoPolicy
+) -> Post:
+    """A fragmentation question asked and closed in a channel of `policy`, the dispatcher
+    drained after it: its post (as asked)."""
+    await set_policy(service, policy)
+    post = await service.ask(CHANNEL, topic="fragmentation")
+    assert post is not None
+    await service.close(post.id)
+    await dispatcher.drain()
+    return post
+
+
 async def test_reveal_posts_status_then_result_and_plot_in_the_question_thread(
     service: QuizService, chat: RecordingChat, dispatcher: DemoDispatcher
 ) -> None:
@@ -101,11 +115,7 @@ async def test_reveal_posts_status_then_result_and_plot_in_the_question_thread(
 async def test_button_policy_offers_a_button_and_runs_nothing(
     basic: Quiz, service: QuizService, chat: RecordingChat, dispatcher: DemoDispatcher
 ) -> None:
-    await set_policy(service, DemoPolicy.BUTTON)
-    post = await service.ask(CHANNEL, topic="fragmentation")
-    assert post is not None
-    await service.close(post.id)
-    await dispatcher.drain()
+    post = await closed_under(service, dispatcher, DemoPolicy.BUTTON)
     buttons = [b for s in chat.of("thread") if s.message for b in s.message.buttons]
     assert [(b.action, b.post_id) for b in buttons] == [(DEMO, post.id)]
     assert await runs_of(service).for_post(post.id) == []
@@ -151,11 +161,7 @@ async def test_a_demo_click_on_a_question_without_that_demo_runs_nothing(
 async def test_off_policy_runs_nothing(
     service: QuizService, chat: RecordingChat, dispatcher: DemoDispatcher
 ) -> None:
-    await set_policy(service, DemoPolicy.OFF)
-    post = await service.ask(CHANNEL, topic="fragmentation")
-    assert post is not None
-    await service.close(post.id)
-    await dispatcher.drain()
+    post = await closed_under(service, dispatcher, DemoPolicy.OFF)
     assert await runs_of(service).for_post(post.id) == []
     assert chat.of("image") == []
 
