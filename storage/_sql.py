@@ -42,6 +42,11 @@ def insert(dialect: str, model: type[DeclarativeBase]) -> Any:
     return sqlite.insert(model)
 
 
+def summed(model: Any, ins: Any, *columns: str) -> dict[str, Any]:
+    """An upsert's assignments that add the incoming row's `columns` to the stored row's."""
+    return {column: getattr(model, column) + getattr(ins.excluded, column) for column in columns}
+
+
 def from_row(cls: type[T], row: object, **converted: Any) -> T:
     """A domain value from an ORM row: the fields not in `converted` are the row's columns
     of the same name."""

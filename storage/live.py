@@ -22,7 +22,7 @@ from bot.live.ports import (
     RoundState,
     Standing,
 )
-from storage._sql import RefRepository, from_row, insert
+from storage._sql import RefRepository, from_row, insert, summed
 from storage.models import (
     AnswerRow,
     ChannelRow,
@@ -480,9 +480,7 @@ class SqlLiveRepository(RefRepository):
                     ins.on_conflict_do_update(
                         index_elements=["channel_id", "member_id"],
                         set_={
-                            "points": LiveScoreRow.points + ins.excluded.points,
-                            "correct": LiveScoreRow.correct + ins.excluded.correct,
-                            "answered": LiveScoreRow.answered + ins.excluded.answered,
+                            **summed(LiveScoreRow, ins, "points", "correct", "answered"),
                             "rounds": LiveScoreRow.rounds + 1,
                             "reached_at": ins.excluded.reached_at,
                         },
