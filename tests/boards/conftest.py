@@ -16,7 +16,7 @@ from bot.domain import ChannelRef, ChannelSettings, Platform, Post, PostKind, Us
 from bot.features import FeatureFactory, Quiz
 from bot.quiz import QuizService
 from tests.fakes import RecordingChat
-from tests.quiz import quiz_of
+from tests.quiz import asked, quiz_of
 
 BOARDS = [basics.feature, practice.feature, report.feature]
 
@@ -67,8 +67,7 @@ async def play(
     assert isinstance(clock, FakeClock)
     if at is not None:
         clock.set(at)
-    post = await service.ask(channel, kind=kind, topic=topic)
-    assert post is not None
+    post = await asked(service, channel, kind=kind, topic=topic)
     q = service.bank.get(post.question_id)
     assert q is not None
     for who, right in results.items():

@@ -23,6 +23,7 @@ from bot.team import SubmissionState, Workspace
 from tests.conftest import user
 from tests.core.team import GOOD, TeamQuiz, buttons, team_quiz, text_of
 from tests.fakes import RecordingChat
+from tests.quiz import asked
 from tests.scheduling.conftest import schedule_at
 
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
@@ -231,8 +232,7 @@ async def test_mydata_sends_a_private_file_and_forget_me_needs_the_owners_click(
 ) -> None:
     service = quiz.service
     await quiz.submit(ANN, CHANNEL)
-    post = await service.ask(CHANNEL, kind=PostKind.SCHEDULED)
-    assert post is not None
+    post = await asked(service, CHANNEL, kind=PostKind.SCHEDULED)
     await service.record_answer(post.id, ANN, 0)
     await service.record_answer(post.id, BOB, 0)
     await service.close(post.id)
@@ -281,8 +281,7 @@ async def test_every_form_fits_slack_and_discord_limits_in_each_language(
     await quiz.fill(reply.form, GOOD, ANN, CHANNEL)
     (pending, _) = await quiz.run(CHANNEL, ROOT, "review")
     reject = await quiz.click(buttons(pending.message, REJECT)[0], ROOT, CHANNEL)
-    post = await quiz.service.ask(CHANNEL, kind=PostKind.SCHEDULED)
-    assert post is not None
+    post = await asked(quiz.service, CHANNEL, kind=PostKind.SCHEDULED)
     await quiz.service.close(post.id)
     (thread,) = quiz.chat.of("thread")
     assert thread.message is not None
@@ -332,8 +331,7 @@ async def test_buttons_and_forms_for_another_workspace_or_out_of_range_change_no
     for value in (str(sub.id), "9" * 40, "٣"):
         said = await quiz.click(Button("", APPROVE, 0, value), intruder, elsewhere)
         assert isinstance(said, Message) and "not available" in said.body
-    post = await quiz.service.ask(CHANNEL, kind=PostKind.SCHEDULED)
-    assert post is not None
+    post = await asked(quiz.service, CHANNEL, kind=PostKind.SCHEDULED)
     flag = Submission(
         "flag", post.id, "", {"reason": "1", "note": ""}, replace(BOB, workspace="T2"), elsewhere
     )

@@ -12,6 +12,7 @@ import pytest
 from bot.domain import PostKind, UserRef
 from bot.team import Origin, SubmissionState, Workspace
 from tests.dashboard.harness import A2, A, Site, member
+from tests.quiz import asked
 
 ANN, BOB = member(A, "ann"), member(A, "bob")
 
@@ -20,8 +21,7 @@ async def play(
     site: Site, results: dict[UserRef, bool], kind: PostKind = PostKind.SCHEDULED
 ) -> str:
     service = site.quiz.service
-    post = await service.ask(A, kind=kind)
-    assert post is not None
+    post = await asked(service, A, kind=kind)
     q = service.bank.get(post.question_id)
     assert q is not None
     for who, right in results.items():

@@ -14,7 +14,7 @@ from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.questions.test_team_files import HEADER, ROW, TRIVIA, otdb
-from tests.quiz import quiz_of
+from tests.quiz import asked, quiz_of
 
 WS = "slack:T1"
 
@@ -83,8 +83,7 @@ def test_member_forget_and_export_and_reports_in_quizbot_report(
             chats = {Platform.SLACK: RecordingChat()}
             async with quiz_of(store, chats, bank, store.clock, features=[]) as quiz:  # type: ignore[arg-type]
                 service = quiz.service
-                post = await service.ask(channel, kind=PostKind.SCHEDULED)
-                assert post is not None
+                post = await asked(service, channel, kind=PostKind.SCHEDULED)
                 await service.record_answer(post.id, ann, 0)
                 await service.record_answer(post.id, bob, 1)
                 await service.close(post.id)

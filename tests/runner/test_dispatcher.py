@@ -34,6 +34,7 @@ from storage.demo_runs import SqlDemoRunRepository
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.polling import eventually
+from tests.quiz import asked
 from tests.runner.fault_demos import PNG, SOURCE, pid_path
 from tests.scheduling.conftest import schedule_at
 
@@ -79,8 +80,7 @@ async def closed_under(
     """A fragmentation question asked and closed in a channel of `policy`, the dispatcher
     drained after it: its post (as asked)."""
     await set_policy(service, policy)
-    post = await service.ask(CHANNEL, topic="fragmentation")
-    assert post is not None
+    post = await asked(service, CHANNEL, topic="fragmentation")
     await service.close(post.id)
     await dispatcher.drain()
     return post
@@ -145,8 +145,7 @@ async def test_button_policy_offers_a_button_and_runs_nothing(
 async def test_a_demo_click_on_a_question_without_that_demo_runs_nothing(
     basic: Quiz, service: QuizService, dispatcher: DemoDispatcher
 ) -> None:
-    post = await service.ask(CHANNEL, topic="fragmentation")
-    assert post is not None
+    post = await asked(service, CHANNEL, topic="fragmentation")
     interactions = basic.interactions
     forged = Click.parse(f"quiz:demo:{post.id}:view-keeps-storage", user("ann"), CHANNEL)
     assert forged is not None

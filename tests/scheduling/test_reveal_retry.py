@@ -25,6 +25,7 @@ from storage.engine import create_engine, upgrade
 from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
+from tests.quiz import asked
 from tests.scheduling.conftest import NamedChat, instance
 
 ALICE, BOB = user("alice"), user("bob")
@@ -50,8 +51,7 @@ def listener(basic: Quiz) -> Listener:
 
 
 async def ask_and_answer(service: QuizService, channel: ChannelRef) -> int:
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     question = service.bank.get(post.question_id)
     assert question is not None
     await service.record_answer(post.id, ALICE, question.answer)
