@@ -1,8 +1,19 @@
-"""Helpers shared by the benchmarks: percentiles and the `target` line format."""
+"""Helpers shared by the benchmarks: percentiles, the `target` line format and the quiz
+most benchmarks run on."""
 
 from __future__ import annotations
 
+import random
 import statistics
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.bank import QuestionBank
+    from bot.clock import Clock
+    from bot.features import FeatureFactory, Quiz
+    from bot.ports import Chat, FeatureStore
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -64,3 +75,32 @@ async def drop_pg(admin_url: str, url: str) -> None:
     conn = await asyncpg.connect(_dsn(admin_url))
     await conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
     await conn.close()
+
+
+def bench_quiz(
+    store: FeatureStore,
+    chats: Mapping[str, Chat],
+    clock: Clock,
+    *,
+    bank: QuestionBank | None = None,
+    features: Sequence[FeatureFactory] | None = None,
+    **options: Any,
+) -> AbstractAsyncContextManager[Quiz]:
+    """`assemble` as the benchmarks run it: the bank's questions only (none generated), no
+    ask cooldown, random choices seeded with 1, the basic commands unless `features`."""
+    from bot import basics
+    from bot.app import assemble
+    from bot.config import Settings
+    from questions.loader import load_bank
+
+    return assemble(
+        store,
+        chats,
+        bank or load_bank(),
+        clock,
+        Settings(ask_cooldown=0),
+        rng=random.Random(1),
+        generated=None,
+        features=[basics.feature] if features is None else features,
+        **options,
+    )

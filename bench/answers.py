@@ -21,11 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
-from bot import basics
-from bot.app import assemble
+from bench._common import PG_DEFAULT, bench_quiz, drop_pg, median, percentile, pg_database, target
 from bot.clock import SystemClock
-from bot.config import Settings
 from bot.domain import AnswerStatus, ChannelRef, MessageRef, Platform, UserRef
 from bot.messages import Image, Message
 from questions.loader import load_bank
@@ -56,17 +53,7 @@ async def burst(url: str, users: int) -> dict[str, float]:
     bank = load_bank()
     async with (
         SqlStore(url) as store,
-        assemble(
-            store,
-            {Platform.SLACK: NullChat()},
-            bank,
-            SystemClock(),
-            Settings(ask_cooldown=0),
-            rng=random.Random(1),
-            count_update_interval=1.0,
-            generated=None,  # the bank's questions
-            features=[basics.feature],
-        ) as quiz,
+        bench_quiz(store, {Platform.SLACK: NullChat()}, SystemClock(), bank=bank) as quiz,
     ):
         service = quiz.service
         channel = ChannelRef(Platform.SLACK, "T1", f"C{random.randrange(10**9)}")

@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import json
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -49,17 +48,14 @@ with warnings.catch_warnings():  # discord.py imports the deprecated stdlib audi
 from aiohttp import web
 
 from adapters.discord.adapter import DiscordAdapter
-from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
-from bot import basics
-from bot.app import assemble, settled_heap
+from bench._common import PG_DEFAULT, bench_quiz, drop_pg, median, percentile, pg_database, target
+from bot.app import settled_heap
 from bot.clock import SystemClock
-from bot.config import Settings
 from bot.domain import ChannelRef, Platform
 from bot.ports import Chat
-from questions.loader import load_bank
 from storage.engine import create_engine, upgrade
 from storage.store import SqlStore
-from tests.adapters.discord.helpers import endpoint_served
+from tests.adapters.served import endpoint_served
 
 GUILD = "811111111111111111"
 FIRST_CHANNEL = 822222222222220000
@@ -112,16 +108,7 @@ async def bursts(url: str, mode: str, users: int, repeats: int) -> list[dict[str
     try:
         async with (
             SqlStore(url) as store,
-            assemble(
-                store,
-                chats,
-                load_bank(),
-                SystemClock(),
-                Settings(ask_cooldown=0),
-                rng=random.Random(1),
-                generated=None,  # the bank's questions
-                features=[basics.feature],
-            ) as quiz,
+            bench_quiz(store, chats, SystemClock()) as quiz,
         ):
             service = quiz.service
             options: dict[str, Any] = {}

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -51,14 +52,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import insert as sa_insert
 
-from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
+from bench._common import PG_DEFAULT, bench_quiz, drop_pg, median, percentile, pg_database, target
 from bot import basics, scheduling
 from bot import seasons as seasons_feature
-from bot.app import assemble
 from bot.bank import question_to_dict
 from bot.clock import FakeClock
-from bot.config import Settings
 from bot.domain import BoardScope, BoardWindow, ChannelRef, MessageRef, Platform, UserRef
+from bot.features import Quiz
 from bot.messages import Message
 from bot.scoring import board_period
 from bot.seasons import SeasonKeeper, SeasonScope
@@ -666,19 +666,9 @@ async def measure(url: str, history: History, samples: int) -> dict[str, list[fl
     for m, w in enumerate(history.member_ws.tolist()):
         members_by_ws.setdefault(w, []).append(m)
     out: dict[str, list[float]] = {}
-    settings = Settings(ask_cooldown=0)
     async with (
         SqlStore(url, clock=clock) as store,
-        assemble(
-            store,
-            {},
-            bank,
-            clock,
-            settings,
-            rng=random.Random(1),
-            generated=None,  # boards only
-            features=[basics.feature],
-        ) as quiz,
+        bench_quiz(store, {}, clock, bank=bank) as quiz,
     ):
         service = quiz.service
         for scope in BoardScope:
@@ -789,31 +779,18 @@ async def season_end(url: str, seasons: int, members: int) -> tuple[float, int, 
     clock = FakeClock(start)
     ends = start + timedelta(weeks=1)
     chats = [_PodiumChat(), _PodiumChat()]
-    settings = Settings(ask_cooldown=0)
     features = [basics.feature, scheduling.feature, seasons_feature.feature]
+
+    def quiz(store: SqlStore, chat: _PodiumChat) -> AbstractAsyncContextManager[Quiz]:
+        return bench_quiz(
+            store, {Platform.SLACK: chat}, clock, bank=bank, features=features, wakeups=False
+        )
+
     async with (
         SqlStore(url, clock=clock) as a,
         SqlStore(url, clock=clock) as b,
-        assemble(
-            a,
-            {Platform.SLACK: chats[0]},
-            bank,
-            clock,
-            settings,
-            features=features,
-            generated=None,
-            wakeups=False,
-        ) as qa,
-        assemble(
-            b,
-            {Platform.SLACK: chats[1]},
-            bank,
-            clock,
-            settings,
-            features=features,
-            generated=None,
-            wakeups=False,
-        ) as qb,
+        quiz(a, chats[0]) as qa,
+        quiz(b, chats[1]) as qb,
     ):
         made = [
             await a.seasons.start(

@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
+from bench._common import PG_DEFAULT, bench_quiz, drop_pg, median, percentile, pg_database, target
 
 HOT_SLOT = datetime(2027, 6, 1, 9, 0, tzinfo=UTC)
 LEAD = timedelta(seconds=3)  # start the scheduler this long before the hot slot
@@ -148,10 +148,7 @@ async def run_one(url: str, channels: int, hot: int) -> dict[str, float]:
     from sqlalchemy import func, select
 
     from adapters.web import WebServer
-    from bot import basics
-    from bot.app import assemble
     from bot.clock import OffsetClock, SystemClock
-    from bot.config import Settings
     from bot.domain import Platform
     from bot.metrics import MetricsRegistry, QuizMetrics
     from bot.scheduling import Scheduler
@@ -173,17 +170,7 @@ async def run_one(url: str, channels: int, hot: int) -> dict[str, float]:
     chat = PacedChat(expect=hot)
     async with (
         SqlStore(url, clock=clock) as store,
-        assemble(
-            store,
-            {Platform.SLACK: chat},
-            bank,
-            clock,
-            Settings(ask_cooldown=0),
-            rng=random.Random(1),
-            metrics=metrics,
-            generated=None,  # the bank's questions
-            features=[basics.feature],
-        ) as quiz,
+        bench_quiz(store, {Platform.SLACK: chat}, clock, bank=bank, metrics=metrics) as quiz,
     ):
         service = quiz.service
         rss_before = rss_mb()

@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
-import random
 import sys
 import tempfile
 import time
@@ -38,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aiohttp import web
 
-from bench._common import median, percentile, target
+from bench._common import bench_quiz, median, percentile, target
 
 PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 P99_GOAL_MS = 300.0
@@ -81,13 +80,11 @@ async def _bot_main(db_url: str, api_url: str, conn: Connection) -> None:
     from adapters.slack.app import SlackAdapter
     from adapters.slack.chat import SlackChat
     from adapters.slack.config import SlackConfig
-    from bot import basics
-    from bot.app import assemble, settled_heap
+    from bot.app import settled_heap
     from bot.clock import SystemClock
-    from bot.config import Settings
     from bot.domain import ChannelRef, Platform
-    from questions.loader import load_bank
     from storage.store import SqlStore
+    from tests.adapters.served import endpoint_served
     from tests.adapters.slack.fake_slack import BOT_TOKEN
     from tests.adapters.slack.slack_requests import SIGNING_SECRET, TEAM
 
@@ -96,32 +93,19 @@ async def _bot_main(db_url: str, api_url: str, conn: Connection) -> None:
     async with (
         SlackChat(BOT_TOKEN, base_url=api_url) as chat,
         SqlStore(db_url) as store,
-        assemble(
-            store,
-            {Platform.SLACK: chat},
-            load_bank(),
-            SystemClock(),
-            Settings(ask_cooldown=0),
-            rng=random.Random(1),
-            generated=None,  # the bank's questions
-            features=[basics.feature],
-        ) as quiz,
+        bench_quiz(store, {Platform.SLACK: chat}, SystemClock()) as quiz,
     ):
         service = quiz.service
-        async with SlackAdapter(quiz, chat, config) as adapter:
-            app = web.Application()
-            adapter.mount(app)
 
-            async def floor(request: web.Request) -> web.Response:
-                await request.read()
-                return web.Response(status=200)
+        async def floor(request: web.Request) -> web.Response:
+            await request.read()
+            return web.Response(status=200)
 
-            app.router.add_post("/floor", floor)
-            runner = web.AppRunner(app, handle_signals=False, access_log=None)
-            await runner.setup()
+        async with (
+            SlackAdapter(quiz, chat, config) as adapter,
             # 1,000 handshakes at once overflow the default accept backlog (128).
-            site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
-            await site.start()
+            endpoint_served(adapter, routes={"/floor": floor}, backlog=4096) as port,
+        ):
             posts = {}
             for kind, channel in CHANNELS.items():
                 for rep in range(REPEATS):
@@ -129,7 +113,7 @@ async def _bot_main(db_url: str, api_url: str, conn: Connection) -> None:
                     assert post is not None
                     posts[f"{kind}-{rep}"] = post.id
             with settled_heap():  # the garbage collector as `quizbot serve` sets it
-                conn.send((runner.addresses[0][1], posts))
+                conn.send((port, posts))
                 while (await loop.run_in_executor(None, conn.recv)) == "count":
                     await adapter.idle()
                     await service.drain_updates()
@@ -138,7 +122,6 @@ async def _bot_main(db_url: str, api_url: str, conn: Connection) -> None:
                         answers = await store.answers.for_post(post_id)
                         counts[burst] = (len(answers), len({a.user.user for a in answers}))
                     conn.send(counts)
-            await runner.cleanup()
 
 
 # -- the client (this process) ---------------------------------------------------------
@@ -161,13 +144,7 @@ def prepare(
             channel=channel,
             response_url=f"http://127.0.0.1:{fake_port}/response/click-{user}",
         )
-        body = rq.interaction_body(payload).encode()
-        headers = "".join(f"{k}: {v}\r\n" for k, v in rq.signed_headers(body.decode()).items())
-        out.append(
-            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}"
-            f"Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
+        out.append(rq.raw_interaction(path, port, payload))
     return out
 
 

@@ -36,9 +36,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
+from aiohttp import ClientSession, ClientTimeout, TCPConnector
 
-from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
+from bench._common import PG_DEFAULT, bench_quiz, drop_pg, median, percentile, pg_database, target
 from bench.slack_ack import sqlite_url  # the same migrated SQLite file in `tmp`
 
 P99_GOAL_MS = 300.0
@@ -88,14 +88,14 @@ async def run(db_url: str, members: int, questions: int, repeats: int) -> list[d
     from adapters.slack.app import SlackAdapter
     from adapters.slack.chat import SlackChat
     from adapters.slack.config import SlackConfig
-    from bot.app import FEATURES, assemble
+    from bot.app import FEATURES
     from bot.clock import SystemClock
-    from bot.config import Settings
     from bot.domain import ChannelRef, DemoPolicy, Platform, PostKind, UserRef
-    from questions.loader import load_bank
     from storage.store import SqlStore
+    from tests.adapters.served import endpoint_served
     from tests.adapters.slack import slack_requests as rq
     from tests.adapters.slack.fake_slack import BOT_TOKEN
+    from tests.scheduling.conftest import schedule_at
 
     clock = SystemClock()
     channel = ChannelRef(Platform.SLACK, rq.TEAM, rq.CHANNEL)
@@ -110,29 +110,24 @@ async def run(db_url: str, members: int, questions: int, repeats: int) -> list[d
         async with (
             SlackChat(BOT_TOKEN, base_url=api_url) as chat,
             SqlStore(db_url) as store,
-            assemble(
+            bench_quiz(
                 store,
                 {Platform.SLACK: chat},
-                load_bank(),
                 clock,
-                Settings(ask_cooldown=0),
-                rng=random.Random(1),
-                generated=None,
                 features=FEATURES,
                 wakeups=False,
             ) as quiz,
         ):
             service = quiz.service
-            await store.schedules.add(
+            await schedule_at(
+                store,
                 channel,
+                "09:30",
+                DemoPolicy.OFF,
+                clock.now(),
                 timezone="Europe/Athens",
-                local_time="09:30",
                 weekdays="mon-fri",
-                cron=None,
-                window_seconds=None,
-                demo_policy=DemoPolicy.OFF,
-                created_by="U0ROOT",
-                created_at=clock.now(),
+                by="U0ROOT",
             )
             rng = random.Random(7)
             for _ in range(questions):
@@ -144,21 +139,17 @@ async def run(db_url: str, members: int, questions: int, repeats: int) -> list[d
                     await service.record_answer(post.id, user, rng.randrange(question.choice_count))
                 await service.close(post.id)
             await service.drain_updates()
-            async with SlackAdapter(quiz, chat, config) as adapter:
-                app = web.Application()
-                adapter.mount(app)
-                runner = web.AppRunner(app, handle_signals=False, access_log=None)
-                await runner.setup()
-                site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
-                await site.start()
-                url = f"http://127.0.0.1:{runner.addresses[0][1]}/slack/events"
-                results = []
-                async with ClientSession(
+            async with (
+                SlackAdapter(quiz, chat, config) as adapter,
+                endpoint_served(adapter, backlog=4096) as port,
+                ClientSession(
                     connector=TCPConnector(limit=0), timeout=ClientTimeout(total=60)
-                ) as session:
-                    for rep in range(repeats):
-                        results.append(await burst(fake_conn, adapter, session, url, users, rep))
-                await runner.cleanup()
+                ) as session,
+            ):
+                url = f"http://127.0.0.1:{port}/slack/events"
+                results = []
+                for rep in range(repeats):
+                    results.append(await burst(fake_conn, adapter, session, url, users, rep))
     finally:
         fake_conn.send("stop")
         fake.join(10)

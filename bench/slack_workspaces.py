@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
-import random
 import sys
 import tempfile
 from multiprocessing.connection import Connection
@@ -30,10 +29,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aiohttp import web
 
 from bench import slack_ack
-from bench._common import median, target
+from bench._common import bench_quiz, median, target
 
 RATIO_GOAL = 1.10
 
@@ -96,13 +94,11 @@ async def _bot_main(
     from adapters.slack.chat import SlackChat
     from adapters.slack.config import SlackConfig
     from adapters.slack.tokens import WorkspaceTokens
-    from bot import basics
-    from bot.app import assemble, settled_heap
+    from bot.app import settled_heap
     from bot.clock import SystemClock
-    from bot.config import Settings
     from bot.domain import ChannelRef, Platform
-    from questions.loader import load_bank
     from storage.store import SqlStore
+    from tests.adapters.served import endpoint_served
     from tests.adapters.slack.slack_requests import SIGNING_SECRET
 
     loop = asyncio.get_running_loop()
@@ -127,31 +123,18 @@ async def _bot_main(
         tokens = WorkspaceTokens(store.slack_installs, clock)
         async with (
             SlackChat(None, tokens=tokens, base_url=api_url) as chat,
-            assemble(
-                store,
-                {Platform.SLACK: chat},
-                load_bank(),
-                clock,
-                Settings(ask_cooldown=0),
-                rng=random.Random(1),
-                generated=None,
-                features=[basics.feature],
-                count_update_interval=count_interval,
+            bench_quiz(
+                store, {Platform.SLACK: chat}, clock, count_update_interval=count_interval
             ) as quiz,
             SlackAdapter(
                 quiz, chat, config, installs=store.slack_installs, states=store.slack_states
             ) as adapter,
+            endpoint_served(adapter, backlog=4096) as port,
         ):
             service = quiz.service
-            app = web.Application()
-            adapter.mount(app)
-            runner = web.AppRunner(app, handle_signals=False, access_log=None)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
-            await site.start()
             posts: dict[int, dict[int, int]] = {}
             with settled_heap():
-                conn.send(runner.addresses[0][1])
+                conn.send(port)
                 while (msg := await loop.run_in_executor(None, conn.recv)) != "stop":
                     if msg == "ask":  # a new question in every workspace
                         # The posts read each workspace's token (kept 30 s), as a running
@@ -175,7 +158,6 @@ async def _bot_main(
                             stored += len(answers)
                             distinct += len({(a.user.workspace, a.user.user) for a in answers})
                         conn.send((stored, distinct))
-            await runner.cleanup()
 
 
 # -- the client (this process) ---------------------------------------------------------
@@ -199,13 +181,7 @@ def prepare(
             team=team_of(i),
             response_url=f"http://127.0.0.1:{fake_port}/response/click-{user}",
         )
-        body = rq.interaction_body(payload).encode()
-        headers = "".join(f"{k}: {v}\r\n" for k, v in rq.signed_headers(body.decode()).items())
-        out.append(
-            f"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}"
-            f"Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
+        out.append(rq.raw_interaction("/slack/events", port, payload))
     return out
 
 

@@ -264,16 +264,16 @@ def leaderboard_message(board: Leaderboard, locale: Locale) -> Message:
     if not board.rows:
         body = t("No scores yet: answer a question to get on the board.")
         return Message(title=title, body=body, footer=dates)
-    lines = [_board_line(r, t) for r in board.rows]
+    lines = [board_line(r, t) for r in board.rows]
     if board.caller is not None and board.caller not in board.rows:
-        lines += ["…", _board_line(board.caller, t)]
+        lines += ["…", board_line(board.caller, t)]
     footer = t.n("{count} player", "{count} players", board.players)
     return Message(
         title=title, body="\n".join(lines), footer=" · ".join(p for p in (footer, dates) if p)
     )
 
 
-def _board_line(r: LeaderboardRow, t: Translator) -> str:
+def board_line(r: LeaderboardRow, t: Translator) -> str:
     # A medal is for points: a member with none has a place number only.
     medal = MEDALS[r.rank - 1] if r.rank <= len(MEDALS) and r.points > 0 else f"{r.rank}."
     return t(

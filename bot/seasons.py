@@ -43,7 +43,7 @@ from bot.lifecycle import Lifecycle
 from bot.messages import Message
 from bot.quiz import BulkLine
 from bot.quoting import quoted
-from bot.render import MEDALS
+from bot.render import board_line
 
 if TYPE_CHECKING:
     from bot.clock import Clock
@@ -318,18 +318,6 @@ def season_dates(season: Season, zone: str) -> str:
 # -- messages ---------------------------------------------------------------------------
 
 
-def _line(r: LeaderboardRow, t: Translator) -> str:
-    medal = MEDALS[r.rank - 1] if r.rank <= len(MEDALS) and r.points > 0 else f"{r.rank}."
-    return t(
-        "{medal} {name} — {points} pts ({correct}/{answered} correct)",
-        medal=medal,
-        name=r.user.display,
-        points=r.points,
-        correct=r.correct,
-        answered=r.answered,
-    )
-
-
 def _accuracy_line(i: int, r: LeaderboardRow, t: Translator) -> str:
     return t(
         "{rank}. {name} — {percent}% ({correct}/{answered})",
@@ -352,9 +340,9 @@ def board_message(board: SeasonBoard, zone: str, locale: Locale) -> Message:
     if not board.rows:
         body = t("No scores in this season yet: answer a question to get on the board.")
     else:
-        lines = [t("*By points*")] + [_line(r, t) for r in board.rows]
+        lines = [t("*By points*")] + [board_line(r, t) for r in board.rows]
         if board.caller is not None and board.caller not in board.rows:
-            lines += ["…", _line(board.caller, t)]
+            lines += ["…", board_line(board.caller, t)]
         lines.append(t("*By accuracy* (at least {count} answers)", count=MIN_ACCURACY_ANSWERS))
         if board.accurate:
             lines += [_accuracy_line(i + 1, r, t) for i, r in enumerate(board.accurate)]
@@ -378,7 +366,7 @@ def podium_message(podium: Podium, locale: Locale) -> Message:
     lines: list[str] = []
     if not podium.top:
         lines.append(t("Nobody scored in this season."))
-    lines += [_line(r, t) for r in podium.top]
+    lines += [board_line(r, t) for r in podium.top]
     if podium.streak is not None:
         who, streak = podium.streak
         lines.append(t("Longest streak: {name} ({count} in a row)", name=who.display, count=streak))

@@ -1,4 +1,5 @@
-"""Small SQL helpers shared by the repositories (dialect-aware upserts, row mapping)."""
+"""Small SQL helpers shared by the repositories (their sessions, dialect-aware upserts,
+row mapping)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,31 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import DeclarativeBase
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+    from storage.refs import RefResolver
+
 T = TypeVar("T", bound="DataclassInstance")
+
+
+class SqlRepository:
+    """A repository on `sessions`; `_dialect` names their database's SQL dialect."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+        self._dialect: str = sessions.kw["bind"].dialect.name
+
+
+class RefRepository(SqlRepository):
+    """A repository that resolves channels and members to their rows with `refs`."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
+        super().__init__(sessions)
+        self._refs = refs
 
 
 def insert(dialect: str, model: type[DeclarativeBase]) -> Any:
@@ -20,6 +40,11 @@ def insert(dialect: str, model: type[DeclarativeBase]) -> Any:
     if dialect == "postgresql":
         return postgresql.insert(model)
     return sqlite.insert(model)
+
+
+def summed(model: Any, ins: Any, *columns: str) -> dict[str, Any]:
+    """An upsert's assignments that add the incoming row's `columns` to the stored row's."""
+    return {column: getattr(model, column) + getattr(ins.excluded, column) for column in columns}
 
 
 def from_row(cls: type[T], row: object, **converted: Any) -> T:

@@ -16,20 +16,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, delete, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.domain import Delivery
-from storage._sql import insert
+from storage._sql import SqlRepository, insert
 from storage.models import DeliveryRow
 
 MAX_KEY = 200
 
 
-class SqlDeliveryLog:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
-        self._sessions = sessions
-        self._dialect = sessions.kw["bind"].dialect.name
-
+class SqlDeliveryLog(SqlRepository):
     async def claim(
         self,
         key: str,

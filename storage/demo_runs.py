@@ -12,7 +12,7 @@ from sqlalchemy import Select, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.demos.runs import DemoRun
-from bot.domain import ChannelRef, DemoResult, DemoState, Locale, MessageRef
+from bot.domain import ChannelRef, DemoResult, DemoState, Locale, MessageRef, Post
 from storage._sql import from_row, insert
 from storage.models import ChannelRow, DemoRunRow
 from storage.refs import RefResolver, channel_ref, is_channel
@@ -100,25 +100,19 @@ class SqlDemoRunRepository:
         return run
 
     async def create_for_post(
-        self,
-        channel: ChannelRef,
-        demo: str,
-        locale: Locale,
-        params: Mapping[str, Any],
-        created_at: datetime,
-        *,
-        post_id: int,
-        parent: MessageRef,
+        self, post: Post, demo: str, locale: Locale, params: Mapping[str, Any], created_at: datetime
     ) -> tuple[DemoRun, bool]:
         """One run per (post, demo): the unique index decides between concurrent callers."""
+        assert post.message is not None, "a question's run goes under its message"
         dialect = self._sessions.kw["bind"].dialect.name
         async with self._sessions.begin() as s:
-            cid = await self._refs.channel_id(s, channel, created_at)
+            cid = await self._refs.channel_id(s, post.channel, created_at)
+            queued = _queued(
+                cid, demo, locale, params, created_at, post_id=post.id, parent=post.message
+            )
             stmt = (
                 insert(dialect, DemoRunRow)
-                .values(
-                    **_queued(cid, demo, locale, params, created_at, post_id=post_id, parent=parent)
-                )
+                .values(**queued)
                 .on_conflict_do_nothing(
                     index_elements=["post_id", "demo"], index_where=DemoRunRow.post_id.is_not(None)
                 )
@@ -130,7 +124,7 @@ class SqlDemoRunRepository:
                 run_id = (
                     await s.execute(
                         select(DemoRunRow.id).where(
-                            DemoRunRow.post_id == post_id, DemoRunRow.demo == demo
+                            DemoRunRow.post_id == post.id, DemoRunRow.demo == demo
                         )
                     )
                 ).scalar_one()

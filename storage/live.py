@@ -9,7 +9,7 @@ from datetime import datetime
 
 from sqlalchemy import ColumnElement, Select, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain import ChannelRef, Locale, MessageRef, PostKind, PostState, UserRef
 from bot.live.ports import (
@@ -22,7 +22,7 @@ from bot.live.ports import (
     RoundState,
     Standing,
 )
-from storage._sql import from_row, insert
+from storage._sql import RefRepository, from_row, insert, summed
 from storage.models import (
     AnswerRow,
     ChannelRow,
@@ -34,7 +34,7 @@ from storage.models import (
     PostRow,
 )
 from storage.posts import post_select, to_post
-from storage.refs import RefResolver, channel_ref, is_channel, is_member, user_ref
+from storage.refs import channel_ref, is_channel, is_member, user_ref
 
 _ACTIVE = [str(s) for s in ACTIVE]
 _STEPPING = [*_ACTIVE, str(RoundState.ENDING)]
@@ -71,12 +71,7 @@ def _rounds() -> Select[LiveRoundRow, ChannelRow]:
     )
 
 
-class SqlLiveRepository:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
-        self._sessions = sessions
-        self._refs = refs
-        self._dialect = sessions.kw["bind"].dialect.name
-
+class SqlLiveRepository(RefRepository):
     # -- rounds ---------------------------------------------------------------------------
 
     async def start(
@@ -485,9 +480,7 @@ class SqlLiveRepository:
                     ins.on_conflict_do_update(
                         index_elements=["channel_id", "member_id"],
                         set_={
-                            "points": LiveScoreRow.points + ins.excluded.points,
-                            "correct": LiveScoreRow.correct + ins.excluded.correct,
-                            "answered": LiveScoreRow.answered + ins.excluded.answered,
+                            **summed(LiveScoreRow, ins, "points", "correct", "answered"),
                             "rounds": LiveScoreRow.rounds + 1,
                             "reached_at": ins.excluded.reached_at,
                         },

@@ -19,7 +19,6 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
 
 from bot.domain import (
@@ -31,9 +30,9 @@ from bot.domain import (
     PostState,
     UserRef,
 )
-from storage._sql import from_row
+from storage._sql import RefRepository, from_row
 from storage.models import ChannelRow, MemberRow, PostRow, UtcDateTime
-from storage.refs import RefResolver, channel_ref, is_channel, user_ref
+from storage.refs import channel_ref, is_channel, user_ref
 from storage.score_fold import fold_post
 
 _Practice = aliased(MemberRow)
@@ -76,12 +75,7 @@ def to_post(row: PostRow, ch: ChannelRow, practice: MemberRow | None = None) -> 
     )
 
 
-class SqlPostRepository:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
-        self._sessions = sessions
-        self._refs = refs
-        self._dialect = sessions.kw["bind"].dialect.name
-
+class SqlPostRepository(RefRepository):
     async def create(
         self,
         channel: ChannelRef,

@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain import ChannelRef, Locale, Post, PostKind, PostState, Question, UserRef
 from bot.practice import PracticeCard, review
-from storage._sql import insert
+from storage._sql import RefRepository, insert
 from storage.models import MemberRow, PostRow, PracticeCardRow
 from storage.posts import post_select, to_post
-from storage.refs import RefResolver, is_member
+from storage.refs import is_member
 
 
 async def record_practice_answer(
@@ -46,11 +46,7 @@ async def record_practice_answer(
     )
 
 
-class SqlPracticeRepository:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
-        self._sessions = sessions
-        self._refs = refs
-
+class SqlPracticeRepository(RefRepository):
     async def cards_of(self, users: Sequence[UserRef]) -> dict[str, list[PracticeCard]]:
         """`cards` of many members of one workspace (by member key; none: absent), read
         in one statement."""

@@ -11,15 +11,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.bank import question_from_dict, question_to_dict
 from bot.clock import Clock
 from bot.domain import Question
-from storage._sql import insert
+from storage._sql import SqlRepository, insert
 from storage.models import QuestionVersionRow
 
 
-class SqlQuestionVersions:
+class SqlQuestionVersions(SqlRepository):
     def __init__(self, sessions: async_sessionmaker[AsyncSession], clock: Clock) -> None:
-        self._sessions = sessions
+        super().__init__(sessions)
         self._clock = clock
-        self._dialect = sessions.kw["bind"].dialect.name
         self._cache: dict[str, Question] = {}
 
     async def save(self, question: Question) -> None:

@@ -11,7 +11,6 @@ from collections.abc import Collection
 from datetime import datetime
 
 from sqlalchemy import ColumnElement, and_, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.domain import (
     ChannelRef,
@@ -24,10 +23,10 @@ from bot.domain import (
     Schedule,
 )
 from bot.scheduling.ports import SlotClaim
-from storage._sql import from_row, insert
+from storage._sql import RefRepository, from_row, insert
 from storage.models import ChannelRow, PostRow, ScheduleRow, TeamPackRow, UtcDateTime
 from storage.posts import post_select, to_post
-from storage.refs import RefResolver, channel_ref, is_channel
+from storage.refs import channel_ref, is_channel
 from storage.settings import same_workspace, settings_of
 
 HISTORY_LIMIT = 1000  # the same window as SqlPostRepository.history
@@ -68,12 +67,7 @@ def _lease_start() -> ColumnElement[datetime]:
 _LIVE = (PostKind.LIVE.value, PostKind.LIVE_COUNTED.value)  # `storage.live` sends them
 
 
-class SqlScheduleRepository:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
-        self._sessions = sessions
-        self._refs = refs
-        self._dialect = sessions.kw["bind"].dialect.name
-
+class SqlScheduleRepository(RefRepository):
     # -- schedules ---------------------------------------------------------------------
 
     async def add(

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain import BoardWindow, PostKind
 from bot.scoring import Scored, local_day, period_start, score_answer
-from storage._sql import insert
+from storage._sql import insert, summed
 from storage.board_keys import ALL_TIME, channel_board, season_board, workspace_board
 from storage.models import (
     AnswerRow,
@@ -237,10 +237,7 @@ async def _fold_topics(
     await s.execute(
         ins.on_conflict_do_update(
             index_elements=["channel_id", "member_id", "topic"],
-            set_={
-                "answered": ScoreTopicRow.answered + ins.excluded.answered,
-                "correct": ScoreTopicRow.correct + ins.excluded.correct,
-            },
+            set_=summed(ScoreTopicRow, ins, "answered", "correct"),
         ),
         rows,
     )
@@ -268,12 +265,7 @@ async def _fold_question(
             correct=correct,
         ).on_conflict_do_update(
             index_elements=["channel_id", "question_id"],
-            set_={
-                "topic": ins.excluded.topic,
-                "asked": q.asked + ins.excluded.asked,
-                "answered": q.answered + ins.excluded.answered,
-                "correct": q.correct + ins.excluded.correct,
-            },
+            set_={"topic": ins.excluded.topic, **summed(q, ins, "asked", "answered", "correct")},
         )
     )
 
@@ -292,10 +284,7 @@ async def _fold_day_totals(
     await s.execute(
         ins.on_conflict_do_update(
             index_elements=["channel_id", "day"],
-            set_={
-                "answered": t.answered + ins.excluded.answered,
-                "correct": t.correct + ins.excluded.correct,
-            },
+            set_=summed(t, ins, "answered", "correct"),
         ),
         [
             {"channel_id": channel.id, "day": d, "answered": n, "correct": c}
@@ -350,9 +339,7 @@ def _added(model: Board, ins: Any) -> dict[str, Any]:
     """
     new, old = ins.excluded.reached_at, model.reached_at
     return {
-        "points": model.points + ins.excluded.points,
-        "correct": model.correct + ins.excluded.correct,
-        "answered": model.answered + ins.excluded.answered,
+        **summed(model, ins, "points", "correct", "answered"),
         "reached_at": case(
             (ins.excluded.points > 0, case((and_(model.points > 0, old > new), old), else_=new)),
             (model.points > 0, old),

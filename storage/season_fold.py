@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain import PostKind
 from bot.scoring import score_answer
-from storage._sql import insert
+from storage._sql import insert, summed
 from storage.board_keys import ALL_TIME, season_board
 from storage.models import (
     ChannelRow,
@@ -105,7 +105,7 @@ async def fold_histograms(
     await s.execute(
         ins.on_conflict_do_update(
             index_elements=["board", "starts", "points"],
-            set_={"players": ScoreHistogramRow.players + ins.excluded.players},
+            set_=summed(ScoreHistogramRow, ins, "players"),
         ),
         changes,
     )
@@ -183,10 +183,9 @@ async def _fold_season(
                 **_added(r, ins),
                 "current_streak": ins.excluded.current_streak,
                 "best_streak": greatest(r.best_streak, ins.excluded.best_streak),
-                "early_answered": r.early_answered + ins.excluded.early_answered,
-                "early_correct": r.early_correct + ins.excluded.early_correct,
-                "late_answered": r.late_answered + ins.excluded.late_answered,
-                "late_correct": r.late_correct + ins.excluded.late_correct,
+                **summed(
+                    r, ins, "early_answered", "early_correct", "late_answered", "late_correct"
+                ),
                 # Integer division on both databases (non-negative integers).
                 "accuracy": (r.correct + ins.excluded.correct)
                 * ACCURACY_SCALE
@@ -208,11 +207,7 @@ async def _fold_season(
     await s.execute(
         tins.on_conflict_do_update(
             index_elements=["season_id", "member_id", "topic"],
-            set_={
-                "answered": t.answered + tins.excluded.answered,
-                "correct": t.correct + tins.excluded.correct,
-                "points": t.points + tins.excluded.points,
-            },
+            set_=summed(t, tins, "answered", "correct", "points"),
         ),
         [
             {

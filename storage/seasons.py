@@ -28,7 +28,7 @@ from bot.seasons import (
     SeasonState,
     TopicBest,
 )
-from storage._sql import insert
+from storage._sql import RefRepository, insert
 from storage.board_keys import season_board
 from storage.models import (
     ChannelRow,
@@ -142,11 +142,9 @@ def _user(platform: str, ws: str, uid: str, name: str) -> UserRef:
     return UserRef(Platform(platform), ws, uid, name)
 
 
-class SqlSeasonRepository:
+class SqlSeasonRepository(RefRepository):
     def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
-        self._sessions = sessions
-        self._refs = refs
-        self._dialect = sessions.kw["bind"].dialect.name
+        super().__init__(sessions, refs)
         self._channel_ids: dict[ChannelRef, int] = {}
         self._boards = SeasonBoardReader()
 

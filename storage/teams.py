@@ -11,7 +11,7 @@ from datetime import date, datetime
 
 from sqlalchemy import and_, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.domain import BoardPeriod, BoardWindow, Platform, UserRef
 from bot.team import Workspace
@@ -24,7 +24,7 @@ from bot.teams import (
     TeamRule,
     TeamScore,
 )
-from storage._sql import insert
+from storage._sql import RefRepository, insert
 from storage.board_keys import ALL_TIME, season_board, workspace_board
 from storage.members import TOMBSTONE
 from storage.models import (
@@ -36,7 +36,7 @@ from storage.models import (
     TeamRow,
     TeamScoreRow,
 )
-from storage.refs import RefResolver, is_member
+from storage.refs import is_member
 from storage.team_fold import rebuild, teams_of
 
 _FORGOTTEN = TOMBSTONE.split("{", 1)[0]
@@ -46,12 +46,7 @@ def _key(name: str) -> str:
     return name.casefold()[:32]
 
 
-class SqlTeamRepository:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver) -> None:
-        self._sessions = sessions
-        self._refs = refs
-        self._dialect = sessions.kw["bind"].dialect.name
-
+class SqlTeamRepository(RefRepository):
     async def _member(self, s: AsyncSession, user: UserRef, create: bool) -> int | None:
         found = (
             await s.execute(

@@ -6,19 +6,14 @@ import json
 from datetime import datetime
 
 from sqlalchemy import delete, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.domain import Locale, Platform
 from bot.signin import Membership, WebSession
-from storage._sql import insert
+from storage._sql import SqlRepository, insert
 from storage.models import WebRateRow, WebSessionRow, WebSignInRow
 
 
-class SqlWebSessions:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
-        self._sessions = sessions
-        self._dialect = sessions.kw["bind"].dialect.name
-
+class SqlWebSessions(SqlRepository):
     async def create(self, token_hash: str, session: WebSession) -> None:
         workspaces = [
             {"id": m.workspace, "name": m.name, "admin": m.admin} for m in session.workspaces

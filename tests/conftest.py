@@ -6,7 +6,7 @@ import asyncio
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -123,6 +123,27 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     url = request.getfixturevalue("pg_url")
     run_sync(reset_postgres(url))
     yield url
+
+
+Cli = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def cli(db_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """`cli(*argv)`: `quizbot` on the test's database, with no admins and no questions path
+    from the environment; its exit code, stdout and stderr."""
+    from bot.cli import main
+
+    for name in ("QUIZBOT_ADMINS", "QUIZBOT_QUESTIONS_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("QUIZBOT_DATABASE_URL", db_url)
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
 
 
 @pytest.fixture

@@ -6,6 +6,10 @@ anyone remembering to list it (`tests/storage/test_database_reset.py` holds it t
 
 from __future__ import annotations
 
+from alembic import command
+from sqlalchemy.engine import Connection
+
+from storage.engine import alembic_config
 from storage.models import Base
 
 VERSION_TABLE = "alembic_version"  # the migrations' own record: kept, or nothing is migrated
@@ -47,3 +51,13 @@ async def reset_postgres(url: str) -> None:
         await conn.execute(RESET)
     finally:
         await conn.close()
+
+
+def migrate(conn: Connection, revision: str) -> None:
+    """Upgrade to `revision` ("head") or downgrade to it (any other), on `conn`."""
+    cfg = alembic_config()
+    cfg.attributes["connection"] = conn
+    if revision == "head":
+        command.upgrade(cfg, revision)
+    else:
+        command.downgrade(cfg, revision)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.clinic import ClinicProgress
 from bot.domain import ChannelRef, MessageRef, UserRef
 from bot.messages import Attachment, Image, Message
 
@@ -63,3 +64,10 @@ class RecordingChat:
 
     def of(self, kind: str) -> list[Sent]:
         return [s for s in self.sent if s.kind == kind]
+
+
+class ProgressLog(list[ClinicProgress]):
+    """A clinic run's progress callback that keeps every update, in order."""
+
+    async def __call__(self, update: ClinicProgress) -> None:
+        self.append(update)

@@ -11,16 +11,12 @@ machine (it then fails as a MemoryError instead of swapping).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.child import child_json
+
 SECONDS = 1.0  # the target: one clear line within 1 s ...
 PEAK_RSS_MB = 200  # ... and 200 MB
 SAFETY_CAP_MB = 3072
@@ -59,18 +55,7 @@ def measure(setup: str, action: str, *, timeout: float = 50.0) -> Measured:
         setup=textwrap.dedent(setup),
         action=textwrap.indent(textwrap.dedent(action), "    "),
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    data = json.loads(done.stdout.strip().splitlines()[-1])
+    data = child_json(["-c", code], timeout=timeout)
     return Measured(data["seconds"], data["peak_rss_mb"], data["out"])
 
 

@@ -13,8 +13,10 @@ from bot.app import FEATURES, assemble
 from bot.bank import QuestionBank
 from bot.clock import Clock
 from bot.config import Settings
+from bot.domain import ChannelRef, Post
 from bot.features import FeatureFactory, Quiz
 from bot.ports import Chat, FeatureStore, QuestionSource, Runner
+from bot.quiz import QuizService
 
 # No ask cooldown: tests ask several questions in a row (tests of the cooldown set one).
 SETTINGS = Settings(ask_cooldown=0)
@@ -65,3 +67,10 @@ def service_of(quiz: Quiz, kind: type[S]) -> S:
     found = quiz.registry.service(kind)
     assert found is not None, f"no {kind.__name__} runs in this quiz"
     return found
+
+
+async def asked(service: QuizService, channel: ChannelRef, **options: Any) -> Post:
+    """`service.ask(channel, **options)`, which the test expects to post: the post."""
+    post = await service.ask(channel, **options)
+    assert post is not None
+    return post

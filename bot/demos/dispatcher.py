@@ -116,13 +116,7 @@ class DemoDispatcher(Lifecycle):
         params = question_demo_params(question.inputs) if question is not None else {}
         checked = dict(self.catalog.check(demo, params))
         run, created = await self.runs.create_for_post(
-            post.channel,
-            demo,
-            locale or post.locale,
-            checked,
-            self.service.clock.now(),
-            post_id=post.id,
-            parent=post.message,
+            post, demo, locale or post.locale, checked, self.service.clock.now()
         )
         if created:
             self.tasks.spawn(self._drive(run, submit=True), name=f"demo-{run.id}")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from bot.domain import ChannelRef, DemoResult, DemoState, Locale, MessageRef
+from bot.domain import ChannelRef, DemoResult, DemoState, Locale, MessageRef, Post
 
 FINISHED = frozenset({DemoState.SUCCEEDED, DemoState.FAILED, DemoState.TIMED_OUT})
 
@@ -60,18 +60,11 @@ class DemoRunRepository(Protocol):
         ...
 
     async def create_for_post(
-        self,
-        channel: ChannelRef,
-        demo: str,
-        locale: Locale,
-        params: Mapping[str, Any],
-        created_at: datetime,
-        *,
-        post_id: int,
-        parent: MessageRef,
+        self, post: Post, demo: str, locale: Locale, params: Mapping[str, Any], created_at: datetime
     ) -> tuple[DemoRun, bool]:
-        """The question's one run of `demo`: created (True) or the existing one (False),
-        also when two replicas ask at once."""
+        """The question's one run of `demo`, in its channel under its message (which it
+        has): created (True) or the existing one (False), also when two replicas ask at
+        once."""
         ...
 
     async def get(self, run_id: int) -> DemoRun | None: ...

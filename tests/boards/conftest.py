@@ -13,21 +13,32 @@ from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.commands import CommandSet
 from bot.domain import ChannelRef, ChannelSettings, Platform, Post, PostKind, UserRef
-from bot.features import Quiz
+from bot.features import FeatureFactory, Quiz
 from bot.quiz import QuizService
 from tests.fakes import RecordingChat
-from tests.quiz import quiz_of
+from tests.quiz import asked, quiz_of
 
 BOARDS = [basics.feature, practice.feature, report.feature]
 
 
 @pytest.fixture
+def features() -> list[FeatureFactory]:
+    """What `basic` runs: the basic commands, practice and the admin report (a test module
+    overrides it with its own)."""
+    return BOARDS
+
+
+@pytest.fixture
 async def basic(
-    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+    store: Any,
+    chat: RecordingChat,
+    bank: QuestionBank,
+    clock: FakeClock,
+    features: list[FeatureFactory],
 ) -> AsyncIterator[Quiz]:
-    """Here: the basic commands, practice and the admin report."""
+    """The quiz of `features` on one recording chat for every platform."""
     chats = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
-    async with quiz_of(store, chats, bank, clock, features=BOARDS) as q:
+    async with quiz_of(store, chats, bank, clock, features=features) as q:
         yield q
 
 
@@ -56,8 +67,7 @@ async def play(
     assert isinstance(clock, FakeClock)
     if at is not None:
         clock.set(at)
-    post = await service.ask(channel, kind=kind, topic=topic)
-    assert post is not None
+    post = await asked(service, channel, kind=kind, topic=topic)
     q = service.bank.get(post.question_id)
     assert q is not None
     for who, right in results.items():

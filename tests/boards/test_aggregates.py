@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
@@ -66,6 +65,7 @@ from storage.models import (
 )
 from storage.store import SqlStore
 from tests.boards.conftest import play
+from tests.databases import migrate
 from tests.fakes import RecordingChat
 from tests.quiz import quiz_of
 
@@ -381,62 +381,39 @@ def _channel_season(seasons: Any, season_id: int) -> bool:
     return any(season.id == season_id and season.scope == "channel" for season in seasons)
 
 
+TOTALS = ("points", "correct", "answered", "reached_at")
+STREAKS = (*TOTALS, "current_streak", "best_streak")
+# What `actual` reads of each aggregate: its row, the key's columns, the value's columns.
+AGGREGATES: dict[str, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {
+    "season_scores": (
+        SeasonScoreRow,
+        ("season_id", "board", "member_id"),
+        (*STREAKS, "early_answered", "early_correct", "late_answered", "late_correct", "accuracy"),
+    ),
+    "season_topics": (
+        SeasonTopicRow,
+        ("season_id", "member_id", "topic"),
+        ("answered", "correct", "points"),
+    ),
+    "scores": (ScoreRow, ("channel_id", "member_id"), STREAKS),
+    "score_days": (ScoreDayRow, ("channel_id", "member_id", "day"), TOTALS),
+    "score_periods": (ScorePeriodRow, ("board", "starts", "member_id"), TOTALS),
+    "score_topics": (ScoreTopicRow, ("channel_id", "member_id", "topic"), ("answered", "correct")),
+    "score_histograms": (ScoreHistogramRow, ("board", "starts", "points"), ("players",)),
+    "team_scores": (TeamScoreRow, ("team_id", "board", "starts"), ("active", "top3", "points")),
+}
+
+
 async def actual(store: SqlStore) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]:
+    out: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
     async with store.sessions() as s:
-        return {
-            "season_scores": {
-                (r.season_id, r.board, r.member_id): (
-                    r.points,
-                    r.correct,
-                    r.answered,
-                    r.reached_at,
-                    r.current_streak,
-                    r.best_streak,
-                    r.early_answered,
-                    r.early_correct,
-                    r.late_answered,
-                    r.late_correct,
-                    r.accuracy,
-                )
-                for r in (await s.execute(select(SeasonScoreRow))).scalars()
-            },
-            "season_topics": {
-                (r.season_id, r.member_id, r.topic): (r.answered, r.correct, r.points)
-                for r in (await s.execute(select(SeasonTopicRow))).scalars()
-            },
-            "scores": {
-                (r.channel_id, r.member_id): (
-                    r.points,
-                    r.correct,
-                    r.answered,
-                    r.reached_at,
-                    r.current_streak,
-                    r.best_streak,
-                )
-                for r in (await s.execute(select(ScoreRow))).scalars()
-            },
-            "score_days": {
-                (r.channel_id, r.member_id, r.day): (r.points, r.correct, r.answered, r.reached_at)
-                for r in (await s.execute(select(ScoreDayRow))).scalars()
-            },
-            "score_periods": {
-                (r.board, r.starts, r.member_id): (r.points, r.correct, r.answered, r.reached_at)
-                for r in (await s.execute(select(ScorePeriodRow))).scalars()
-            },
-            "score_topics": {
-                (r.channel_id, r.member_id, r.topic): (r.answered, r.correct)
-                for r in (await s.execute(select(ScoreTopicRow))).scalars()
-            },
-            "score_histograms": {
-                (r.board, r.starts, r.points): (r.players,)
-                for r in (await s.execute(select(ScoreHistogramRow))).scalars()
-                if r.players  # a bucket everyone left stays, empty
-            },
-            "team_scores": {
-                (r.team_id, r.board, r.starts): (r.active, r.top3, r.points)
-                for r in (await s.execute(select(TeamScoreRow))).scalars()
-            },
-        }
+        for name, (row, key, value) in AGGREGATES.items():
+            out[name] = {
+                tuple(getattr(r, c) for c in key): tuple(getattr(r, c) for c in value)
+                for r in (await s.execute(select(row))).scalars()
+                if name != "score_histograms" or r.players  # an emptied bucket stays, empty
+            }
+    return out
 
 
 async def _check_boards(
@@ -586,21 +563,16 @@ async def test_migration_downgrades_and_upgrades_again_to_the_models(db_url: str
     engine = create_engine(db_url)
     below = _migration("0003").down_revision
 
-    def migrate(conn: Connection, to: str) -> list[object]:
-        cfg = alembic_config()
-        cfg.attributes["connection"] = conn
-        if to == "head":
-            command.upgrade(cfg, to)
-        else:
-            command.downgrade(cfg, to)
+    def migrated(conn: Connection, to: str) -> list[object]:
+        migrate(conn, to)
         ctx = MigrationContext.configure(conn, opts={"compare_type": True})
         return list(compare_metadata(ctx, Base.metadata))
 
     try:
         async with engine.begin() as conn:
-            assert await conn.run_sync(migrate, below) != []  # the new tables are gone
+            assert await conn.run_sync(migrated, below) != []  # the new tables are gone
         async with engine.begin() as conn:
-            assert await conn.run_sync(migrate, "head") == []
+            assert await conn.run_sync(migrated, "head") == []
     finally:
         await engine.dispose()
 

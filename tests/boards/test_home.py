@@ -5,7 +5,6 @@ home pages are refreshed after answers at most once per interval."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -26,7 +25,7 @@ from bot.domain import (
     Platform,
     UserRef,
 )
-from bot.features import Quiz
+from bot.features import FeatureFactory, Quiz
 from bot.home import PRACTICE_NOW, Ask, Homes, card_message
 from bot.interactions import Click
 from bot.quiz import QuizService
@@ -35,6 +34,7 @@ from tests.boards.conftest import play
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.quiz import quiz_of
+from tests.scheduling.conftest import schedule_at
 
 ALICE, BOB, CAROL = user("alice"), user("bob"), user("carol")
 C1 = ChannelRef(Platform.SLACK, "T1", "C1")
@@ -44,12 +44,9 @@ FEATURES = [basics.feature, practice.feature, home.feature, scheduling.feature]
 
 
 @pytest.fixture
-async def basic(
-    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
-) -> AsyncIterator[Quiz]:
-    chats = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
-    async with quiz_of(store, chats, bank, clock, features=FEATURES) as q:
-        yield q
+def features() -> list[FeatureFactory]:
+    """`basic` here: the App Home with the features its card links to."""
+    return FEATURES
 
 
 def homes_of(quiz: Quiz) -> Homes:
@@ -130,16 +127,14 @@ async def test_practice_due_next_question_and_the_admin_section(
     basic: Quiz, service: QuizService, clock: FakeClock
 ) -> None:
     await play(service, C1, {ALICE: True})
-    schedule = await service.store.schedules.add(
+    schedule = await schedule_at(
+        service.store,
         C1,
+        "09:30",
+        DemoPolicy.AUTO,
+        clock.now(),
         timezone="Europe/Athens",
-        local_time="09:30",
         weekdays="mon-fri",
-        cron=None,
-        window_seconds=None,
-        demo_policy=DemoPolicy.AUTO,
-        created_by="UROOT",
-        created_at=clock.now(),
     )
     message = await basic.interactions.click(Click(PRACTICE_NOW, 0, "C1", ALICE, C1))
     answer = next(b for b in message.buttons if b.action == "answer")

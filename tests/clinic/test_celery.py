@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.clinic import ClinicInputError, ClinicJob, ClinicProgress, ClinicStage, Rejection
+from bot.clinic import ClinicInputError, ClinicJob, ClinicStage, Rejection
 from bot.domain import Locale
 from gpu_runner.celery_runner import CeleryRunner, DemoCeleryApp, make_celery_app
 from gpu_runner.executor import Executor
 from tests.clinic import snapshots
+from tests.fakes import ProgressLog
 from tests.runner.conftest import redis_url  # noqa: F401 (the fixture)
 
 pytestmark = [
@@ -51,13 +52,9 @@ async def test_a_snapshot_travels_with_the_task_and_its_result_is_forgotten(
     clinic_app: DemoCeleryApp, tmp_path: Path
 ) -> None:
     upload = snapshots.write(tmp_path / "upload.pickle", snapshots.growing_batch())
-    seen: list[ClinicProgress] = []
-
-    async def progress(update: ClinicProgress) -> None:
-        seen.append(update)
-
+    seen = ProgressLog()
     runner = CeleryRunner(clinic_app, clinic_max_bytes=10 << 20, clinic_wait=60.0)
-    result = await runner.run_clinic(ClinicJob.upload(upload, Locale.EN, name="j.pickle"), progress)
+    result = await runner.run_clinic(ClinicJob.upload(upload, Locale.EN, name="j.pickle"), seen)
     assert not upload.exists()
     assert result.recommendation == "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
     assert result.png is not None and result.png.startswith(b"\x89PNG")

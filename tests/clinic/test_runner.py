@@ -13,7 +13,6 @@ from bot.clinic import (
     ClinicFailedError,
     ClinicInputError,
     ClinicJob,
-    ClinicProgress,
     ClinicStage,
     ClinicUnavailableError,
     Rejection,
@@ -24,6 +23,7 @@ from gpu_runner.executor import Executor, ExecutorConfig
 from gpu_runner.local import LocalRunner
 from tests.clinic import snapshots
 from tests.clinic.test_input import bad_files
+from tests.fakes import ProgressLog
 
 MiB = 1 << 20
 
@@ -37,13 +37,9 @@ async def test_an_uploaded_snapshot_is_analysed_in_a_child_and_then_deleted(
     clinic_executor: Executor, tmp_path: Path
 ) -> None:
     upload = snapshots.write(tmp_path / "upload-1234.pickle", snapshots.growing_batch())
-    seen: list[ClinicProgress] = []
-
-    async def progress(update: ClinicProgress) -> None:
-        seen.append(update)
-
+    seen = ProgressLog()
     job = ClinicJob.upload(upload, Locale.EN, name="train.pickle")
-    result = await runner(clinic_executor).run_clinic(job, progress)
+    result = await runner(clinic_executor).run_clinic(job, seen)
     assert not upload.exists()
     assert result.recommendation == "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
     assert result.title == "expandable removes the OOM of the recorded settings"

@@ -25,7 +25,7 @@ from questions.families.source import FamilySource
 from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
-from tests.quiz import quiz_of
+from tests.quiz import asked, quiz_of
 
 
 @pytest.fixture
@@ -73,8 +73,7 @@ async def test_a_channel_never_sees_a_generated_scenario_twice(
 ) -> None:
     service, _ = quiz
     for _ in range(40):
-        post = await service.ask(channel, topic="generated")
-        assert post is not None
+        post = await asked(service, channel, topic="generated")
         await service.close(post.id)
     history = [p.question_id for p in await service.store.posts.history(channel)]
     assert len(history) == 40 and len(set(history)) == 40
@@ -114,8 +113,7 @@ async def test_scheduled_picks_follow_the_share(
 
 async def _numeric_post(service: QuizService, channel: ChannelRef) -> Post:
     for _ in range(20):
-        post = await service.ask(channel, topic="generated")
-        assert post is not None
+        post = await asked(service, channel, topic="generated")
         q = await service.store.questions.get(post.question_hash)
         if q is not None and numeric_target(q) is not None:
             return post
@@ -175,8 +173,7 @@ async def test_a_typed_answer_on_a_bank_question_is_refused(
 ) -> None:
     service, interactions = quiz
     await run(service, channel, "generated 0")
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     click = Click.parse(f"quiz:number:{post.id}:", user("ann"), channel)
     assert click is not None
     result = await interactions.open_form(click)

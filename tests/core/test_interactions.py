@@ -24,7 +24,7 @@ from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.faults.proxy import TcpProxy
-from tests.quiz import quiz_of
+from tests.quiz import asked, quiz_of
 
 
 def click(post_id: int, value: str, channel: ChannelRef, name: str = "ann") -> Click:
@@ -36,8 +36,7 @@ def click(post_id: int, value: str, channel: ChannelRef, name: str = "ann") -> C
 async def test_clicks_that_name_no_valid_answer_get_a_clear_line_and_store_nothing(
     service: QuizService, basic: Quiz, channel: ChannelRef
 ) -> None:
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     interactions = basic.interactions
     other = ChannelRef(Platform.SLACK, "T1", "C-ELSEWHERE")
     replies = [
@@ -74,12 +73,11 @@ async def test_admin_refusals_speak_each_platforms_words(
 async def test_an_admin_check_that_cannot_be_made_says_so_and_runs_nothing(
     service: QuizService, basic: Quiz, channel: ChannelRef
 ) -> None:
-    post = await service.ask(channel)
-    assert post is not None
-    asked: list[str] = []
+    post = await asked(service, channel)
+    calls: list[str] = []
 
     async def unknown() -> AdminStatus:
-        asked.append("users.info")
+        calls.append("users.info")
         return AdminStatus.UNKNOWN
 
     inv = Invocation(channel, user("boss"), Locale.EN, unknown)
@@ -90,7 +88,7 @@ async def test_an_admin_check_that_cannot_be_made_says_so_and_runs_nothing(
     # Commands that need no admin never ask the platform.
     inv = Invocation(channel, user("boss"), Locale.EN, unknown)
     await run_command(basic.commands, service, inv, "help")
-    assert asked == ["users.info"]
+    assert calls == ["users.info"]
 
 
 async def test_a_second_ask_while_the_first_waits_to_be_posted_makes_no_second_question(
@@ -128,8 +126,7 @@ async def test_with_the_database_gone_a_click_is_told_to_retry_in_the_channels_l
     service, interactions, proxy = proxied_service
     channel = ChannelRef(Platform.SLACK, "T-proxy", f"C{random.getrandbits(40)}")
     await service.set_locale(channel, Locale.EL)
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     await proxy.refuse()
     reply = await interactions.click(click(post.id, "1", channel))
     assert "δεν καταγράφηκε" in reply.body  # Greek, though the settings are in the database

@@ -27,7 +27,7 @@ from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.polling import eventually
-from tests.quiz import quiz_of
+from tests.quiz import asked, quiz_of
 
 ALICE, BOB, CAROL = user("alice"), user("bob"), user("carol")
 
@@ -51,8 +51,7 @@ async def test_ask_posts_the_question_with_one_button_per_choice(
 async def test_answer_is_told_privately_with_explanation_and_first_answer_counts(
     service: QuizService, channel: ChannelRef
 ) -> None:
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     question = service.bank.get(post.question_id)
     assert question is not None
     wrong = (question.answer + 1) % question.choice_count
@@ -75,8 +74,7 @@ async def test_answer_is_told_privately_with_explanation_and_first_answer_counts
 async def test_close_reveals_once_in_the_thread_with_distribution_and_first_correct(
     service: QuizService, chat: RecordingChat, channel: ChannelRef, clock: FakeClock
 ) -> None:
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     q = service.bank.get(post.question_id)
     assert q is not None
     wrong = (q.answer + 1) % q.choice_count
@@ -112,8 +110,7 @@ async def test_click_on_unknown_post_or_invalid_choice_gets_a_clear_line(
     unknown = await service.record_answer(999_999, ALICE, 0)
     assert unknown.outcome.status is AnswerStatus.UNKNOWN_POST
     assert "not available" in unknown.message.body
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     bad = await service.record_answer(post.id, ALICE, 9)
     assert bad.outcome.status is AnswerStatus.INVALID_CHOICE
     assert (await service.record_answer(post.id, ALICE, 0)).outcome.status is AnswerStatus.RECORDED
@@ -123,8 +120,7 @@ async def test_leaderboard_counts_closed_posts_only_and_ranks_ties_together(
     service: QuizService, channel: ChannelRef
 ) -> None:
     for _ in range(2):
-        post = await service.ask(channel)
-        assert post is not None
+        post = await asked(service, channel)
         q = service.bank.get(post.question_id)
         assert q is not None
         await service.record_answer(post.id, ALICE, q.answer)

@@ -23,6 +23,8 @@ from bot.team import SubmissionState, Workspace
 from tests.conftest import user
 from tests.core.team import GOOD, TeamQuiz, buttons, team_quiz, text_of
 from tests.fakes import RecordingChat
+from tests.quiz import asked
+from tests.scheduling.conftest import schedule_at
 
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
 REVIEW = ChannelRef(Platform.SLACK, "T1", "CREVIEW")
@@ -230,8 +232,7 @@ async def test_mydata_sends_a_private_file_and_forget_me_needs_the_owners_click(
 ) -> None:
     service = quiz.service
     await quiz.submit(ANN, CHANNEL)
-    post = await service.ask(CHANNEL, kind=PostKind.SCHEDULED)
-    assert post is not None
+    post = await asked(service, CHANNEL, kind=PostKind.SCHEDULED)
     await service.record_answer(post.id, ANN, 0)
     await service.record_answer(post.id, BOB, 0)
     await service.close(post.id)
@@ -280,8 +281,7 @@ async def test_every_form_fits_slack_and_discord_limits_in_each_language(
     await quiz.fill(reply.form, GOOD, ANN, CHANNEL)
     (pending, _) = await quiz.run(CHANNEL, ROOT, "review")
     reject = await quiz.click(buttons(pending.message, REJECT)[0], ROOT, CHANNEL)
-    post = await quiz.service.ask(CHANNEL, kind=PostKind.SCHEDULED)
-    assert post is not None
+    post = await asked(quiz.service, CHANNEL, kind=PostKind.SCHEDULED)
     await quiz.service.close(post.id)
     (thread,) = quiz.chat.of("thread")
     assert thread.message is not None
@@ -302,17 +302,7 @@ async def test_scheduled_picks_follow_the_channels_packs_and_see_a_new_revision(
     from bot.domain import DemoPolicy
 
     store = quiz.service.store
-    schedule = await store.schedules.add(  # type: ignore[attr-defined]
-        CHANNEL,
-        timezone="UTC",
-        local_time="09:00",
-        weekdays=None,
-        cron=None,
-        window_seconds=None,
-        demo_policy=DemoPolicy.OFF,
-        created_by="UROOT",
-        created_at=quiz.service.clock.now(),
-    )
+    schedule = await schedule_at(store, CHANNEL, "09:00", DemoPolicy.OFF, quiz.service.clock.now())
     await quiz.submit(ANN, CHANNEL)
     (pending, _) = await quiz.run(CHANNEL, ROOT, "review")
     await quiz.click(buttons(pending.message, APPROVE)[0], ROOT, CHANNEL)
@@ -341,8 +331,7 @@ async def test_buttons_and_forms_for_another_workspace_or_out_of_range_change_no
     for value in (str(sub.id), "9" * 40, "٣"):
         said = await quiz.click(Button("", APPROVE, 0, value), intruder, elsewhere)
         assert isinstance(said, Message) and "not available" in said.body
-    post = await quiz.service.ask(CHANNEL, kind=PostKind.SCHEDULED)
-    assert post is not None
+    post = await asked(quiz.service, CHANNEL, kind=PostKind.SCHEDULED)
     flag = Submission(
         "flag", post.id, "", {"reason": "1", "note": ""}, replace(BOB, workspace="T2"), elsewhere
     )

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from bot.domain import PostKind, UserRef
 from bot.team import Origin, SubmissionState, Workspace
 from tests.dashboard.harness import A2, A, Site, member
+from tests.quiz import asked
 
 ANN, BOB = member(A, "ann"), member(A, "bob")
 
@@ -18,8 +21,7 @@ async def play(
     site: Site, results: dict[UserRef, bool], kind: PostKind = PostKind.SCHEDULED
 ) -> str:
     service = site.quiz.service
-    post = await service.ask(A, kind=kind)
-    assert post is not None
+    post = await asked(service, A, kind=kind)
     q = service.bank.get(post.question_id)
     assert q is not None
     for who, right in results.items():
@@ -153,24 +155,24 @@ async def test_an_admin_approves_a_submission_once(site: Site) -> None:
     assert sub.decided_by is not None and sub.decided_by.user == "UALICE"
 
 
-async def test_a_member_cannot_approve_even_with_a_valid_form(site: Site) -> None:
+@pytest.mark.parametrize(
+    ("who", "admin", "tokens"),
+    [
+        pytest.param(ANN, False, (None,), id="a-member-with-a-valid-form"),
+        pytest.param(member(A, "alice"), True, ("", "x" * 43), id="an-admin-without-the-csrf"),
+    ],
+)
+async def test_an_approval_refused_changes_nothing(
+    site: Site, who: UserRef, admin: bool, tokens: tuple[str | None, ...]
+) -> None:
+    """A member cannot approve, even with a valid form; an admin's post without the
+    session's CSRF token (none, or a wrong one) changes nothing either."""
     number = await submit(site)
     async with site.client() as client:
-        csrf = await site.sign_in(client, ANN, admin=False)
-        form = {"csrf": csrf, "action": "approve", "id": str(number)}
-        async with client.post("/w/slack/TA/review", data=form) as resp:
-            assert resp.status == 403
-    sub = await site.store.team.get(number)
-    assert sub is not None and sub.state is SubmissionState.PENDING
-
-
-async def test_a_post_without_the_sessions_csrf_token_changes_nothing(site: Site) -> None:
-    number = await submit(site)
-    async with site.client() as client:
-        await site.sign_in(client, member(A, "alice"), admin=True)
-        for token in ("", "x" * 43):
-            form = {"csrf": token, "action": "approve", "id": str(number)}
-            async with client.post("/w/slack/TA/review", data=form) as resp:
+        csrf = await site.sign_in(client, who, admin=admin)
+        for token in tokens:
+            form = {"csrf": csrf if token is None else token, "action": "approve"}
+            async with client.post("/w/slack/TA/review", data={**form, "id": str(number)}) as resp:
                 assert resp.status == 403
     sub = await site.store.team.get(number)
     assert sub is not None and sub.state is SubmissionState.PENDING

@@ -41,6 +41,7 @@ from storage.models import (
 from storage.store import SqlStore
 from tests.boards.test_aggregates import actual, recompute
 from tests.fakes import RecordingChat
+from tests.quiz import asked
 
 pytestmark = pytest.mark.slow
 
@@ -128,8 +129,7 @@ async def test_an_erased_member_keeps_no_row_whatever_the_interleaving(
         services = (service_of(one, bank, clock), service_of(two, bank, clock))
         before: dict[UserRef, int] = defaultdict(int)  # answers kept before the race
         for service in services:  # both processes cache these members' ids
-            post = await service.ask(CHANNEL, kind=PostKind.SCHEDULED)
-            assert post is not None
+            post = await asked(service, CHANNEL, kind=PostKind.SCHEDULED)
             for who in PLAYED_BEFORE:
                 await service.record_answer(post.id, who, await right_choice(service, post.id))
                 before[who] += 1

@@ -5,7 +5,8 @@ or between claiming a question and sending it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from datetime import timedelta
 
 import pytest
@@ -39,6 +40,20 @@ def titled(lives: Sequence[Live], kind: str, title: str) -> list[str]:
     ]
 
 
+@asynccontextmanager
+async def replicas(
+    db_url: str, bank: QuestionBank, clock: FakeClock
+) -> AsyncIterator[tuple[Live, Live]]:
+    """Replicas A and B of the live rounds, each with its own store of the one database."""
+    async with (
+        SqlStore(db_url, clock=clock) as sa,
+        SqlStore(db_url, clock=clock) as sb,
+        live_quiz(sa, bank, clock, NamedChat("a")) as a,
+        live_quiz(sb, bank, clock, NamedChat("b")) as b,
+    ):
+        yield a, b
+
+
 async def both_tick(a: Live, b: Live) -> None:
     await asyncio.gather(a.tick(), b.tick())
 
@@ -46,12 +61,7 @@ async def both_tick(a: Live, b: Live) -> None:
 async def test_two_replicas_ticking_together_post_every_step_once(
     db_url: str, bank: QuestionBank, clock: FakeClock
 ) -> None:
-    async with (
-        SqlStore(db_url, clock=clock) as sa,
-        SqlStore(db_url, clock=clock) as sb,
-        live_quiz(sa, bank, clock, NamedChat("a")) as a,
-        live_quiz(sb, bank, clock, NamedChat("b")) as b,
-    ):
+    async with replicas(db_url, bank, clock) as (a, b):
         await a.command("live 3 10")
         (again,) = await b.command("live 3 10")  # the other replica sees it running
         assert "already under way" in again.message.body
@@ -74,7 +84,7 @@ async def test_two_replicas_ticking_together_post_every_step_once(
         assert sorted(titled(lives, "post", "Live · question")) == sorted(
             set(titled(lives, "post", "Live · question"))
         )
-        board = await sa.live.board(CHANNEL)
+        board = await a.store.live.board(CHANNEL)
         assert sum(r.answered for r in board) == 12
 
 
@@ -113,12 +123,7 @@ async def test_a_step_left_half_done_is_redone_once_after_its_lease(
 ) -> None:
     """A's results post fails (its process as good as dead mid-step, the lease taken), then
     A's send of question 2 fails after claiming it: B redoes each once its lease passed."""
-    async with (
-        SqlStore(db_url, clock=clock) as sa,
-        SqlStore(db_url, clock=clock) as sb,
-        live_quiz(sa, bank, clock, NamedChat("a")) as a,
-        live_quiz(sb, bank, clock, NamedChat("b")) as b,
-    ):
+    async with replicas(db_url, bank, clock) as (a, b):
         await a.command("live 2 10")
         await a.at(timedelta(seconds=30))
         assert isinstance(a.chat, NamedChat)

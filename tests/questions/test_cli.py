@@ -17,6 +17,7 @@ from .conftest import WriteQuestion, valid_question
 
 
 def run(argv: list[str]) -> int:
+    """`quizbot questions *argv`, in this process: its exit code."""
     args = build_parser().parse_args(["questions", *argv])
     code: int = args.func(args)
     return code

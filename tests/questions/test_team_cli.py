@@ -7,9 +7,6 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
-
-from bot.cli import main
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform, PostKind
 from bot.team import FlagReason, Workspace
@@ -17,23 +14,9 @@ from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.questions.test_team_files import HEADER, ROW, TRIVIA, otdb
-from tests.quiz import quiz_of
+from tests.quiz import asked, quiz_of
 
 WS = "slack:T1"
-
-
-@pytest.fixture
-def cli(db_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> object:
-    for name in ("QUIZBOT_ADMINS", "QUIZBOT_QUESTIONS_PATH"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("QUIZBOT_DATABASE_URL", db_url)
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return run
 
 
 def test_import_reports_bad_rows_adds_the_rest_once_and_export_reads_back(
@@ -100,8 +83,7 @@ def test_member_forget_and_export_and_reports_in_quizbot_report(
             chats = {Platform.SLACK: RecordingChat()}
             async with quiz_of(store, chats, bank, store.clock, features=[]) as quiz:  # type: ignore[arg-type]
                 service = quiz.service
-                post = await service.ask(channel, kind=PostKind.SCHEDULED)
-                assert post is not None
+                post = await asked(service, channel, kind=PostKind.SCHEDULED)
                 await service.record_answer(post.id, ann, 0)
                 await service.record_answer(post.id, bob, 1)
                 await service.close(post.id)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,9 +26,9 @@ from bot.domain import DemoJob, DemoState, Locale
 from gpu_runner.executor import Executor, ExecutorConfig
 from gpu_runner.isolation import demo_credentials
 from storage.store import SqlStore
+from tests.child import child_json
 from tests.runner.fault_demos import SOURCE, targets_path
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "xoxb-secret-token-for-the-isolation-test"
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
@@ -70,18 +69,8 @@ os.waitpid(pid, 0)
 
 
 def _attempt(parent: str, child: str, dumpable: str) -> str:
-    env = {**os.environ, "QUIZBOT_SLACK_BOT_TOKEN": SECRET, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", _PARENT, parent, child, dumpable],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    outcome: str = json.loads(done.stdout.strip().splitlines()[-1])
+    env = {**os.environ, "QUIZBOT_SLACK_BOT_TOKEN": SECRET}
+    outcome: str = child_json(["-c", _PARENT, parent, child, dumpable], timeout=30, env=env)
     return outcome
 
 
@@ -126,13 +115,8 @@ print(json.dumps({"pid": os.getpid(), "state": result.state.value, "error": resu
 
 @linux_only
 def test_a_demo_cannot_read_the_environment_of_the_bot_that_runs_it() -> None:
-    env = {**os.environ, "QUIZBOT_SLACK_BOT_TOKEN": SECRET, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", _BOT], env=env, cwd=ROOT, capture_output=True, text=True,
-        timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    env = {**os.environ, "QUIZBOT_SLACK_BOT_TOKEN": SECRET}
+    seen = child_json(["-c", _BOT], timeout=120, env=env)
     assert seen["state"] == "succeeded", seen["error"]
     metrics = seen["metrics"]
     assert metrics["bot_pid"] == seen["pid"]  # it did find the bot

@@ -22,6 +22,7 @@ from bot.domain import (
     Locale,
     MessageRef,
     Platform,
+    Post,
 )
 from bot.features import Quiz
 from bot.interactions import Click
@@ -33,7 +34,9 @@ from storage.demo_runs import SqlDemoRunRepository
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.polling import eventually
+from tests.quiz import asked
 from tests.runner.fault_demos import PNG, SOURCE, pid_path
+from tests.scheduling.conftest import schedule_at
 
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
 OTHER_CHANNEL = ChannelRef(Platform.SLACK, "T1", "C2")
@@ -71,6 +74,18 @@ async def set_policy(service: QuizService, policy: DemoPolicy) -> None:
     await service.store.settings.save(ChannelSettings(CHANNEL, demo_policy=policy))
 
 
+async def closed_under(
+    service: QuizService, dispatcher: DemoDispatcher, policy: DemoPolicy
+) -> Post:
+    """A fragmentation question asked and closed in a channel of `policy`, the dispatcher
+    drained after it: its post (as asked)."""
+    await set_policy(service, policy)
+    post = await asked(service, CHANNEL, topic="fragmentation")
+    await service.close(post.id)
+    await dispatcher.drain()
+    return post
+
+
 async def test_reveal_posts_status_then_result_and_plot_in_the_question_thread(
     service: QuizService, chat: RecordingChat, dispatcher: DemoDispatcher
 ) -> None:
@@ -100,11 +115,7 @@ async def test_reveal_posts_status_then_result_and_plot_in_the_question_thread(
 async def test_button_policy_offers_a_button_and_runs_nothing(
     basic: Quiz, service: QuizService, chat: RecordingChat, dispatcher: DemoDispatcher
 ) -> None:
-    await set_policy(service, DemoPolicy.BUTTON)
-    post = await service.ask(CHANNEL, topic="fragmentation")
-    assert post is not None
-    await service.close(post.id)
-    await dispatcher.drain()
+    post = await closed_under(service, dispatcher, DemoPolicy.BUTTON)
     buttons = [b for s in chat.of("thread") if s.message for b in s.message.buttons]
     assert [(b.action, b.post_id) for b in buttons] == [(DEMO, post.id)]
     assert await runs_of(service).for_post(post.id) == []
@@ -134,8 +145,7 @@ async def test_button_policy_offers_a_button_and_runs_nothing(
 async def test_a_demo_click_on_a_question_without_that_demo_runs_nothing(
     basic: Quiz, service: QuizService, dispatcher: DemoDispatcher
 ) -> None:
-    post = await service.ask(CHANNEL, topic="fragmentation")
-    assert post is not None
+    post = await asked(service, CHANNEL, topic="fragmentation")
     interactions = basic.interactions
     forged = Click.parse(f"quiz:demo:{post.id}:view-keeps-storage", user("ann"), CHANNEL)
     assert forged is not None
@@ -150,11 +160,7 @@ async def test_a_demo_click_on_a_question_without_that_demo_runs_nothing(
 async def test_off_policy_runs_nothing(
     service: QuizService, chat: RecordingChat, dispatcher: DemoDispatcher
 ) -> None:
-    await set_policy(service, DemoPolicy.OFF)
-    post = await service.ask(CHANNEL, topic="fragmentation")
-    assert post is not None
-    await service.close(post.id)
-    await dispatcher.drain()
+    post = await closed_under(service, dispatcher, DemoPolicy.OFF)
     assert await runs_of(service).for_post(post.id) == []
     assert chat.of("image") == []
 
@@ -179,16 +185,8 @@ async def test_a_scheduled_question_follows_its_schedules_demo_policy(
     store = service.store
     schedules = SqlScheduleRepository(store.sessions, store.refs)  # type: ignore[attr-defined]
     await set_policy(service, channel_policy)
-    schedule = await schedules.add(
-        CHANNEL,
-        timezone="UTC",
-        local_time="09:30",
-        weekdays="mon-fri",
-        cron=None,
-        window_seconds=None,
-        demo_policy=schedule_policy,
-        created_by="ana",
-        created_at=clock.now(),
+    schedule = await schedule_at(
+        service.store, CHANNEL, "09:30", schedule_policy, clock.now(), weekdays="mon-fri", by="ana"
     )
 
     async def policy_of(schedule_id: int) -> DemoPolicy | None:

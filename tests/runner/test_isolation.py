@@ -3,12 +3,13 @@ dependency rule (gpu_runner and storage never import each other)."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.test_dependency_rule import imported_roots
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,17 +29,6 @@ def test_bot_side_imports_load_neither_torch_nor_matplotlib() -> None:
     assert out.strip() == "[]"
 
 
-def _roots(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    roots = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            roots.add(node.module.split(".")[0])
-    return roots
-
-
 @pytest.mark.parametrize(
     "path", sorted((ROOT / "bot" / "demos").glob("*.py")), ids=lambda p: p.name
 )
@@ -54,10 +44,10 @@ def test_demos_package_of_the_core_imports_only_the_core(path: Path) -> None:
         "types",
         "typing",
     }
-    assert _roots(path) <= allowed
+    assert imported_roots(path) <= allowed
 
 
 def test_runner_and_storage_never_import_each_other() -> None:
     for path in (ROOT / "gpu_runner").rglob("*.py"):
-        assert "storage" not in _roots(path), path
-    assert "gpu_runner" not in _roots(ROOT / "storage" / "demo_runs.py")
+        assert "storage" not in imported_roots(path), path
+    assert "gpu_runner" not in imported_roots(ROOT / "storage" / "demo_runs.py")

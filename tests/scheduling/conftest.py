@@ -16,7 +16,7 @@ import pytest
 from bot import basics, scheduling
 from bot.bank import QuestionBank
 from bot.clock import Clock, FakeClock
-from bot.domain import ChannelRef, Locale, MessageRef, Platform, PostKind
+from bot.domain import ChannelRef, DemoPolicy, Locale, MessageRef, Platform, PostKind, Schedule
 from bot.features import Feature, Parts, Quiz, Registry
 from bot.i18n import translator
 from bot.messages import ANSWER, Button
@@ -122,3 +122,30 @@ async def instance(
 
 def request(text: str, now: datetime, default_zone: str = "UTC") -> ScheduleRequest:
     return parse_schedule_request(shlex.split(text), translator(Locale.EN), default_zone, now)
+
+
+async def schedule_at(
+    store: Any,
+    channel: ChannelRef,
+    local_time: str,
+    policy: DemoPolicy,
+    now: datetime,
+    *,
+    timezone: str = "UTC",
+    weekdays: str | None = None,
+    by: str = "UROOT",
+) -> Schedule:
+    """A schedule stored as `quiz schedule set` stores one: at `local_time` in `timezone`,
+    every day or on `weekdays` ("mon-fri"), no cron, no window, by `by` at `now`."""
+    schedule: Schedule = await store.schedules.add(
+        channel,
+        timezone=timezone,
+        local_time=local_time,
+        weekdays=weekdays,
+        cron=None,
+        window_seconds=None,
+        demo_policy=policy,
+        created_by=by,
+        created_at=now,
+    )
+    return schedule

@@ -88,11 +88,7 @@ async def test_list_shows_each_schedule_with_its_window_and_next_times(
 
 
 async def test_off_turns_one_or_all_schedules_off(
-    commands: CommandSet,
-    service: QuizService,
-    store: SqlStore,
-    clock: FakeClock,
-    channel: ChannelRef,
+    commands: CommandSet, service: QuizService, store: SqlStore, channel: ChannelRef
 ) -> None:
     await run(commands, service, channel, "schedule set 09:30 UTC")
     await run(commands, service, channel, "schedule set 17:00 UTC")

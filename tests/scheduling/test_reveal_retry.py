@@ -25,6 +25,7 @@ from storage.engine import create_engine, upgrade
 from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
+from tests.quiz import asked
 from tests.scheduling.conftest import NamedChat, instance
 
 ALICE, BOB = user("alice"), user("bob")
@@ -50,8 +51,7 @@ def listener(basic: Quiz) -> Listener:
 
 
 async def ask_and_answer(service: QuizService, channel: ChannelRef) -> int:
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     question = service.bank.get(post.question_id)
     assert question is not None
     await service.record_answer(post.id, ALICE, question.answer)
@@ -255,11 +255,7 @@ async def test_practice_and_never_sent_posts_have_no_reveal_to_retry(
 
 
 async def test_claim_reveal_admits_one_caller_per_lease_and_respects_platforms(
-    service: QuizService,
-    store: SqlStore,
-    chat: RecordingChat,
-    clock: FakeClock,
-    channel: ChannelRef,
+    service: QuizService, store: SqlStore, clock: FakeClock, channel: ChannelRef
 ) -> None:
     post_id = await ask_and_answer(service, channel)
     assert await store.posts.close(post_id, clock.now()) is not None  # holds the lease now

@@ -11,7 +11,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from gpu_runner.sim import CachingAllocator, MiB, OutOfMemoryError
+from gpu_runner.sim import MiB
+from gpu_runner.sim.recording import RecordingDevice
 
 Figures = dict[str, Any]
 
@@ -45,14 +46,9 @@ class Device(Protocol):
     def is_oom(self, exc: BaseException) -> bool: ...
 
 
-class SimDevice:
-    """The simulator behind the `Device` protocol. Handles are ints, like for torch."""
-
-    def __init__(self, total_memory: int, conf: str = "") -> None:
-        self.total_memory = total_memory
-        self.alloc = CachingAllocator(total_memory, conf=conf)
-        self._live: dict[int, Any] = {}
-        self._next = 0
+class SimDevice(RecordingDevice):
+    """The simulator behind the `Device` protocol, recording no trace events. Handles are
+    ints, like for torch; the cap's fraction formats its ``allowed`` as asked (spec 1.9)."""
 
     def malloc(self, nbytes: int) -> int:
         self._next += 1
@@ -64,26 +60,6 @@ class SimDevice:
 
     def empty_cache(self) -> None:
         self.alloc.empty_cache()
-
-    def cap(self, nbytes: int) -> None:
-        self.alloc.set_per_process_memory_fraction(cap_fraction(nbytes, self.total_memory))
-
-    def stats(self) -> dict[str, int]:
-        return self.alloc.memory_stats()
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        return [dict(seg) for seg in self.alloc.memory_snapshot()]
-
-    def mem_free(self) -> int:
-        return self.alloc.mem_get_info()[0]
-
-    def is_oom(self, exc: BaseException) -> bool:
-        return isinstance(exc, OutOfMemoryError)
-
-
-def cap_fraction(nbytes: int, total: int) -> float:
-    """The fraction whose ``allowed`` formats as `nbytes` (spec 1.9)."""
-    return (nbytes + 4096) / total
 
 
 _KEYS = (

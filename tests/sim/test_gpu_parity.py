@@ -8,18 +8,14 @@ GPU's total memory. Only rule-determined figures are compared (spec 5).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpu_runner.sim import replay_file
+from tests.child import alloc_conf_env, child_json
 from tests.sim.scenarios import SCENARIOS, SimDevice
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _require_cuda() -> None:
@@ -30,18 +26,10 @@ def _require_cuda() -> None:
 
 def _run_on_cuda(name: str, dump: Path | None = None) -> dict[str, Any]:
     _func, conf = SCENARIOS[name]
-    env = {k: v for k, v in os.environ.items() if not k.endswith("ALLOC_CONF")}
-    if conf:
-        env["PYTORCH_CUDA_ALLOC_CONF"] = conf
-    env["PYTHONPATH"] = str(ROOT)
-    argv = [sys.executable, "-m", "tests.sim.torch_scenarios", name]
+    argv = ["-m", "tests.sim.torch_scenarios", name]
     if dump is not None:
         argv.append(str(dump))
-    proc = subprocess.run(
-        argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=50, check=False
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    payload: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    payload: dict[str, Any] = child_json(argv, timeout=50, env=alloc_conf_env(conf))
     return payload
 
 

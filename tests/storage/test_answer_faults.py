@@ -32,7 +32,7 @@ from storage.refs import RefResolver
 from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
-from tests.quiz import quiz_of
+from tests.quiz import asked, quiz_of
 
 
 class Observer:
@@ -59,8 +59,7 @@ async def replica(db_url: str, clock: FakeClock) -> AsyncIterator[SqlStore]:
 async def open_posts(service: QuizService, n: int) -> list[Post]:
     posts = []
     for i in range(n):
-        post = await service.ask(ChannelRef(Platform.SLACK, "T1", f"C{i}"))
-        assert post is not None
+        post = await asked(service, ChannelRef(Platform.SLACK, "T1", f"C{i}"))
         posts.append(post)
     return posts
 
@@ -96,8 +95,7 @@ async def test_replicas_clicking_posts_in_opposite_orders_never_deadlock(
 async def test_a_rolled_back_transaction_leaves_no_member_id_in_the_cache(
     service: QuizService, channel: ChannelRef, clock: FakeClock
 ) -> None:
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     store = service.store
     assert isinstance(store, SqlStore)
     ghost = user("ghost")
@@ -116,8 +114,7 @@ async def test_a_rolled_back_transaction_leaves_no_member_id_in_the_cache(
 async def test_post_ids_beyond_the_database_range_fail_alone(
     service: QuizService, channel: ChannelRef, clock: FakeClock
 ) -> None:
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     repo = service.store.answers
     good = [repo.record(post.id, user(f"u{i}"), 0, clock.now(), channel) for i in range(40)]
     bad = [repo.record(2**63 + i, user(f"x{i}"), 0, clock.now(), channel) for i in range(3)]
@@ -244,8 +241,7 @@ async def test_a_database_that_does_not_answer_fails_the_clicks_within_the_budge
 async def test_shutdown_resolves_every_queued_click(
     service: QuizService, channel: ChannelRef, clock: FakeClock
 ) -> None:
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     repo = service.store.answers
     assert isinstance(repo, SqlAnswerRepository)
     pending = [
@@ -268,8 +264,7 @@ async def test_shutdown_resolves_every_queued_click(
 async def test_a_click_on_another_channels_post_is_refused_and_stores_nothing(
     service: QuizService, channel: ChannelRef, clock: FakeClock
 ) -> None:
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     elsewhere = ChannelRef(Platform.SLACK, "T1", "C-OTHER")
     other_team = ChannelRef(Platform.SLACK, "T2", channel.channel)
     for where in (elsewhere, other_team):

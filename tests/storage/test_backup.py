@@ -19,7 +19,7 @@ from storage.backup import backup, restore
 from storage.store import SqlStore
 from tests.fakes import RecordingChat
 from tests.polling import eventually
-from tests.quiz import quiz_of
+from tests.quiz import asked, quiz_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,8 +36,7 @@ async def test_backup_taken_while_answers_are_written_keeps_every_acknowledged_a
             quiz_of(store, chats, bank, clock, features=[], seed=1)
         )
         service = quiz.service
-        post = await service.ask(ChannelRef(Platform.SLACK, "T", "C"))
-        assert post is not None
+        post = await asked(service, ChannelRef(Platform.SLACK, "T", "C"))
         acknowledged: list[str] = []
         stop = asyncio.Event()
 

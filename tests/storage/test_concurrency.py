@@ -17,7 +17,7 @@ from bot.quiz import QuizService
 from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
-from tests.quiz import quiz_of
+from tests.quiz import asked, quiz_of
 
 
 @pytest.fixture
@@ -44,8 +44,7 @@ async def replica(
 async def test_fifty_concurrent_clicks_by_one_user_count_once(
     service: QuizService, channel: ChannelRef
 ) -> None:
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     alice = user("alice")
     replies = await asyncio.gather(
         *(service.record_answer(post.id, alice, i % 4) for i in range(50))
@@ -63,8 +62,7 @@ async def test_concurrent_clicks_through_two_processes_count_once(
     channel: ChannelRef,
 ) -> None:
     other = await replica(RecordingChat())
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
     alice = user("alice")
     replies = await asyncio.gather(
         *(s.record_answer(post.id, alice, i % 4) for i in range(40) for s in (service, other))
@@ -83,8 +81,7 @@ async def test_two_concurrent_closers_reveal_exactly_once(
     other_chat = RecordingChat()
     other = await replica(other_chat)
     for _ in range(5):
-        post = await service.ask(channel)
-        assert post is not None
+        post = await asked(service, channel)
         await service.record_answer(post.id, user("bob"), 0)
         results = await asyncio.gather(
             service.close(post.id),
@@ -104,8 +101,7 @@ async def test_answers_racing_a_close_are_either_revealed_or_told_closed(
     channel: ChannelRef,
 ) -> None:
     closer = await replica(RecordingChat())
-    post = await service.ask(channel)
-    assert post is not None
+    post = await asked(service, channel)
 
     async def click(i: int) -> AnswerStatus:
         return (await service.record_answer(post.id, user(f"u{i}"), i % 4)).outcome.status

@@ -19,6 +19,7 @@ from storage.members import TOMBSTONE
 from storage.models import AnswerRow, ErasureRow, MemberRow
 from storage.store import SqlStore
 from tests.conftest import user
+from tests.quiz import asked
 
 ANN = user("ann")
 
@@ -43,8 +44,7 @@ async def answers_of(store: SqlStore, mid: int) -> int:
 
 
 async def open_post(service: QuizService, channel: ChannelRef) -> int:
-    post = await service.ask(channel, kind=PostKind.SCHEDULED)
-    assert post is not None
+    post = await asked(service, channel, kind=PostKind.SCHEDULED)
     return post.id
 
 

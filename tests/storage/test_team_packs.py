@@ -165,19 +165,10 @@ async def test_flags_count_once_per_member_and_post_and_rank_most_reported_first
 async def test_the_migration_renames_the_consoles_workspace_and_keeps_its_boards(
     db_url: str,
 ) -> None:
-    from alembic import command
     from sqlalchemy import text
-    from sqlalchemy.engine import Connection
 
-    from storage.engine import alembic_config, create_engine
-
-    def migrate(conn: Connection, to: str) -> None:
-        cfg = alembic_config()
-        cfg.attributes["connection"] = conn
-        if to == "head":
-            command.upgrade(cfg, to)
-        else:
-            command.downgrade(cfg, to)
+    from storage.engine import create_engine
+    from tests.databases import migrate
 
     engine = create_engine(db_url)
     try:

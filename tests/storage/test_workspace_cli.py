@@ -5,32 +5,18 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from slack_sdk.oauth.installation_store import Installation
 
-from bot.cli import main
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, DemoPolicy, Platform, PostKind, UserRef
 from storage.store import SqlStore
+from tests.conftest import Cli
 from tests.fakes import RecordingChat
 from tests.quiz import quiz_of
+from tests.scheduling.conftest import schedule_at
 
 
-@pytest.fixture
-def run(db_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> object:
-    monkeypatch.delenv("QUIZBOT_ADMINS", raising=False)
-    monkeypatch.setenv("QUIZBOT_DATABASE_URL", db_url)
-
-    def cli(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return cli
-
-
-def test_workspace_forget_erases_one_workspace(run: object, db_url: str, bank: object) -> None:
-    cli = run  # type: ignore[assignment]
+def test_workspace_forget_erases_one_workspace(cli: Cli, db_url: str, bank: object) -> None:
     one, two = ChannelRef(Platform.SLACK, "T1", "C1"), ChannelRef(Platform.SLACK, "T2", "C2")
     ann, bob = UserRef(Platform.SLACK, "T1", "UANN"), UserRef(Platform.SLACK, "T1", "UBOB")
     carl = UserRef(Platform.SLACK, "T2", "UCARL")
@@ -47,17 +33,7 @@ def test_workspace_forget_erases_one_workspace(run: object, db_url: str, bank: o
                 await service.record_answer(p1.id, bob, 1)
                 await service.record_answer(p2.id, carl, 1)
             for channel in (one, two):
-                await store.schedules.add(
-                    channel,
-                    timezone="UTC",
-                    local_time="09:00",
-                    weekdays=None,
-                    cron=None,
-                    window_seconds=None,
-                    demo_policy=DemoPolicy.AUTO,
-                    created_by="UROOT",
-                    created_at=store.clock.now(),
-                )
+                await schedule_at(store, channel, "09:00", DemoPolicy.AUTO, store.clock.now())
             for team in ("T1", "T2"):
                 await store.slack_installs.async_save(
                     Installation(team_id=team, bot_token=f"xoxb-{team}", user_id="UI")

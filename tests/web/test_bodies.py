@@ -68,6 +68,16 @@ async def dribble(port: int, head: bytes, seconds: float) -> tuple[bytes, float]
     return answer, time.monotonic() - started
 
 
+async def exchange(port: int, raw: bytes, timeout: float = 5.0) -> bytes:
+    """Send `raw` on a new connection; what the server answers first (within `timeout`)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(raw)
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(4096), timeout)
+    writer.close()
+    return answer
+
+
 async def test_bodies_cut_short_are_counted_and_logged_once_without_a_traceback(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -103,11 +113,7 @@ async def test_a_dribbling_body_is_closed_at_the_read_deadline(
 async def test_a_whole_body_still_reaches_the_route() -> None:
     server, metrics = serving(deadline=5.0)
     async with server:
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(HEAD + b"x" * 1000)
-        await writer.drain()
-        answer = await asyncio.wait_for(reader.read(4096), 5.0)
-        writer.close()
+        answer = await exchange(server.port, HEAD + b"x" * 1000)
     assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"1000"), answer
     assert metrics.http_aborted_bodies.value(reason="deadline") == 0
 
@@ -117,14 +123,11 @@ async def test_a_body_that_cannot_be_decoded_is_400_without_a_traceback(
 ) -> None:
     server, metrics = serving(deadline=5.0)
     async with server:
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(
+        answer = await exchange(
+            server.port,
             b"POST /slack/events HTTP/1.1\r\nHost: quizbot\r\nContent-Encoding: gzip\r\n"
-            b"Content-Length: 10\r\n\r\nnot-gzip!!"
+            b"Content-Length: 10\r\n\r\nnot-gzip!!",
         )
-        await writer.drain()
-        answer = await asyncio.wait_for(reader.read(4096), 5.0)
-        writer.close()
     assert answer.startswith(b"HTTP/1.1 400"), answer
     assert metrics.http_aborted_bodies.value(reason="malformed") == 1
     assert not any(r.exc_info for r in caplog.records)
@@ -136,14 +139,11 @@ async def test_requests_the_parser_refuses_are_one_throttled_line(
     server, _ = serving(deadline=5.0)
     async with server:
         for _ in range(3):
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-            writer.write(
+            answer = await exchange(
+                server.port,
                 b"POST /slack/events HTTP/1.1\r\nHost: quizbot\r\n"
-                b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
             )
-            await writer.drain()
-            answer = await asyncio.wait_for(reader.read(4096), 5.0)
-            writer.close()
             assert b" 400 " in answer.split(b"\r\n")[0], answer
     logged = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(logged) == 1 and "chunk size" in logged[0].getMessage(), logged
@@ -160,11 +160,7 @@ async def test_a_routes_own_exception_keeps_its_traceback(
 
     server.app.router.add_get("/broken", broken)
     async with server:
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(b"GET /broken HTTP/1.1\r\nHost: quizbot\r\n\r\n")
-        await writer.drain()
-        answer = await asyncio.wait_for(reader.read(4096), 5.0)
-        writer.close()
+        answer = await exchange(server.port, b"GET /broken HTTP/1.1\r\nHost: quizbot\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 500"), answer
     assert any(r.exc_info and "a bug in a route" in str(r.exc_info[1]) for r in caplog.records)
 
@@ -218,11 +214,7 @@ async def test_a_streamed_upload_over_the_in_memory_limit_reaches_its_route_whol
     data = bytes(range(256)) * (12 * 1024)  # 3 MiB: over aiohttp's 1 MiB in-memory limit
     body = multipart(data)
     async with server:
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(multipart_head("/upload", len(body)) + body)
-        await writer.drain()
-        answer = await asyncio.wait_for(reader.read(4096), 10.0)
-        writer.close()
+        answer = await exchange(server.port, multipart_head("/upload", len(body)) + body, 10.0)
     assert answer.startswith(b"HTTP/1.1 200"), answer
     assert sizes == [len(data)]
     assert metrics.http_aborted_bodies.value(reason="deadline") == 0

@@ -26,8 +26,8 @@ from bot.features import FeatureFactory, Quiz
 from bot.ports import Chat
 from storage.store import SqlStore
 from tests.adapters.discord.fake_discord import FakeDiscord
-from tests.adapters.discord.helpers import endpoint_served
 from tests.adapters.features import TEAM_FEATURES
+from tests.adapters.served import endpoint_served
 from tests.quiz import quiz_of, service_of
 
 # Every test here talks to a real client over sockets: bound each one (a module's own
@@ -80,13 +80,6 @@ def quiz_with(
         return quiz_of(store, chats, bank, clock, features=features or (basics.feature,), **parts)
 
     return make
-
-
-@pytest.fixture
-async def discord_quiz(quiz_with: QuizWith) -> AsyncIterator[Quiz]:
-    """The quiz with the basic commands (ask, close, leaderboard, stats, lang, help)."""
-    async with quiz_with() as quiz:
-        yield quiz
 
 
 @pytest.fixture

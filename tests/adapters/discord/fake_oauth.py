@@ -12,9 +12,11 @@ import hashlib
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 
 from aiohttp import web
+
+from tests.adapters import fake_authorize
 
 CLIENT_ID = "555555555555555555"
 CLIENT_SECRET = "fake-discord-client-secret"
@@ -39,16 +41,13 @@ class DiscordOAuth:
     authorized: list[dict[str, str]] = field(default_factory=list)
 
     async def authorize(self, request: web.Request) -> web.Response:
-        query = dict(request.query)
-        self.authorized.append(query)
-        redirect = query.get("redirect_uri", "")
-        if query.get("client_id") != self.client_id or not redirect:
-            return web.Response(status=400, text="invalid client_id or redirect_uri")
+        return fake_authorize.authorize(request, self.client_id, self.authorized, self._grant)
+
+    def _grant(self, query: dict[str, str], redirect: str) -> dict[str, str]:
         code = secrets.token_hex(8)
         scopes = query.get("scope", "")
         self.grants[code] = (self.member, redirect, query.get("code_challenge", ""), scopes)
-        answer = {"code": code, "state": query.get("state", "")}
-        return web.Response(status=302, headers={"Location": f"{redirect}?{urlencode(answer)}"})
+        return {"code": code}
 
     def token(self, raw: bytes, authorization: str) -> tuple[int, Any]:
         expected = base64.b64encode(f"{self.client_id}:{self.client_secret}".encode()).decode()

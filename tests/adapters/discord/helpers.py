@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
 from typing import Any
 
-from aiohttp import web
-
-from adapters.discord.adapter import DiscordAdapter
 from adapters.discord.payloads import MANAGE_GUILD
-from bot.domain import ChannelRef, Platform
+from bot.domain import ChannelRef, Platform, Question
+from bot.quiz import QuizService
 from tests.adapters.discord.fake_discord import (
     EPHEMERAL,
     MEMBER_PERMISSIONS,
@@ -39,6 +35,16 @@ async def ask(fake: FakeDiscord, topic: str | None = None, **kw: Any) -> tuple[J
     await fake.until(lambda: fake.settled(inter))
     posted = next(m for m in question_messages(fake) if m["embeds"] == calls[before].json["embeds"])
     return posted, post_id(posted)
+
+
+async def ask_for(fake: FakeDiscord, service: QuizService) -> tuple[Json, int, Question]:
+    """``/quiz ask`` -> (the posted question message, its post id, the question asked)."""
+    message, post_id = await ask(fake)
+    post = await service.store.posts.get(post_id)
+    assert post is not None
+    question = service.bank.get(post.question_id)
+    assert question is not None
+    return message, post_id, question
 
 
 def custom_ids(message: Json) -> list[str]:
@@ -100,25 +106,3 @@ def text_of(said_entry: Json) -> str:
     for e in said_entry.get("embeds") or []:
         parts += [e.get("title", ""), e.get("description", ""), e.get("footer", {}).get("text", "")]
     return "\n".join(p for p in parts if p)
-
-
-Route = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@asynccontextmanager
-async def endpoint_served(
-    adapter: DiscordAdapter, *, routes: Mapping[str, Route] | None = None, backlog: int = 128
-) -> AsyncIterator[int]:
-    """The adapter's HTTP endpoint (and `routes`, POST) on 127.0.0.1: its port."""
-    app = web.Application()
-    adapter.mount(app)
-    for path, handler in (routes or {}).items():
-        app.router.add_post(path, handler)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=backlog)
-    await site.start()
-    try:
-        yield int(runner.addresses[0][1])
-    finally:
-        await runner.cleanup()

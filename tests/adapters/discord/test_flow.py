@@ -22,6 +22,7 @@ from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import (
     ADMIN,
     ask,
+    ask_for,
     channel_of,
     custom_ids,
     said,
@@ -67,10 +68,7 @@ async def test_answer_is_recorded_then_answered_inline_in_the_users_language(
     fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter() as adapter:
-        message, post_id = await ask(fake)
-        post = await store.posts.get(post_id)  # type: ignore[attr-defined]
-        question = adapter.service.bank.get(post.question_id)
-        assert question is not None
+        message, post_id, question = await ask_for(fake, adapter.service)
         right = f"quiz:answer:{post_id}:{question.answer}"
         click = await fake.click(message["id"], right, user_id="7001", locale="el")
         (reply,) = await said(fake, click)

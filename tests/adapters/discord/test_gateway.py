@@ -54,12 +54,12 @@ def test_a_missing_hook_point_is_a_config_error_naming_the_version_and_the_fix()
 
 
 async def test_the_adapter_checks_the_hook_before_it_calls_discord(
-    fake: FakeDiscord, discord_quiz: Quiz, run_adapter: Runner
+    fake: FakeDiscord, basic_quiz: Quiz, run_adapter: Runner
 ) -> None:
     from adapters.discord.adapter import DiscordAdapter
 
     adapter = DiscordAdapter(
-        discord_quiz,
+        basic_quiz,
         token="t",
         api_base=fake.api_base,
         gateway_url=fake.gateway_url,

@@ -103,10 +103,10 @@ async def test_a_signed_body_that_is_not_json_is_a_400(
         assert status == 400
 
 
-async def test_a_public_key_that_is_not_one_is_a_config_error(discord_quiz: Quiz) -> None:
+async def test_a_public_key_that_is_not_one_is_a_config_error(basic_quiz: Quiz) -> None:
     for key in ("", "abc", "zz" * 32, "00" * 31):
         with pytest.raises(ConfigError, match="DISCORD_PUBLIC_KEY must be"):
-            DiscordAdapter(discord_quiz, token="t", public_key=key)
+            DiscordAdapter(basic_quiz, token="t", public_key=key)
 
 
 async def test_a_redelivered_command_runs_once(

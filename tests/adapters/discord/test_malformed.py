@@ -13,6 +13,7 @@ from storage.store import SqlStore
 from tests.adapters.discord.conftest import Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import ask, custom_ids, said, text_of
+from tests.quiz import asked
 
 Json = dict[str, Any]
 
@@ -95,8 +96,7 @@ async def test_a_click_on_a_post_of_another_channel_is_refused(
 ) -> None:
     elsewhere = ChannelRef(Platform.DISCORD, fake.guild_id, "899999999999999999")
     async with run_adapter() as adapter:
-        post = await adapter.service.ask(elsewhere)
-        assert post is not None
+        post = await asked(adapter.service, elsewhere)
         # The button of that post, clicked in this channel (a forged or copied id).
         message, _ = await ask(fake)
         click = await fake.click(message["id"], f"quiz:answer:{post.id}:0", user_id="7204")

@@ -53,15 +53,15 @@ def test_shard_ids_accept_lists_and_ranges() -> None:
         parse_shard_ids("a-b")
 
 
-async def test_shard_ids_must_fit_the_shard_count(discord_quiz: Quiz) -> None:
+async def test_shard_ids_must_fit_the_shard_count(basic_quiz: Quiz) -> None:
     with pytest.raises(ConfigError, match=r"0\.\.1"):
-        DiscordAdapter(discord_quiz, token="t", shard_count=2, shard_ids=[2])
+        DiscordAdapter(basic_quiz, token="t", shard_count=2, shard_ids=[2])
     with pytest.raises(ConfigError, match="SHARD_COUNT"):
-        DiscordAdapter(discord_quiz, token="t", shard_ids=[0])
+        DiscordAdapter(basic_quiz, token="t", shard_ids=[0])
 
 
 async def test_from_settings_reads_the_discord_variables(
-    discord_quiz: Quiz, monkeypatch: pytest.MonkeyPatch
+    basic_quiz: Quiz, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("DISCORD_TOKEN", raising=False)
     settings = Settings(
@@ -70,12 +70,12 @@ async def test_from_settings_reads_the_discord_variables(
         DISCORD_GATEWAY_URL="ws://proxy:8081/",
         QUIZBOT_ADMINS="111,222",
     )
-    adapter = DiscordAdapter.from_settings(settings, discord_quiz)
+    adapter = DiscordAdapter.from_settings(settings, basic_quiz)
     assert adapter.path.admin_ids == {"111", "222"}
     assert adapter.dev_guild is None and not adapter.http_mode
     assert adapter.rest.api_base == "http://proxy:8080/api/v10"
     with pytest.raises(ConfigError, match="DISCORD_TOKEN"):
-        DiscordAdapter.from_settings(Settings(), discord_quiz)
+        DiscordAdapter.from_settings(Settings(), basic_quiz)
 
 
 async def test_a_rejected_token_is_a_config_error_naming_the_fix(

@@ -15,7 +15,15 @@ from storage.store import SqlStore
 from tests.adapters.discord.conftest import QuizWith, Runner
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.fake_payloads import Json
-from tests.adapters.discord.helpers import ADMIN, ask, channel_of, custom_ids, said, text_of
+from tests.adapters.discord.helpers import (
+    ADMIN,
+    ask,
+    ask_for,
+    channel_of,
+    custom_ids,
+    said,
+    text_of,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 2048
 
@@ -35,10 +43,7 @@ async def test_reveal_goes_in_a_thread_started_from_the_question(
     fake: FakeDiscord, run_adapter: Runner, store: SqlStore
 ) -> None:
     async with run_adapter() as adapter:
-        message, post_id = await ask(fake)
-        post = await store.posts.get(post_id)  # type: ignore[attr-defined]
-        question = adapter.service.bank.get(post.question_id)
-        assert question is not None
+        message, post_id, question = await ask_for(fake, adapter.service)
         right = f"quiz:answer:{post_id}:{question.answer}"
         await said(fake, await fake.click(message["id"], right, user_id="8001"))
         inter = await fake.command("close", permissions=ADMIN)

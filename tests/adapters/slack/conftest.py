@@ -13,7 +13,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from adapters.slack.app import SlackAdapter
 from adapters.slack.chat import SlackChat
@@ -26,6 +25,7 @@ from bot.domain import ChannelRef, Platform, Post
 from bot.features import FeatureFactory, Quiz
 from bot.quiz import QuizService
 from storage.store import SqlStore
+from tests.adapters.served import endpoint_served
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 from tests.quiz import quiz_of
@@ -77,13 +77,6 @@ def quiz_with(
         )
 
     return make
-
-
-@pytest.fixture
-async def slack_quiz(quiz_with: QuizWith) -> AsyncIterator[Quiz]:
-    """The quiz with the basic commands (ask, close, leaderboard, stats, lang, help)."""
-    async with quiz_with() as quiz:
-        yield quiz
 
 
 @pytest.fixture
@@ -212,25 +205,16 @@ def slack_with(fake_slack: FakeSlack, slack_chat: SlackChat, quiz_with: QuizWith
         async with (
             quiz_with(*features, **parts) as quiz,
             SlackAdapter(quiz, slack_chat, config) as adapter,
-        ):
-            app = web.Application()
-            adapter.mount(app)
-            runner = web.AppRunner(app, handle_signals=False, access_log=None)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            async with aiohttp.ClientSession(
+            endpoint_served(adapter) as port,
+            aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0),
                 timeout=aiohttp.ClientTimeout(total=10),
-            ) as session:
-                try:
-                    yield SlackHttp(
-                        fake_slack, adapter, quiz, f"http://127.0.0.1:{port}/slack/events", session
-                    )
-                    await adapter.idle()
-                finally:
-                    await runner.cleanup()
+            ) as session,
+        ):
+            yield SlackHttp(
+                fake_slack, adapter, quiz, f"http://127.0.0.1:{port}/slack/events", session
+            )
+            await adapter.idle()
 
     return run
 

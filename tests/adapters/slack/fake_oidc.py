@@ -10,9 +10,10 @@ import hashlib
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
 
 from aiohttp import web
+
+from tests.adapters import fake_authorize
 
 CLIENT_ID = "1111.2222"
 CLIENT_SECRET = "fake-slack-client-secret"
@@ -40,19 +41,15 @@ class SlackOidc:
     authorized: list[dict[str, str]] = field(default_factory=list)  # authorize queries
 
     async def authorize(self, request: web.Request) -> web.Response:
-        query = dict(request.query)
-        self.authorized.append(query)
-        redirect = query.get("redirect_uri", "")
-        if query.get("client_id") != self.client_id or not redirect:
-            return web.Response(status=400, text="invalid client_id or redirect_uri")
+        return fake_authorize.authorize(request, self.client_id, self.authorized, self._grant)
+
+    def _grant(self, query: dict[str, str], redirect: str) -> dict[str, str]:
         if self.member is None:
-            answer = {"error": "access_denied", "state": query.get("state", "")}
-        else:
-            code = secrets.token_hex(8)
-            user, team, name = self.member
-            self.grants[code] = Grant(user, team, name, redirect, query.get("code_challenge", ""))
-            answer = {"code": code, "state": query.get("state", "")}
-        return web.Response(status=302, headers={"Location": f"{redirect}?{urlencode(answer)}"})
+            return {"error": "access_denied"}
+        code = secrets.token_hex(8)
+        user, team, name = self.member
+        self.grants[code] = Grant(user, team, name, redirect, query.get("code_challenge", ""))
+        return {"code": code}
 
     def token(self, args: dict[str, Any]) -> dict[str, Any]:
         if (

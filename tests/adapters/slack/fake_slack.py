@@ -212,6 +212,10 @@ class FakeSlack(Lifecycle):
                 }
             ],
         }
+        return self._event_callback(event)
+
+    def _event_callback(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The Events API body Slack posts for `event`."""
         return {
             "token": "legacy",
             "team_id": self.team,
@@ -317,15 +321,7 @@ class FakeSlack(Lifecycle):
         if user in self.homes:
             view, current = self.homes[user]
             event["view"] = {**view, "id": f"V{user}", "hash": view_hash or current}
-        return {
-            "token": "legacy",
-            "team_id": self.team,
-            "api_app_id": "A0FAKE",
-            "event": event,
-            "type": "event_callback",
-            "event_id": f"Ev{uuid.uuid4().hex[:12].upper()}",
-            "event_time": 1700000000,
-        }
+        return self._event_callback(event)
 
     def touch_home(self, user: str) -> None:
         """Someone else published `user`'s home meanwhile: the hash the bot holds is stale."""

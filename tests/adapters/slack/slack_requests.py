@@ -111,6 +111,17 @@ def signed_headers(
     return headers
 
 
+def raw_interaction(path: str, port: int, payload: dict[str, Any]) -> bytes:
+    """The whole signed HTTP request of an interaction, as bytes to write on a socket."""
+    body = interaction_body(payload).encode()
+    headers = "".join(f"{k}: {v}\r\n" for k, v in signed_headers(body.decode()).items())
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}"
+        f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+
 def view_submission(
     callback_id: str,
     values: dict[str, str],

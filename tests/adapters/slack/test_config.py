@@ -63,8 +63,13 @@ def test_a_signing_secret_alone_selects_http_mode(monkeypatch: pytest.MonkeyPatc
 def test_mistakes_name_the_variable(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], message: str
 ) -> None:
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
+    refused(monkeypatch, env, message)
+
+
+def refused(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], message: str) -> None:
+    """With `env` set, the Slack configuration is refused with `message`."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError, match=message):
         SlackConfig.from_settings(load_settings())
 
@@ -96,7 +101,4 @@ def test_client_credentials_without_a_bot_token_select_the_multi_workspace_mode(
 def test_the_multi_workspace_mode_names_what_is_missing(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], message: str
 ) -> None:
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    with pytest.raises(ConfigError, match=message):
-        SlackConfig.from_settings(load_settings())
+    refused(monkeypatch, env, message)

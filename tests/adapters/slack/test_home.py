@@ -22,6 +22,7 @@ from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.conftest import QuizWith, SlackHttp, SlackWith, make_config
 from tests.adapters.slack.fake_slack import Call, FakeSlack
 from tests.boards.conftest import play
+from tests.quiz import asked
 
 ALICE = UserRef(Platform.SLACK, rq.TEAM, "U0ALICE", "alice")
 BOB = UserRef(Platform.SLACK, rq.TEAM, "U0BOB", "bob")
@@ -115,8 +116,7 @@ async def test_an_answer_refreshes_the_home_once_per_interval(
     await open_home(http, "U0ALICE")
     assert publishes(http, "U0ALICE") == 1
     for _ in range(2):  # two answers within the interval: one refresh
-        post = await http.service.ask(CHANNEL, kind=PostKind.SCHEDULED)
-        assert post is not None
+        post = await asked(http.service, CHANNEL, kind=PostKind.SCHEDULED)
         status, _ = await http.click(post.id, 0, user="U0ALICE")
         assert status == 200
         await settle(http)
@@ -125,8 +125,7 @@ async def test_an_answer_refreshes_the_home_once_per_interval(
     await settle(http)
     assert publishes(http, "U0ALICE") == 2
     clock.advance(homes(http).interval)
-    post = await http.service.ask(CHANNEL, kind=PostKind.SCHEDULED)
-    assert post is not None
+    post = await asked(http.service, CHANNEL, kind=PostKind.SCHEDULED)
     await http.click(post.id, 1, user="U0ALICE")
     await settle(http)
     assert publishes(http, "U0ALICE") == 3

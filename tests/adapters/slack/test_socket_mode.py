@@ -21,12 +21,12 @@ from tests.adapters.slack.fake_slack import APP_TOKEN, FakeSlack
 async def test_command_and_click_over_socket_mode_with_a_redelivered_envelope(
     fake_slack: FakeSlack,
     slack_chat: SlackChat,
-    slack_quiz: Quiz,
+    basic_quiz: Quiz,
     slack_channel: ChannelRef,
 ) -> None:
     config = make_config(fake_slack, socket=True)
-    slack_service = slack_quiz.service
-    async with SlackAdapter(slack_quiz, slack_chat, config) as adapter:
+    slack_service = basic_quiz.service
+    async with SlackAdapter(basic_quiz, slack_chat, config) as adapter:
         await fake_slack.wait_connected()
         (opened,) = fake_slack.calls_to("apps.connections.open")
         assert opened.token == APP_TOKEN
@@ -67,22 +67,22 @@ async def test_command_and_click_over_socket_mode_with_a_redelivered_envelope(
 
 @pytest.mark.timeout(30)
 async def test_a_refused_app_token_stops_the_start_with_a_message_naming_it(
-    fake_slack: FakeSlack, slack_chat: SlackChat, slack_quiz: Quiz
+    fake_slack: FakeSlack, slack_chat: SlackChat, basic_quiz: Quiz
 ) -> None:
     fake_slack.app_token = "xapp-some-other-token"
     config = make_config(fake_slack, socket=True)
     with pytest.raises(ConfigError, match=r"SLACK_APP_TOKEN.*invalid_auth"):
-        async with SlackAdapter(slack_quiz, slack_chat, config):
+        async with SlackAdapter(basic_quiz, slack_chat, config):
             pass
 
 
 @pytest.mark.timeout(30)
 async def test_a_refused_bot_token_stops_the_start_with_a_message_naming_it(
-    fake_slack: FakeSlack, slack_quiz: Quiz
+    fake_slack: FakeSlack, basic_quiz: Quiz
 ) -> None:
     async with SlackChat("xoxb-revoked", base_url=fake_slack.api_url) as chat:
         config = make_config(fake_slack, socket=True)
         with pytest.raises(ConfigError, match=r"SLACK_BOT_TOKEN.*invalid_auth"):
-            async with SlackAdapter(slack_quiz, chat, config):
+            async with SlackAdapter(basic_quiz, chat, config):
                 pass
     assert fake_slack.calls_to("apps.connections.open", ok_only=False) == []

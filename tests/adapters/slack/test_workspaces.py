@@ -17,7 +17,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 import pytest
-from aiohttp import web
 from slack_sdk.oauth.installation_store import Installation
 
 from adapters.slack.app import SlackAdapter
@@ -32,6 +31,7 @@ from bot.features import FeatureFactory, Quiz
 from bot.messages import Message
 from bot.scheduling.scheduler import Scheduler
 from storage.store import SqlStore
+from tests.adapters.served import endpoint_served
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.conftest import SETTINGS
 from tests.adapters.slack.fake_slack import FakeSlack
@@ -177,20 +177,11 @@ async def multi_slack(
         SlackAdapter(
             quiz, chat, config, installs=store.slack_installs, states=store.slack_states
         ) as adapter,
+        endpoint_served(adapter) as port,
+        aiohttp.ClientSession() as session,
     ):
-        app = web.Application()
-        adapter.mount(app)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        async with aiohttp.ClientSession() as session:
-            try:
-                yield Multi(fake, adapter, store, f"http://127.0.0.1:{port}", session, quiz)
-                await adapter.idle()
-            finally:
-                await runner.cleanup()
+        yield Multi(fake, adapter, store, f"http://127.0.0.1:{port}", session, quiz)
+        await adapter.idle()
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from bot.domain import PostKind
 from bot.team import Origin, Workspace, team_question
 from tests.dashboard.browser.conftest import CONSOLE_WS, GUILD, SHOOT, SHOTS, SLACK_WS, Served
 from tests.dashboard.harness import member
+from tests.quiz import asked
 
 WORDS = {
     "en": {"overview": "Team overview", "approve": "Approve #{n}",
@@ -46,8 +47,7 @@ def seed(served: Served, lang: str) -> int:
         service = site.quiz.service
         people = [member(SLACK_WS, f"{lang}{i}") for i in range(6)]
         for round_ in range(3):
-            post = await service.ask(SLACK_WS, kind=PostKind.SCHEDULED)
-            assert post is not None
+            post = await asked(service, SLACK_WS, kind=PostKind.SCHEDULED)
             q = service.bank.get(post.question_id)
             assert q is not None
             for i, who in enumerate(people):

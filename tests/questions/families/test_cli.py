@@ -9,18 +9,12 @@ import pytest
 import yaml
 
 from bot.bank import question_from_dict, question_to_dict
-from bot.cli import build_parser
 from bot.domain import Locale
 from questions import load_bank, validate_bank
 from questions.families import default_families, generate
+from tests.questions.test_cli import run
 
 FAMILIES = default_families()
-
-
-def run(argv: list[str]) -> int:
-    args = build_parser().parse_args(["questions", *argv])
-    code: int = args.func(args)
-    return code
 
 
 def test_families_json_lists_ids_topics_difficulty_ranges_and_descriptions(
