@@ -161,3 +161,25 @@ async def _rows(store: SqlStore) -> dict[tuple[int, str, object], tuple[int, int
             (r.team_id, r.board, r.starts): (r.active, r.top3, r.points)
             for r in (await s.execute(select(TeamScoreRow))).scalars()
         }
+
+
+async def test_a_team_of_many_members_is_summed_the_same(
+    league: Quiz, store: SqlStore, clock: FakeClock
+) -> None:
+    """Over 100 members (PostgreSQL then scans the boards instead of probing each
+    member's row): the same sums."""
+    service = league.service
+    crowd = [user(f"m{i:03}") for i in range(130)]
+    await say(league, C1, ANN, "season start Cup 4", admin=True)
+    await play(service, C1, {who: i % 3 != 0 for i, who in enumerate(crowd[:40])})
+    await say(league, C1, ANN, "team create Crowd")
+    await say(league, C1, ANN, "team create Owls")
+    await store.leagues.sync(WS, "Crowd", crowd[:120], clock.now())
+    await say(league, C1, crowd[125], "team join Owls")
+    await check_team_boards(store, clock)
+    clock.advance(timedelta(hours=2))
+    await play(service, C1, {who: i % 2 == 0 for i, who in enumerate(crowd[20:126])})
+    await check_team_boards(store, clock)
+    by_name = {t.name: t for t in await store.leagues.standings(WS)}
+    assert by_name["Crowd"].members == 120 and by_name["Crowd"].active == 120
+    assert by_name["Owls"].active == 1
