@@ -34,6 +34,15 @@ class Locale(StrEnum):
         except ValueError:
             return None
 
+    @classmethod
+    def accepted(cls, header: str) -> Locale | None:
+        """The first supported locale of an ``Accept-Language`` header (in its order)."""
+        for tag in header.split(","):
+            found = cls.parse(tag.split(";")[0])
+            if found is not None:
+                return found
+        return None
+
 
 class PostKind(StrEnum):
     SCHEDULED = "scheduled"  # fired by a channel schedule

@@ -143,11 +143,7 @@ class Dashboard:
         chosen = Locale.parse(request.cookies.get(LANG_COOKIE, ""))
         if chosen is not None:
             return chosen
-        for tag in request.headers.get("Accept-Language", "").split(","):
-            found = Locale.parse(tag.split(";")[0])
-            if found is not None:
-                return found
-        return Locale.EN
+        return Locale.accepted(request.headers.get("Accept-Language", "")) or Locale.EN
 
     def notice(self, request: web.Request) -> str:
         """The one-time notice a redirect left (base64url inside: a cookie value holds no

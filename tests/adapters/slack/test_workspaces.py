@@ -50,6 +50,7 @@ class Multi:
     session: aiohttp.ClientSession
     quiz: Quiz
     cookie: str = ""
+    page: str = ""
 
     async def command(
         self, team: str, text: str, *, user: str = "U0ALICE", extra: dict[str, str] | None = None
@@ -103,18 +104,26 @@ class Multi:
             return resp.status
 
     async def install(
-        self, team: str | None, *, enterprise: str | None = None, rotating: bool = False
+        self,
+        team: str | None,
+        *,
+        enterprise: str | None = None,
+        rotating: bool = False,
+        lang: str = "en-GB,en",
     ) -> tuple[int, str]:
-        """Add to Slack, approve in (fake) Slack, follow the redirect back."""
-        state = await self.install_state()
+        """Add to Slack, approve in (fake) Slack, follow the redirect back (a browser that
+        asks for `lang`)."""
+        state = await self.install_state(lang)
         channels = (TEAMS[team],) if team in TEAMS else ()
         code = self.fake.grant(team, enterprise=enterprise, rotating=rotating, channels=channels)
-        return await self.redirect(code=code, state=state)
+        return await self.redirect(lang, code=code, state=state)
 
-    async def install_state(self) -> str:
-        async with self.session.get(self.base + "/slack/install") as resp:
+    async def install_state(self, lang: str = "en-GB,en") -> str:
+        """The install page's state; `self.page` keeps the page."""
+        headers = {"Accept-Language": lang}
+        async with self.session.get(self.base + "/slack/install", headers=headers) as resp:
             assert resp.status == 200
-            page = await resp.text()
+            page = self.page = await resp.text()
             # bolt's state cookie is Secure: a browser on https sends it back; here we do.
             self.cookie = resp.headers["Set-Cookie"].split(";", 1)[0]
         href = re.search(r"<a href=\"([^\"]+)\"", page)
@@ -124,9 +133,10 @@ class Multi:
         assert "chat:write" in query["scope"][0].split(",")
         return query["state"][0]
 
-    async def redirect(self, **query: str) -> tuple[int, str]:
+    async def redirect(self, lang: str = "en-GB,en", **query: str) -> tuple[int, str]:
+        headers = {"Cookie": self.cookie, "Accept-Language": lang}
         async with self.session.get(
-            self.base + "/slack/oauth_redirect", params=query, headers={"Cookie": self.cookie}
+            self.base + "/slack/oauth_redirect", params=query, headers=headers
         ) as resp:
             return resp.status, await resp.text()
 
@@ -484,3 +494,15 @@ def token_team_of(fake: FakeSlack, token: str | None) -> str | None:
     if token in fake.refused_tokens:
         return str(token).split("-")[1]
     return token_team(fake, token)
+
+
+async def test_a_greek_browser_installs_in_greek(multi: Multi) -> None:
+    """The install page, a refusal and the installed page in the browser's language."""
+    state = await multi.install_state("el-GR,el;q=0.9,en;q=0.5")
+    assert "<html lang='el'>" in multi.page and ">Προσθήκη στο Slack</a>" in multi.page
+    status, page = await multi.redirect("el", error="access_denied", state=state)
+    assert "Η εγκατάσταση ακυρώθηκε στο Slack." in page and "Ξεκινήστε ξανά" in page
+    status, page = await multi.install("T0AAA", lang="el")
+    assert status == 200 and "Το quizbot εγκαταστάθηκε" in page and "/quiz help" in page
+    status, page = await multi.install("T0BBB", lang="fr-FR, de")  # neither: English
+    assert status == 200 and "quizbot is installed" in page
