@@ -169,8 +169,9 @@ class TeamRepository(Protocol):
 
     async def standings(
         self, ws: Workspace, period: BoardPeriod | None = None, season_id: int | None = None
-    ) -> list[TeamScore]:
-        """Every team's results: in the workspace board of `period`, or the season's."""
+    ) -> TeamBoard:
+        """Every team's results (in the workspace board of `period`, or the season's) and
+        the workspace's rule, in one read."""
         ...
 
     async def recent(self, ws: Workspace, since: date) -> list[tuple[UserRef, int]]:
@@ -218,6 +219,17 @@ def balance(players: Sequence[tuple[UserRef, int]], n: int) -> list[list[tuple[U
 def spread(teams: Sequence[Sequence[tuple[UserRef, int]]]) -> int:
     totals = [sum(p for _, p in team) for team in teams]
     return max(totals) - min(totals) if totals else 0
+
+
+@dataclass(frozen=True, slots=True)
+class TeamBoard:
+    """The teams' results on one board, with the rule the workspace ranks them by."""
+
+    rule: TeamRule
+    scores: list[TeamScore]
+
+    def ranked(self) -> list[TeamScore]:
+        return ranked(self.scores, self.rule)
 
 
 def ranked(scores: Sequence[TeamScore], rule: TeamRule) -> list[TeamScore]:
@@ -447,17 +459,16 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
             "month": BoardWindow.MONTH,
             "all": BoardWindow.ALL,
         }
-        rule = await teams.rule(ws)
         if word == "season":
             current = await seasons.current(inv.channel, now)
             if current is None:
                 raise UserFacingError(t("No season is running in this channel."))
-            scores = await teams.standings(ws, season_id=current.id)
+            board = await teams.standings(ws, season_id=current.id)
             what = t("season {name}", name=current.name)
         elif word in windows:
             zone = (await service.store.settings.get(inv.channel)).timezone
             period = board_period(windows[word], now, zone)
-            scores = await teams.standings(ws, period=period)
+            board = await teams.standings(ws, period=period)
             what = {
                 BoardWindow.DAY: t("today"),
                 BoardWindow.WEEK: t("this week"),
@@ -471,7 +482,7 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
                     value=quoted(words[0]),
                 )
             )
-        return [Reply(board_message(scores, rule, what, inv.locale), private=False)]
+        return [Reply(board_message(board.scores, board.rule, what, inv.locale), private=False)]
 
     async def _balance(
         inv: Invocation, words: list[str], ws: Workspace, now: datetime, t: Translator
@@ -608,8 +619,8 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
     async def report_note(channel: ChannelRef, locale: Locale) -> str | None:
         """Under the admin report: the teams, all time, by the workspace's rule."""
         ws = Workspace.of(channel)
-        rule = await teams.rule(ws)
-        scores = ranked(await teams.standings(ws), rule)
+        board = await teams.standings(ws)
+        rule, scores = board.rule, board.ranked()
         if not scores:
             return None
         t = translator(locale)
@@ -650,12 +661,10 @@ def league_page(teams: TeamRepository, seasons: SeasonRepository, clock: Clock) 
         board = await seasons.board(current, req.member, channel) if current else None
         running = current.id if current else None
         past = [s for s in await seasons.listed(channel, limit=10) if s.id != running]
-        rule = await teams.rule(req.workspace)
-        all_time = ranked(await teams.standings(req.workspace), rule)
+        whole = await teams.standings(req.workspace)
+        rule, all_time = whole.rule, whole.ranked()
         in_season = (
-            ranked(await teams.standings(req.workspace, season_id=current.id), rule)
-            if current
-            else []
+            (await teams.standings(req.workspace, season_id=current.id)).ranked() if current else []
         )
         return Render(
             "league.html",

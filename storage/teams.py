@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from datetime import date, datetime
 
-from sqlalchemy import and_, delete, func, select, update
+from sqlalchemy import Select, and_, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -20,6 +20,7 @@ from bot.teams import (
     NoSuchTeam,
     Synced,
     Team,
+    TeamBoard,
     TeamNameTaken,
     TeamRule,
     TeamScore,
@@ -165,15 +166,15 @@ class SqlTeamRepository(RefRepository):
             )
             return [Team(tid, name, n) for tid, name, n in rows]
 
+    @staticmethod
+    def _rule_of(ws: Workspace) -> Select[str]:
+        return select(LeagueRow.rule).where(
+            LeagueRow.platform == str(ws.platform), LeagueRow.workspace == ws.id
+        )
+
     async def rule(self, ws: Workspace) -> TeamRule:
         async with self._sessions() as s:
-            found = (
-                await s.execute(
-                    select(LeagueRow.rule).where(
-                        LeagueRow.platform == str(ws.platform), LeagueRow.workspace == ws.id
-                    )
-                )
-            ).scalar_one_or_none()
+            found = (await s.execute(self._rule_of(ws))).scalar_one_or_none()
         return TeamRule(found) if found else TeamRule.TOP3
 
     async def set_rule(self, ws: Workspace, rule: TeamRule) -> None:
@@ -189,9 +190,9 @@ class SqlTeamRepository(RefRepository):
 
     async def standings(
         self, ws: Workspace, period: BoardPeriod | None = None, season_id: int | None = None
-    ) -> list[TeamScore]:
-        """One statement over the teams and their rows of the board period in
-        `team_scores` (kept by the close: `storage.team_fold`)."""
+    ) -> TeamBoard:
+        """One statement over the teams, their rows of the board period in `team_scores`
+        (kept by the close: `storage.team_fold`) and the workspace's rule."""
         if season_id is not None:
             board, starts = season_board(season_id), ALL_TIME
         else:
@@ -207,20 +208,29 @@ class SqlTeamRepository(RefRepository):
             .scalar_subquery()
         )
         async with self._sessions() as s:
-            rows = await s.execute(
-                select(
-                    TeamRow.name,
-                    members,
-                    func.coalesce(t.active, 0),
-                    func.coalesce(t.top3, 0),
-                    func.coalesce(t.points, 0),
+            rows = (
+                await s.execute(
+                    select(
+                        TeamRow.name,
+                        members,
+                        func.coalesce(t.active, 0),
+                        func.coalesce(t.top3, 0),
+                        func.coalesce(t.points, 0),
+                        self._rule_of(ws).scalar_subquery(),
+                    )
+                    .outerjoin(
+                        t, and_(t.team_id == TeamRow.id, t.board == board, t.starts == starts)
+                    )
+                    .where(TeamRow.platform == str(ws.platform), TeamRow.workspace == ws.id)
                 )
-                .outerjoin(t, and_(t.team_id == TeamRow.id, t.board == board, t.starts == starts))
-                .where(TeamRow.platform == str(ws.platform), TeamRow.workspace == ws.id)
-            )
-            return [
-                TeamScore(name, n, active, top3, total) for name, n, active, top3, total in rows
-            ]
+            ).all()
+        if not rows:
+            return TeamBoard(await self.rule(ws), [])
+        rule = rows[0][5]
+        return TeamBoard(
+            TeamRule(rule) if rule else TeamRule.TOP3,
+            [TeamScore(name, n, active, top3, total) for name, n, active, top3, total, _ in rows],
+        )
 
     async def recent(self, ws: Workspace, since: date) -> list[tuple[UserRef, int]]:
         p, mem = ScorePeriodRow, MemberRow

@@ -508,13 +508,13 @@ async def _check_season_and_team_boards(
         for k, v in expected["score_periods"].items()
         if k[0] == "workspace:slack:T1:all"
     }
-    got_all = await store.leagues.standings(ws, BoardPeriod(BoardWindow.ALL))
+    got_all = (await store.leagues.standings(ws, BoardPeriod(BoardWindow.ALL))).scores
     assert sorted(got_all, key=lambda t: t.name) == team_scores(ws_all)
     first = next(r for r in seasons if r.workspace == "T1")
     in_season = {
         k[2]: (v[0], v[2]) for k, v in expected["season_scores"].items() if k[:2] == (first.id, 0)
     }
-    got_season = await store.leagues.standings(ws, season_id=first.id)
+    got_season = (await store.leagues.standings(ws, season_id=first.id)).scores
     assert sorted(got_season, key=lambda t: t.name) == team_scores(in_season)
     assert await store.leagues.rule(ws) is TeamRule.TOP3
 

@@ -147,5 +147,6 @@ async def test_closes_and_a_join_on_two_replicas_keep_the_team_boards_exact(
             await asyncio.gather(*closes, *([joined] if joined else []))
             await check_team_boards(a.quiz.service.store, clock, CHANNELS[0])
             clock.advance(timedelta(days=1))
-        foxes = {t.name: t for t in await a.quiz.service.store.leagues.standings(WS)}["Foxes"]
+        board = await a.quiz.service.store.leagues.standings(WS)
+        foxes = {t.name: t for t in board.scores}["Foxes"]
         assert foxes.members == 2 and foxes.active == 2

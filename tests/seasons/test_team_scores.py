@@ -18,7 +18,7 @@ from bot.domain import BoardWindow, ChannelRef, Platform
 from bot.features import Quiz
 from bot.scoring import board_period
 from bot.team import Workspace
-from bot.teams import TeamScore
+from bot.teams import TeamRule, TeamScore
 from storage.board_keys import ALL_TIME, workspace_board
 from storage.engine import alembic_config
 from storage.models import ScorePeriodRow, SeasonScoreRow, TeamMemberRow, TeamRow, TeamScoreRow
@@ -76,11 +76,11 @@ async def check_team_boards(store: SqlStore, clock: FakeClock, channel: ChannelR
     assert season is not None
     for window in (BoardWindow.ALL, BoardWindow.WEEK, BoardWindow.DAY):
         period = board_period(window, clock.now(), "UTC")
-        got = await store.leagues.standings(WS, period=period)
+        got = (await store.leagues.standings(WS, period=period)).scores
         starts = ALL_TIME if window is BoardWindow.ALL else period.first
         board = workspace_board(str(WS.platform), WS.id, window)
         assert sorted(got, key=lambda t: t.name) == await _recomputed(store, board, starts, None)
-    got = await store.leagues.standings(WS, season_id=season.id)
+    got = (await store.leagues.standings(WS, season_id=season.id)).scores
     assert sorted(got, key=lambda t: t.name) == await _recomputed(store, "", None, season.id)
 
 
@@ -98,7 +98,7 @@ async def test_team_boards_follow_every_change_of_members(
     for who, team in ((ANN, "Owls"), (BOB, "Owls"), (CAT, "Foxes"), (DAN, "Owls")):
         await say(league, C1, who, f"team join {team}")
     await check_team_boards(store, clock)
-    owls = {t.name: t for t in await store.leagues.standings(WS)}["Owls"]
+    owls = {t.name: t for t in (await store.leagues.standings(WS)).scores}["Owls"]
     assert owls.members == 3 and owls.top3 > 0  # the check above is not of empty boards
     await play(service, C1, {ANN: True, CAT: True, EVE: True})  # a close keeps them
     await check_team_boards(store, clock)
@@ -106,7 +106,7 @@ async def test_team_boards_follow_every_change_of_members(
     await check_team_boards(store, clock)
     await store.leagues.sync(WS, "Foxes", [CAT, EVE, BOB], clock.now())
     await check_team_boards(store, clock)
-    assert {t.name: t.members for t in await store.leagues.standings(WS)} == {
+    assert {t.name: t.members for t in (await store.leagues.standings(WS)).scores} == {
         "Owls": 2,
         "Foxes": 3,
     }
@@ -118,9 +118,9 @@ async def test_team_boards_follow_every_change_of_members(
     clock.advance(timedelta(days=8))  # a new week: the team boards start from nothing
     await play(service, C1, {DAN: True, BOB: True})
     await check_team_boards(store, clock)
-    week = await store.leagues.standings(
-        WS, period=board_period(BoardWindow.WEEK, clock.now(), "UTC")
-    )
+    week = (
+        await store.leagues.standings(WS, period=board_period(BoardWindow.WEEK, clock.now(), "UTC"))
+    ).scores
     assert sorted(t.top3 for t in week) == [10, 10]
 
 
@@ -180,6 +180,23 @@ async def test_a_team_of_many_members_is_summed_the_same(
     clock.advance(timedelta(hours=2))
     await play(service, C1, {who: i % 2 == 0 for i, who in enumerate(crowd[20:126])})
     await check_team_boards(store, clock)
-    by_name = {t.name: t for t in await store.leagues.standings(WS)}
+    by_name = {t.name: t for t in (await store.leagues.standings(WS)).scores}
     assert by_name["Crowd"].members == 120 and by_name["Crowd"].active == 120
     assert by_name["Owls"].active == 1
+
+
+async def test_the_board_carries_the_workspace_rule(store: SqlStore, clock: FakeClock) -> None:
+    """The standings read the workspace's rule in the same statement, with or without
+    teams, and another workspace's rule never leaks in."""
+    assert (await store.leagues.standings(WS)).rule is TeamRule.TOP3
+    await store.leagues.set_rule(WS, TeamRule.PER_MEMBER)
+    await store.leagues.set_rule(Workspace(Platform.SLACK, "T2"), TeamRule.TOP3)
+    empty = await store.leagues.standings(WS)
+    assert (empty.rule, empty.scores) == (TeamRule.PER_MEMBER, [])
+    await store.leagues.create(WS, "Owls", clock.now())
+    await store.leagues.join(ANN, "Owls", clock.now())
+    board = await store.leagues.standings(WS)
+    assert board.rule is TeamRule.PER_MEMBER
+    assert [t.name for t in board.scores] == ["Owls"]
+    await store.leagues.set_rule(WS, TeamRule.TOP3)
+    assert (await store.leagues.standings(WS)).rule is TeamRule.TOP3
