@@ -148,17 +148,25 @@ def prepare(
     return out
 
 
-async def burst(port: int, requests: list[bytes], keepalive: bool) -> dict[str, Any]:
+async def burst(
+    port: int, requests: list[bytes], keepalive: bool, sent: list[float] | None = None
+) -> dict[str, Any]:
     """Fire every request at once; time each from sending it (and, without keep-alive,
-    from connecting) to the response's status line and headers."""
+    from connecting) to the response's status line and headers. `sent`: filled with each
+    request's `time.monotonic()` at sending, in order (another process's clock to
+    compare with)."""
     opened = (
         [await asyncio.open_connection("127.0.0.1", port) for _ in requests] if keepalive else []
     )
     latencies: list[float] = []
     statuses: list[int] = []
+    if sent is not None:
+        sent[:] = [0.0] * len(requests)
 
     async def one(i: int, raw: bytes) -> None:
         t0 = time.perf_counter()
+        if sent is not None:
+            sent[i] = time.monotonic()
         try:
             reader, writer = (
                 opened[i] if keepalive else await asyncio.open_connection("127.0.0.1", port)

@@ -18,6 +18,7 @@ injected).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -68,6 +69,7 @@ MAX_CHANNELS = 50  # channels of a workspace a card reads (a member plays in a f
 ADMIN_CHANNELS = 5  # channels an admin's settings section shows
 TOPICS_SHOWN = 8
 BATCH = 100  # home cards read together at most
+GATHER = 0.02  # seconds a workspace's first card waits for others opened meanwhile, at most
 # What a workspace's home cards share (its channels, their settings and schedules) is read
 # once this long at most (and again after a reveal there), for a burst of opens.
 SHARED_TTL = timedelta(seconds=10)
@@ -165,6 +167,8 @@ class Homes(Lifecycle):
         # theirs is refreshed after an answer, never a burst's thousand strangers'.
         self._opened: OrderedDict[str, None] = OrderedDict()
         self.card_ttl = card_ttl
+        self.batch = BATCH
+        self.gather = GATHER
         # Home pages' cards: member key -> (card, when read), and each workspace's members.
         self._cards: OrderedDict[str, tuple[Card, datetime]] = OrderedDict()
         self._by_workspace: dict[str, set[str]] = {}
@@ -172,6 +176,7 @@ class Homes(Lifecycle):
         # Home cards asked for while others are read, per workspace; its reader, if any.
         self._waiting: dict[str, list[tuple[Ask, asyncio.Future[Card]]]] = {}
         self._readers: set[str] = set()
+        self._full: dict[str, asyncio.Event] = {}  # per reader: BATCH cards wait
         # Per workspace: what its home cards share, by what it is -> (when read, value).
         self._shared: dict[str, dict[tuple[str, str], tuple[datetime, Any]]] = {}
         self.tasks = TaskSupervisor("home")
@@ -281,6 +286,7 @@ class Homes(Lifecycle):
         practice = await self.store.practice.cards_of(members)
         schedules: dict[ChannelRef, list[Schedule]] = {}
         settings: dict[ChannelRef, ChannelSettings] = {}
+        nexts: dict[tuple[ChannelRef, ...], NextQuestion | None] = {}  # members share them
         out: list[Card | BaseException] = []
         for i, a in enumerate(asks):
             board = boards.get(a.member.key) if mains[i] is not None else None
@@ -292,7 +298,9 @@ class Homes(Lifecycle):
                     row = board.caller
                     rank_of, points, answered = row.rank, row.points, row.answered
                     correct = row.correct
-            mine = [c for c, _ in played[i]] or ([a.here] if a.here else [])
+            mine = tuple(c for c, _ in played[i]) or ((a.here,) if a.here else ())
+            if mine not in nexts:
+                nexts[mine] = await self._next_question(mine, now, schedules, shared)
             cards = practice.get(a.member.key, [])
             try:
                 admin = await self._admin(channels[i], checks.get(i), schedules, settings, shared)
@@ -314,7 +322,7 @@ class Homes(Lifecycle):
                     topics=merge_topics([s for _, s in played[i]]),
                     due=sum(1 for c in cards if c.due_at <= now),
                     cards=len(cards),
-                    next_question=await self._next_question(mine, now, schedules, shared),
+                    next_question=nexts[mine],
                     notes=tuple(notes[i]),
                     admin=admin,
                 )
@@ -450,19 +458,29 @@ class Homes(Lifecycle):
 
     async def _together(self, member: UserRef, admin: AdminCheck) -> Card:
         """`member`'s card, read with the others of their workspace asked for meanwhile:
-        one reader per workspace takes whoever waits, up to `BATCH` at a time."""
+        one reader per workspace takes whoever waits, up to `batch` at a time, the first
+        time after `gather` seconds at most."""
         workspace = _workspace_key(member)
         waiting: asyncio.Future[Card] = asyncio.get_running_loop().create_future()
-        self._waiting.setdefault(workspace, []).append((Ask(member, admin=admin), waiting))
+        queue = self._waiting.setdefault(workspace, [])
+        queue.append((Ask(member, admin=admin), waiting))
         if workspace not in self._readers:
             self._readers.add(workspace)
+            self._full[workspace] = asyncio.Event()
             self.tasks.spawn(self._read(workspace), name="home-cards")
+        elif len(queue) >= self.batch and (full := self._full.get(workspace)) is not None:
+            full.set()
         return await waiting
 
     async def _read(self, workspace: str) -> None:
         try:
+            # A burst of opens (a channel's announcement): its first card waits for the
+            # others to arrive (`gather` seconds at most, or until a batch is full) rather
+            # than being read alone, and the rest in a second round.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._full[workspace].wait(), self.gather)
             while queue := self._waiting.pop(workspace, None):
-                batch, rest = queue[:BATCH], queue[BATCH:]
+                batch, rest = queue[: self.batch], queue[self.batch :]
                 if rest:
                     self._waiting[workspace] = rest
                 try:
@@ -478,6 +496,7 @@ class Homes(Lifecycle):
                         waiting.set_result(card)
         finally:
             self._readers.discard(workspace)
+            self._full.pop(workspace, None)
             for _, waiting in self._waiting.pop(workspace, []):
                 waiting.cancel()
 

@@ -12,7 +12,7 @@ import difflib
 import re
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
-from functools import cache
+from functools import cache, lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from bot.domain import DemoPolicy, Schedule
@@ -311,15 +311,22 @@ def _unknown_zone(word: str, t: Translator) -> str:
 
 def recurrence_of(schedule: Schedule) -> Recurrence:
     """The recurrence of a stored schedule; raises `RecurrenceError` if it is unreadable."""
-    zone = find_zone(schedule.timezone)
+    return _recurrence(schedule.timezone, schedule.cron, schedule.local_time, schedule.weekdays)
+
+
+@lru_cache(maxsize=4096)  # a burst of home cards reads the same few schedules
+def _recurrence(
+    timezone: str, cron: str | None, local_time: str | None, weekdays: str | None
+) -> Recurrence:
+    zone = find_zone(timezone)
     if zone is None:
-        raise RecurrenceError("unknown time zone {value!r}", value=schedule.timezone)
-    if schedule.cron:
-        return Recurrence.cron(schedule.cron, zone)
-    m = _TIME.match(schedule.local_time or "")
+        raise RecurrenceError("unknown time zone {value!r}", value=timezone)
+    if cron:
+        return Recurrence.cron(cron, zone)
+    m = _TIME.match(local_time or "")
     if m is None:
-        raise RecurrenceError("{value!r} is not a time of day", value=schedule.local_time)
-    days = parse_weekdays(schedule.weekdays) if schedule.weekdays else ALL_DAYS
+        raise RecurrenceError("{value!r} is not a time of day", value=local_time)
+    days = parse_weekdays(weekdays) if weekdays else ALL_DAYS
     return Recurrence.daily(zone, time(int(m.group(1)), int(m.group(2))), days)
 
 

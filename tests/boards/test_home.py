@@ -123,6 +123,38 @@ async def test_cards_read_together_are_each_members_own_in_as_many_statements(
         assert list(together) == alone
 
 
+async def test_a_burst_of_home_opens_is_read_in_one_batch(
+    store: Any, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
+) -> None:
+    """The first open of a burst waits for the others (until a batch is full) instead of
+    being read alone, though they arrive over several turns of the event loop."""
+    chats = {Platform.SLACK: chat, Platform.CONSOLE: chat}
+    async with quiz_of(store, chats, bank, clock, features=app.FEATURES) as quiz:
+        await play(quiz.service, C1, {ALICE: True, BOB: False, CAROL: True})
+        homes = homes_of(quiz)
+        statements: list[str] = []
+
+        def count(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
+            statements.append(sql)
+
+        event.listen(store.engine.sync_engine, "before_cursor_execute", count)
+        try:
+            expected = await homes.cards([Ask(u) for u in (ALICE, BOB, CAROL)])
+            one_batch = len(statements)
+            statements.clear()
+            homes.batch, homes.gather = 3, 60.0  # a full batch ends the wait, not the clock
+            first = asyncio.ensure_future(homes.home_card(ALICE))
+            for _ in range(5):
+                await asyncio.sleep(0)  # its reader has started, and waits
+            rest = [asyncio.ensure_future(homes.home_card(u)) for u in (BOB, CAROL)]
+            cards = await asyncio.wait_for(asyncio.gather(first, *rest), 10)
+        finally:
+            event.remove(store.engine.sync_engine, "before_cursor_execute", count)
+        assert list(cards) == expected
+        # Read as one batch (its shared parts kept: one fewer), not ALICE's alone first.
+        assert len(statements) <= one_batch
+
+
 async def test_practice_due_next_question_and_the_admin_section(
     basic: Quiz, service: QuizService, clock: FakeClock
 ) -> None:

@@ -113,8 +113,16 @@ def signed_headers(
 
 def raw_interaction(path: str, port: int, payload: dict[str, Any]) -> bytes:
     """The whole signed HTTP request of an interaction, as bytes to write on a socket."""
-    body = interaction_body(payload).encode()
-    headers = "".join(f"{k}: {v}\r\n" for k, v in signed_headers(body.decode()).items())
+    return raw_request(path, port, interaction_body(payload))
+
+
+def raw_request(
+    path: str, port: int, text: str, content_type: str = "application/x-www-form-urlencoded"
+) -> bytes:
+    """The whole signed HTTP request of `text` (a form or an Events API JSON body)."""
+    body = text.encode()
+    signed = signed_headers(text) | {"Content-Type": content_type}
+    headers = "".join(f"{k}: {v}\r\n" for k, v in signed.items())
     return (
         f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}"
         f"Content-Length: {len(body)}\r\n\r\n".encode()
