@@ -506,3 +506,68 @@ async def test_a_greek_browser_installs_in_greek(multi: Multi) -> None:
     assert status == 200 and "Το quizbot εγκαταστάθηκε" in page and "/quiz help" in page
     status, page = await multi.install("T0BBB", lang="fr-FR, de")  # neither: English
     assert status == 200 and "quizbot is installed" in page
+
+
+async def test_two_workspaces_play_see_their_own_homes_and_one_leaves_and_comes_back(
+    fake_slack: FakeSlack, store: SqlStore, bank: QuestionBank, clock: FakeClock
+) -> None:
+    """The issue's whole story: two workspaces install and each runs a round; each
+    member's App Home shows their own workspace's figures; one uninstalls and gets
+    nothing more (no question, no home) while the other keeps running; it reinstalls and
+    resumes. No call ever goes out with the other workspace's token."""
+    from bot import home
+
+    players = {"T0AAA": ("U0ANN", "U0AMY"), "T0BBB": ("U0BEN",)}
+    async with multi_slack(fake_slack, store, bank, clock, (basics.feature, home.feature)) as m:
+        for team in players:
+            assert (await m.install(team))[0] == 200
+            assert await m.command(team, "ask") == 200
+        await m.adapter.idle()
+        for team, users in players.items():
+            post = await m.adapter.service.open_post(ChannelRef(Platform.SLACK, team, TEAMS[team]))
+            assert post is not None
+            question = m.adapter.service.bank.get(post.question_id)
+            assert question is not None
+            wrong = (question.answer + 1) % question.choice_count
+            for user, choice in zip(users, (question.answer, wrong), strict=False):
+                assert await m.click(team, post.id, choice, user=user) == 200
+            assert await m.command(team, "close", user="U0ROOT") == 200
+        await m.adapter.idle()
+
+        async def home_of(team: str, user: str, n: int) -> str:
+            body = m.fake.home_opened(user)
+            body["team_id"] = team
+            assert await m.event(team, body["event"], event_id=f"Ev{team}{user}{n}") == 200
+            await m.adapter.idle()
+            return rq.json.dumps(m.fake.homes[user][0], ensure_ascii=False)
+
+        ann, amy, ben = (
+            await home_of("T0AAA", "U0ANN", 1),
+            await home_of("T0AAA", "U0AMY", 1),
+            await home_of("T0BBB", "U0BEN", 1),
+        )
+        assert "Rank 1 of 2 in this workspace" in ann and "correct 1 (100%)" in ann
+        assert "Rank 2 of 2 in this workspace" in amy and "correct 0 (0%)" in amy
+        assert "Rank 1 of 1 in this workspace" in ben
+        published = len(m.fake.calls_to("views.publish"))
+
+        assert await m.event("T0AAA", {"type": "app_uninstalled"}) == 200
+        m.fake.revoke("T0AAA")
+        clock.advance(timedelta(minutes=1))  # past the ask cooldown
+        for team in players:
+            assert await m.command(team, "ask") == 200
+        body = m.fake.home_opened("U0ANN")
+        body["team_id"] = "T0AAA"
+        assert await m.event("T0AAA", body["event"], event_id="EvT0AAAgone") == 200
+        await m.adapter.idle()
+        assert len(m.posts("C0AAA")) == 1  # nothing more for the uninstalled workspace
+        assert len(m.posts("C0BBB")) == 2  # the other keeps running
+        assert len(m.fake.calls_to("views.publish")) == published  # no home either
+
+        assert (await m.install("T0AAA"))[0] == 200
+        clock.advance(timedelta(minutes=1))
+        assert await m.command("T0AAA", "ask") == 200
+        await m.adapter.idle()
+        assert len(m.posts("C0AAA")) == 2  # resumed
+        assert "Rank 1 of 2 in this workspace" in await home_of("T0AAA", "U0ANN", 2)
+        assert m.fake.violations == []
