@@ -468,8 +468,8 @@ class Homes(Lifecycle):
             self._readers.add(workspace)
             self._full[workspace] = asyncio.Event()
             self.tasks.spawn(self._read(workspace), name="home-cards")
-        elif len(queue) >= self.batch and (full := self._full.get(workspace)) is not None:
-            full.set()
+        elif len(queue) >= self.batch:
+            self._full[workspace].set()
         return await waiting
 
     async def _read(self, workspace: str) -> None:

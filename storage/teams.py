@@ -175,7 +175,7 @@ class SqlTeamRepository(RefRepository):
     async def rule(self, ws: Workspace) -> TeamRule:
         async with self._sessions() as s:
             found = (await s.execute(self._rule_of(ws))).scalar_one_or_none()
-        return TeamRule(found) if found else TeamRule.TOP3
+        return _rule(found)
 
     async def set_rule(self, ws: Workspace, rule: TeamRule) -> None:
         async with self._sessions.begin() as s:
@@ -226,9 +226,8 @@ class SqlTeamRepository(RefRepository):
             ).all()
         if not rows:
             return TeamBoard(await self.rule(ws), [])
-        rule = rows[0][5]
         return TeamBoard(
-            TeamRule(rule) if rule else TeamRule.TOP3,
+            _rule(rows[0][5]),
             [TeamScore(name, n, active, top3, total) for name, n, active, top3, total, _ in rows],
         )
 
@@ -428,6 +427,11 @@ async def _new_team(s: AsyncSession, ws: Workspace, name: str, now: datetime) ->
     s.add(row)
     await s.flush()
     return row
+
+
+def _rule(found: str | None) -> TeamRule:
+    """A workspace's stored rule; the default where it chose none."""
+    return TeamRule(found) if found else TeamRule.TOP3
 
 
 __all__ = ["SqlTeamRepository"]
