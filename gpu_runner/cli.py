@@ -170,7 +170,13 @@ def _ping(args: argparse.Namespace, settings: WorkerSettings) -> int:
     # Workers are named celery@<hostname> (Celery's default node name).
     destination = None if args.all else [f"celery@{socket.gethostname()}"]
     try:
-        replies = app.control.ping(destination=destination, timeout=args.timeout)
+        # One connection attempt: a probe told to wait 0.5 s does not retry a refused broker
+        # for seconds (kombu's default), and ping then uses the connection it made.
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=0, timeout=args.timeout)
+            replies = app.control.ping(
+                destination=destination, timeout=args.timeout, connection=conn
+            )
     except Exception as exc:  # broker down: say which broker, never its password
         print(
             f"quizbot: error: broker {settings.broker_shown} unreachable: {type(exc).__name__}",

@@ -104,7 +104,7 @@ rounds = st.lists(
 @pytest.mark.slow
 @pytest.mark.timeout(240)  # every example plays a whole script
 @settings(
-    max_examples=12,
+    max_examples=8,
     deadline=None,
     phases=[Phase.explicit, Phase.generate],  # no shrinking: each example is a database run
     derandomize=True,

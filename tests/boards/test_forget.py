@@ -35,7 +35,7 @@ from tests.boards.test_aggregates import (
 @pytest.mark.slow
 @pytest.mark.timeout(240)  # every example plays a whole script
 @settings(
-    max_examples=10,
+    max_examples=6,
     deadline=None,
     phases=[Phase.explicit, Phase.generate],
     derandomize=True,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.console.test_play import run_play
+from tests.console.test_play import NO_DEMOS, run_play
 
 LONG_CRON = "0," * 70 + "0 9 * * *"  # 149 characters: over the stored column's 128
 
@@ -28,7 +28,7 @@ ATTACKS = [
 @pytest.mark.slow
 def test_absurd_schedule_values_are_refused_and_the_session_goes_on(tmp_path: Path) -> None:
     script = "".join(f"{line}\n" for line, _ in ATTACKS) + "/schedule list\n/ask\n"
-    done = run_play(tmp_path, script, "--seed", "1")
+    done = run_play(tmp_path, script, "--seed", "1", env=NO_DEMOS)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stdout + done.stderr
     for line, expected in ATTACKS:

@@ -20,6 +20,9 @@ from tests.quiz import quiz_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = "/ask fragmentation\n2\n/as bob\n4\n/close\n/leaderboard\n"
+# For the tests about the console's own words: no runner, whose fork server would import
+# torch first (4 s a run on two cores). The round, the README's and the demos' tests keep it.
+NO_DEMOS = {"QUIZBOT_RUNNER": "off"}
 
 
 def run_play(
@@ -63,7 +66,7 @@ def test_scripted_round_from_a_pipe_shows_question_outcomes_reveal_and_board(
 
 @pytest.mark.slow
 def test_a_greek_channel_gets_the_consoles_own_words_in_greek(tmp_path: Path) -> None:
-    done = run_play(tmp_path, "/lang el\n" + SCRIPT, "--seed", "2")
+    done = run_play(tmp_path, "/lang el\n" + SCRIPT, "--seed", "2", env=NO_DEMOS)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "(ορατό μόνο σε: you)" in out and "(ορατό μόνο σε: bob)" in out
@@ -73,7 +76,7 @@ def test_a_greek_channel_gets_the_consoles_own_words_in_greek(tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_unknown_console_command_and_bad_input_get_clear_lines(tmp_path: Path) -> None:
-    done = run_play(tmp_path, "/frobnicate\n7x\n2\n/lang xx\n")
+    done = run_play(tmp_path, "/frobnicate\n7x\n2\n/lang xx\n", env=NO_DEMOS)
     assert done.returncode == 0, done.stderr
     assert "Unknown command 'frobnicate'" in done.stdout
     assert "Type a choice number" in done.stdout
@@ -177,7 +180,7 @@ async def test_a_form_is_asked_one_field_per_line_and_errors_ask_again(
 @pytest.mark.slow
 def test_a_generated_question_takes_a_typed_number_in_the_console(tmp_path: Path) -> None:
     script = "/ask request-rounding\n/press number\nlots\n3\n/close\n"
-    done = run_play(tmp_path, script, "--seed", "2")
+    done = run_play(tmp_path, script, "--seed", "2", env=NO_DEMOS)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "[Type the number…]" in out
@@ -212,7 +215,7 @@ def test_help_shows_console_syntax_and_the_consoles_own_commands(tmp_path: Path)
         "/help\n/quiz ask fragmentation\n/pres\n/leaderbord\n/lang\n/close now\n"
         '/schedule set cron "30 9 * * 1-5" UTC\n/quit\n'
     )
-    done = run_play(tmp_path, script)
+    done = run_play(tmp_path, script, env=NO_DEMOS)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     shown = out.replace("you> /quiz ask", "").replace("(/quiz ask works too)", "")

@@ -150,27 +150,29 @@ async def test_a_step_left_half_done_is_redone_once_after_its_lease(
 
 
 class SlowChat(NamedChat):
-    """A platform answering a post only after `delay` (a 429 waited out by the client)."""
+    """A platform answering a live question's post only once `answer` is set (a 429 waited
+    out by the client); `posting` is when the post came in, on the loop's clock."""
 
-    def __init__(self, name: str, delay: float) -> None:
+    def __init__(self, name: str) -> None:
         super().__init__(name)
-        self.delay = delay
-        self.posting = False
+        self.answer = asyncio.Event()
+        self.posting: float | None = None
 
     async def post_message(self, channel: ChannelRef, message: Message) -> MessageRef:
         if message.title.startswith("Live · question"):
-            self.posting = True
-            await asyncio.sleep(self.delay)
+            self.posting = asyncio.get_running_loop().time()
+            await self.answer.wait()
         return await super().post_message(channel, message)
 
 
 async def test_a_step_in_hand_keeps_its_lease_past_its_length(
     db_url: str, bank: QuestionBank
 ) -> None:
-    """On the system clock, with a lease of 0.3 s: A's post of question 1 takes 1 s; B ticks
-    all along and never posts it, since A renews the lease while it waits."""
+    """On the system clock, with a lease of 0.3 s: A's post of question 1 hangs until B has
+    ticked on after three leases' length; B never posts it, since A renews the lease while
+    it waits."""
     clock = SystemClock()
-    slow, other = SlowChat("a", delay=1.0), NamedChat("b")
+    slow, other = SlowChat("a"), NamedChat("b")
 
     def leased(parts: Parts) -> Feature:
         short = timedelta(milliseconds=300)
@@ -196,17 +198,17 @@ async def test_a_step_in_hand_keeps_its_lease_past_its_length(
         )
         await eventually(lambda: clock.now() >= r.next_at, timeout=5)
         posting = asyncio.ensure_future(ra.tick())
-        await eventually(lambda: slow.posting, timeout=5)  # A holds the step, waiting
-        ticks = 0
+        await eventually(lambda: slow.posting is not None, timeout=5)  # A holds the step
+        loop = asyncio.get_running_loop()
 
-        async def b_ticks_until_a_posted() -> bool:
-            nonlocal ticks
-            await rb.tick()
-            ticks += 1
-            return posting.done()
+        async def b_ticks_past_three_leases() -> bool:
+            begun = loop.time()
+            assert await rb.tick() == 0 and not posting.done()
+            return begun - (slow.posting or begun) > 0.9
 
-        await eventually(b_ticks_until_a_posted, timeout=10, interval=0.05)
-        assert posting.result() == 1 and ticks > 5
+        await eventually(b_ticks_past_three_leases, timeout=10, interval=0.05)
+        slow.answer.set()
+        assert await posting == 1
         questions = [
             s for s in slow.of("post") if s.message and s.message.title.startswith("Live · q")
         ]

@@ -1,7 +1,8 @@
 """The checks every demo's output must pass: honest label, a plot that stands alone, text in
 the locale's format and language. The test modules run them in-process for the demos that
 need no torch (this process never imports torch); `python -m tests.runner.demo_checks ID...`
-runs them in a process of its own with torch on the CPU, for the demos that use it.
+runs them in a process of its own with torch on the CPU, for the demos that use it
+(`--serve`: one such process for many demos, a forked child each).
 
 The checks of the text run demos with ``encode_png=False`` (the figure is drawn, footer
 included, but not encoded: encoding is most of a run), once per demo and locale
@@ -9,9 +10,12 @@ included, but not encoded: encoding is most of a run), once per demo and locale
 
 from __future__ import annotations
 
+import json
+import multiprocessing
 import re
 import struct
 import sys
+import traceback
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -256,7 +260,38 @@ def check_with_torch(demo: str) -> None:
         language_check(reports[Locale.EN], reports[Locale.EL])
 
 
+def _checked_in_a_child(demo: str, answer: Any) -> None:
+    try:
+        check_with_torch(demo)
+    except BaseException:  # the test shows what failed, and where
+        answer.send(traceback.format_exc())
+    else:
+        answer.send("")
+
+
+def serve() -> None:
+    """One demo ID a line on stdin, one JSON line back each: ``{"demo", "error"}`` ("" when
+    every check passed). torch is imported once, here; each demo runs in a forked child, as
+    in the fork server, so no demo sees another's state."""
+    import torch._dynamo  # noqa: F401  (a dispatch mode's first op imports it: 4 s a child)
+
+    fork = multiprocessing.get_context("fork")
+    for line in sys.stdin:
+        demo = line.strip()
+        mine, theirs = fork.Pipe(duplex=False)
+        child = fork.Process(target=_checked_in_a_child, args=(demo, theirs))
+        child.start()
+        theirs.close()
+        error = mine.recv() if mine.poll(None) else ""
+        child.join()
+        if child.exitcode:
+            error = error or f"the check's process ended with status {child.exitcode}"
+        print(json.dumps({"demo": demo, "error": error}), flush=True)
+
+
 if __name__ == "__main__":
-    for name in sys.argv[1:]:
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    for name in (a for a in sys.argv[1:] if a != "--serve"):
         check_with_torch(name)
         print(f"{name}: ok")

@@ -15,6 +15,7 @@ from gpu_runner.demos import SIMULATED_DEVICE, DemoRequestError
 from gpu_runner.executor import Executor
 from storage.demo_runs import SqlDemoRunRepository
 from tests.fakes import RecordingChat
+from tests.runner.test_ping import ping
 
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
 pytestmark = [
@@ -58,6 +59,13 @@ async def test_a_demo_runs_through_a_celery_worker_and_comes_back(
     again = await CeleryRunner(demo_app).result(run_id, 5.0)
     assert again is not None and again.demo == "fragmentation"
     assert again.metrics == result.metrics
+
+
+def test_ping_gets_the_running_workers_answer(demo_app: DemoCeleryApp, redis_url: str) -> None:
+    # The probe's one connection attempt (no retries) still reaches a broker that is up.
+    done = ping(redis_url, "--all")
+    assert done.returncode == 0, done.stderr
+    assert ": ok" in done.stdout
 
 
 async def test_a_failing_demo_comes_back_as_a_failure(demo_app: DemoCeleryApp) -> None:
