@@ -22,6 +22,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.http_retry.interval_calculator import RetryIntervalCalculator
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
@@ -88,11 +89,45 @@ class RetryAfterHandler(AsyncRateLimitErrorRetryHandler):
         state.increment_current_attempt()
 
 
+class _SleepsThrough:
+    """slack_sdk's backoff between attempts (its interval calculator), waited with the
+    injectable sleep instead of `asyncio.sleep`."""
+
+    interval_calculator: RetryIntervalCalculator
+    _sleep: Sleep
+
+    async def prepare_for_next_attempt_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        state.next_attempt_requested = True
+        await self._sleep(self.interval_calculator.calculate_sleep_duration(state.current_attempt))
+        state.increment_current_attempt()
+
+
+class _ConnectionErrorRetry(_SleepsThrough, AsyncConnectionErrorRetryHandler):
+    def __init__(self, max_retry_count: int, sleep: Sleep) -> None:
+        super().__init__(max_retry_count=max_retry_count)
+        self._sleep = sleep
+
+
+class _ServerErrorRetry(_SleepsThrough, AsyncServerErrorRetryHandler):
+    def __init__(self, max_retry_count: int, sleep: Sleep) -> None:
+        super().__init__(max_retry_count=max_retry_count)
+        self._sleep = sleep
+
+
 def retry_handlers(max_rate_limit_retries: int, sleep: Sleep) -> list[AsyncRetryHandler]:
+    """Connection errors and 500/503 twice each with slack_sdk's backoff, 429s as Slack's
+    Retry-After says: every wait through `sleep`."""
     return [
-        AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        _ConnectionErrorRetry(2, sleep),
         RetryAfterHandler(max_rate_limit_retries, sleep),
-        AsyncServerErrorRetryHandler(max_retry_count=2),
+        _ServerErrorRetry(2, sleep),
     ]
 
 

@@ -107,6 +107,7 @@ async def test_rate_limits_beyond_the_retry_budget_raise(
 async def test_an_api_error_whose_body_is_not_json_is_a_clear_platform_error(
     fake_slack: FakeSlack,
     slack_chat: SlackChat,
+    sleeps: list[float],
     caplog: pytest.LogCaptureFixture,
     status: int,
     body: str,
@@ -118,6 +119,10 @@ async def test_an_api_error_whose_body_is_not_json_is_a_clear_platform_error(
     with pytest.raises(PlatformError) as raised:
         await slack_chat.user_info("U1")
     assert raised.value.status == status and raised.value.reason.startswith(reason)
+    # 500 and 503 are tried twice more, after slack_sdk's backoff (waited through `sleep`).
+    retried = status in (500, 503)
+    assert len(fake_slack.calls_to("users.info", ok_only=False)) == (3 if retried else 1)
+    assert len(sleeps) == (2 if retried else 0) and all(s > 0 for s in sleeps)
     assert f"Slack users.info failed: {status}" in caplog.text
     assert (
         slack_chat.metrics.platform_errors.value(
