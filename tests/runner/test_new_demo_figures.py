@@ -31,8 +31,9 @@ def in_child(executor: Executor, demo: str, locale: Locale = Locale.EN, **params
 
 
 def without_torch(demo: str, **params: object) -> Any:
+    """In this process, the plot drawn but not encoded (these checks read the figures)."""
     checked = REGISTRY.check(demo, params)
-    return REGISTRY[demo].run(RunContext(demo, Locale.EN, checked, torch=None))
+    return REGISTRY[demo].run(RunContext(demo, Locale.EN, checked, torch=None, encode_png=False))
 
 
 # -- attention-memory -------------------------------------------------------------------
