@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from bot.bank import QuestionBank, question_to_dict
@@ -63,12 +64,12 @@ def add_questions_commands(
     show.add_argument("id", help="question id, e.g. fragmentation-what-is-it")
     show.add_argument("--locale", choices=[str(loc) for loc in Locale], default=str(Locale.EN))
     _add_path(show)
-    show.set_defaults(func=run_show)
+    show.set_defaults(func=_on_bank(run_show))
 
     stats = sub.add_parser("stats", help="count questions per topic, difficulty and locale")
     stats.add_argument("--format", choices=("text", "json"), default="text")
     _add_path(stats)
-    stats.set_defaults(func=run_stats)
+    stats.set_defaults(func=_on_bank(run_stats))
 
     lint = sub.add_parser(
         "lint",
@@ -78,7 +79,7 @@ def add_questions_commands(
         "path", nargs="?", type=Path, default=None, help=f"bank directory (default {BANK_DIR})"
     )
     lint.add_argument("--format", choices=("text", "json"), default="text")
-    lint.set_defaults(func=run_lint)
+    lint.set_defaults(func=_on_bank(run_lint))
     add_family_commands(sub)
     add_team_commands(sub, open_store)
     return parser
@@ -101,6 +102,18 @@ def _load(path: Path | None) -> QuestionBank | None:
     except QuestionBankError as exc:
         _print_problems(exc.problems)
         return None
+
+
+def _on_bank(
+    run: Callable[[argparse.Namespace, QuestionBank], int],
+) -> Callable[[argparse.Namespace], int]:
+    """`run` on the bank at `args.path`; when it does not load, its problems and exit 1."""
+
+    def load_and_run(args: argparse.Namespace) -> int:
+        bank = _load(args.path)
+        return EXIT_PROBLEMS if bank is None else run(args, bank)
+
+    return load_and_run
 
 
 def _print_problems(problems: list[str]) -> None:
@@ -139,10 +152,7 @@ def run_list(args: argparse.Namespace, open_store: StoreOpener) -> int:
     return EXIT_OK
 
 
-def run_show(args: argparse.Namespace) -> int:
-    bank = _load(args.path)
-    if bank is None:
-        return EXIT_PROBLEMS
+def run_show(args: argparse.Namespace, bank: QuestionBank) -> int:
     q = bank.get(args.id)
     if q is None:
         print(
@@ -179,10 +189,7 @@ def bank_stats(bank: QuestionBank) -> dict[str, dict[str, int]]:
     return out
 
 
-def run_stats(args: argparse.Namespace) -> int:
-    bank = _load(args.path)
-    if bank is None:
-        return EXIT_PROBLEMS
+def run_stats(args: argparse.Namespace, bank: QuestionBank) -> int:
     stats = bank_stats(bank)
     if args.format == "json":
         print(json.dumps({"pytorch": PYTORCH_VERSION, **stats}, ensure_ascii=False, indent=2))
@@ -204,10 +211,7 @@ def run_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_lint(args: argparse.Namespace) -> int:
-    bank = _load(args.path)
-    if bank is None:
-        return EXIT_PROBLEMS
+def run_lint(args: argparse.Namespace, bank: QuestionBank) -> int:
     report = lint_bank(bank)
     breaches = report.breaches()
     if args.format == "json":

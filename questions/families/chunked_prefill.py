@@ -19,7 +19,7 @@ from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
 from questions.families.model import Candidate, Draft, Style, formula_family, make_draft
-from questions.families.models import DECODERS, LARGEST_GPU_BYTES
+from questions.families.models import DECODERS, LARGEST_GPU_BYTES, decoder
 from questions.families.space import Space, grid
 
 BLOCK: Final = 16  # vLLM's default block size (CacheConfig)
@@ -51,7 +51,7 @@ def answer_of(i: dict[str, Any]) -> int:
 
 
 def _inputs(name: str, ask: str, budget: int, decodes: int, prompt: int) -> dict[str, Any]:
-    d = next(x for x in MODELS if x.name == name)
+    d = decoder(name)
     return {
         "kind": "kv-chunked-prefill",
         "model": name,
@@ -221,7 +221,7 @@ def _byte_candidates(i: dict[str, Any], answer: int) -> list[Candidate]:
 def build(variant: str, params: dict[str, Any]) -> Draft:
     name, ask, budget, decodes, prompt_tokens = params["case"]
     i = _inputs(name, ask, budget, decodes, prompt_tokens)
-    d = next(x for x in MODELS if x.name == name)
+    d = decoder(name)
     answer = answer_of(i)
     chunk = min(prompt_tokens, budget - decodes)
     steps: list[Localized] = [
@@ -233,32 +233,29 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
             c=Number(chunk),
         )
     ]
-    if ask == "bytes-after-first":
-        steps.append(
-            Text(
-                "{c} tokens fill {n} blocks of 16 (the last one partly); a block is "
-                "2 × 16 × {kv} × {hd} × 2 bytes × {L} layers.",
-                c=Number(chunk),
-                n=Number(-(-chunk // BLOCK)),
-                kv=d.kv_heads,
-                hd=d.head_dim,
-                L=d.layers,
-            )
-        )
-        steps.append(Text("So it holds {answer}.", answer=ANSWER))
-    elif ask == "bytes-at-end":
-        steps[0] = Text(
-            "Whatever the chunks, the prefilled prompt holds cdiv({P}, 16) = {n} blocks; a "
-            "block is 2 × 16 × {kv} × {hd} × 2 bytes × {L} layers.",
-            P=Number(prompt_tokens),
-            n=Number(-(-prompt_tokens // BLOCK)),
-            kv=d.kv_heads,
-            hd=d.head_dim,
-            L=d.layers,
-        )
-        steps.append(Text("So it holds {answer}.", answer=ANSWER))
-    else:
+    if ask == "first-chunk":
         steps.append(Text("So the first chunk is {answer} tokens.", answer=ANSWER))
+    else:
+        block_shape = {"kv": d.kv_heads, "hd": d.head_dim, "L": d.layers}
+        if ask == "bytes-after-first":
+            steps.append(
+                Text(
+                    "{c} tokens fill {n} blocks of 16 (the last one partly); a block is "
+                    "2 × 16 × {kv} × {hd} × 2 bytes × {L} layers.",
+                    c=Number(chunk),
+                    n=Number(-(-chunk // BLOCK)),
+                    **block_shape,
+                )
+            )
+        else:
+            steps[0] = Text(
+                "Whatever the chunks, the prefilled prompt holds cdiv({P}, 16) = {n} blocks; a "
+                "block is 2 × 16 × {kv} × {hd} × 2 bytes × {L} layers.",
+                P=Number(prompt_tokens),
+                n=Number(-(-prompt_tokens // BLOCK)),
+                **block_shape,
+            )
+        steps.append(Text("So it holds {answer}.", answer=ANSWER))
     prompt = PROMPT.fill(
         model=name,
         M=budget,

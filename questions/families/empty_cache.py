@@ -17,11 +17,8 @@ from questions.families.narrate import (
     ALLOCATOR_DOCS,
     RESERVED,
     STATS_DOCS,
-    conclusion,
-    narrate_run,
-    ops_text,
-    setup,
-    trace_prompt,
+    narrated_steps,
+    ops_prompt,
 )
 from questions.families.reserved import JITTER, SIZES
 from questions.families.space import Space, grid
@@ -31,10 +28,9 @@ from questions.families.trace import (
     free,
     malloc,
     new_allocator,
+    replay_ops,
     replay_value,
-    run_trace,
     trace_draft,
-    trace_inputs,
 )
 
 RELEASED = "reserved_bytes.all.freed"  # what reserved memory gave back: empty_cache here
@@ -176,20 +172,16 @@ def _freed(ops: list[Op]) -> set[str]:
 def build(variant: str, params: dict[str, Any]) -> Draft:
     ask = str(params["ask"])
     ops = _ops(params)
-    inputs = trace_inputs(ops, ask)
-    run = run_trace(inputs)
+    inputs, run = replay_ops(ops, ask)
     answer = run.value(ask)
     before = replay_value(inputs, ops=ops[:-1], ask=RESERVED)
-    steps = (
-        narrate_run(run.results),
-        conclusion(ask),
-    )
+    steps = narrated_steps(run.results, ask)
     candidates = (_reserved if ask == RESERVED else _released)(inputs, run.stats, before)
     return trace_draft(
         "caching-allocator",
         2,
         inputs,
-        trace_prompt(setup(""), ops_text(ops), ask),
+        ops_prompt(ops, ask),
         steps,
         answer,
         candidates,

@@ -34,11 +34,10 @@ from questions.families.space import Space, grid
 from questions.families.trace import (
     free,
     malloc,
+    replay_ops,
     replay_value,
-    run_trace,
     snapshot_after,
     trace_draft,
-    trace_inputs,
 )
 
 EXPANDABLE = "expandable_segments:True"
@@ -241,8 +240,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     ops = [malloc(f"t{i}", a) for i in range(n)]
     ops += [free(f"t{i}") for i in range(n)]
     ops += [malloc(f"u{i}", c) for i in range(m)]
-    inputs = trace_inputs(ops, ask, conf=conf)
-    run = run_trace(inputs)
+    inputs, run = replay_ops(ops, ask, conf=conf)
     answer = run.value(ask)
     first = run.results[n - 1].reserved
     other_conf = "" if conf else EXPANDABLE

@@ -34,10 +34,9 @@ from questions.families.trace import (
     Op,
     free,
     malloc,
+    replay_ops,
     replay_value,
-    run_trace,
     trace_draft,
-    trace_inputs,
 )
 
 # x = j * b: half the ratios fit a hole, half need a new segment
@@ -259,8 +258,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     b, k, ask = int(params["b"]) * MIB, int(params["k"]), str(params["ask"])
     r = int(float(params["j"]) * b) - 999  # not a round size: rounding shows
     segment = b * k
-    inputs = trace_inputs(_ops(segment, b, k, r), ask)
-    run = run_trace(inputs)
+    inputs, run = replay_ops(_ops(segment, b, k, r), ask)
     answer = run.value(ask)
     prompt = PROMPT.fill(S=size(segment), k=k, b=size(b), last=str(k - 1), r=size(r), api=api(ask))
     candidates = (

@@ -39,10 +39,9 @@ from questions.families.trace import (
     Op,
     free,
     malloc,
+    replay_ops,
     replay_value,
-    run_trace,
     trace_draft,
-    trace_inputs,
 )
 
 FREED: Final = "reserved_bytes.all.freed"  # what reserved memory gave back: the collection
@@ -356,8 +355,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     sizes = {i + 1: u * cap // 64 for i, u in enumerate(units)}
     conf = f"garbage_collection_threshold:{t}"
     ops = _ops(template, sizes)
-    inputs = trace_inputs(ops, ask, conf=conf, memory_fraction=cap / TOTAL_MEMORY)
-    run = run_trace(inputs)
+    inputs, run = replay_ops(ops, ask, conf=conf, memory_fraction=cap / TOTAL_MEMORY)
     answer = run.value(ask)
     g = outcome(sizes, template, cap, t)
     expected = g.reclaimed if ask == FREED else g.reserved - g.reclaimed + sizes[len(sizes)]

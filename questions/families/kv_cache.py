@@ -18,7 +18,7 @@ from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.misconceptions import compounds
 from questions.families.model import Candidate, Draft, formula_family, make_draft
-from questions.families.models import DECODERS, LARGEST_GPU_BYTES, Decoder
+from questions.families.models import DECODERS, LARGEST_GPU_BYTES, Decoder, decoder
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
 
@@ -183,7 +183,7 @@ def _candidates(i: dict[str, Any], answer: int) -> list[Candidate]:
 
 def build(variant: str, params: dict[str, Any]) -> Draft:
     name, dtype, tp, batch, tokens = params["case"]
-    model = next(d for d in DECODERS if d.name == name)
+    model = decoder(name)
     inputs: dict[str, Any] = {
         "kind": "kv-cache-size",
         "model": name,

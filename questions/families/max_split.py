@@ -27,20 +27,17 @@ from questions.families.narrate import (
     RESERVED,
     STATS_DOCS,
     conclusion,
-    ops_text,
-    setup,
+    ops_prompt,
     size,
-    trace_prompt,
 )
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
 from questions.families.trace import (
     free,
     malloc,
+    replay_ops,
     replay_value,
-    run_trace,
     trace_draft,
-    trace_inputs,
 )
 
 # max_split_size_mb above 20: torch 2.5's parser wants > 20, 2.6 and later >= 20
@@ -93,24 +90,19 @@ def _steps(c: Case, ask: str, answer: int) -> list[Localized]:
             B=size(c.big),
         )
     ]
-    if c.small_request and c.split:
+    if c.small_request:
+        below = {"r": size(c.r), "M": size(c.m), "g": size(c.segment)}
         steps.append(
             Text(
                 "x ({r}) is below {M}: no oversize block serves it; a new {g} segment, its "
                 "rest (over 1 MiB) split off.",
-                r=size(c.r),
-                M=size(c.m),
-                g=size(c.segment),
+                **below,
             )
-        )
-    elif c.small_request:
-        steps.append(
-            Text(
+            if c.split
+            else Text(
                 "x ({r}) is below {M}: no oversize block serves it; a new {g} segment, all "
                 "x's ({rest} left, not over 1 MiB).",
-                r=size(c.r),
-                M=size(c.m),
-                g=size(c.segment),
+                **below,
                 rest=size(c.segment - c.block),
             )
         )
@@ -368,8 +360,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         ask = INACTIVE_SPLIT
     conf = f"max_split_size_mb:{m // MIB}"
     ops = [malloc("big", big), free("big"), malloc("x", r)]
-    inputs = trace_inputs(ops, ask, conf=conf)
-    run = run_trace(inputs)
+    inputs, run = replay_ops(ops, ask, conf=conf)
     answer = run.value(ask)
     expected = {
         RESERVED: case.reserved,
@@ -382,7 +373,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         "allocator-config",
         3,
         inputs,
-        trace_prompt(setup(conf), ops_text(ops), ask),
+        ops_prompt(ops, ask, conf=conf),
         _steps(case, ask, answer),
         answer,
         _candidates(case, ask, inputs, run.stats),

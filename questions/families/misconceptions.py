@@ -45,6 +45,31 @@ def reserved_not_allocated(reserved: int) -> Candidate:
     )
 
 
+def free_rest_not_counted() -> Candidate:
+    """Asked for a split segment's free rest (``inactive_split_bytes``): none."""
+    return Candidate(
+        "free-rest-not-counted",
+        0,
+        Text("as if the free rest were releasable; in a split segment it is not."),
+    )
+
+
+def reserved_not_inactive(segment: int) -> Candidate:
+    return Candidate(
+        "reserved-not-inactive",
+        segment,
+        Text("the whole segment; the block in use is not inactive."),
+    )
+
+
+def allocated_not_inactive(block: int) -> Candidate:
+    return Candidate(
+        "allocated-not-inactive",
+        block,
+        Text("the block in use; inactive_split_bytes is the free rest."),
+    )
+
+
 def requested_live_bytes(requested: int) -> Candidate:
     return Candidate(
         "requested-live-bytes",

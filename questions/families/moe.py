@@ -54,6 +54,10 @@ MICRO_BATCHES: Final = (1, 2, 4, 8)
 FACTORS: Final = (1.0, 1.25, 1.5, 2.0)
 
 
+def _model(name: str) -> Moe:
+    return next(m for m in MODELS if m.name == name)
+
+
 def capacity(tokens: int, experts: int, top_k: int, factor: float) -> int:
     return math.ceil(tokens * top_k / experts * factor)
 
@@ -83,7 +87,7 @@ def _cases() -> tuple[tuple[str, str, int, int, float, int], ...]:
 
 
 def _inputs(name: str, ask: str, b: int, s: int, f: float, ep: int) -> dict[str, Any]:
-    m = next(x for x in MODELS if x.name == name)
+    m = _model(name)
     return {
         "kind": "moe-expert-parallel",
         "model": name,
@@ -272,7 +276,7 @@ def _weight_candidates(i: dict[str, Any], answer: int) -> list[Candidate]:
 def build(variant: str, params: dict[str, Any]) -> Draft:
     name, ask, b, s, f, ep = params["case"]
     i = _inputs(name, ask, b, s, f, ep)
-    m = next(x for x in MODELS if x.name == name)
+    m = _model(name)
     answer = answer_of(i)
     T = b * s
     c = capacity(T, m.experts, m.top_k, f)

@@ -85,6 +85,13 @@ def trace_prompt(settings: Localized, ops: Localized, ask: str) -> Localized:
     )
 
 
+def ops_prompt(
+    ops: Iterable[list[Any] | tuple[Any, ...]], ask: str, *, conf: str = ""
+) -> Localized:
+    """`trace_prompt` with the settings of `conf` and the ops as they run."""
+    return trace_prompt(setup(conf), ops_text(ops), ask)
+
+
 def conclusion(ask: str) -> Localized:
     """The last step: "So <api> = <the answer as the choices show it>."."""
     return Text("So {api} = {value}.", api=api(ask), value=ANSWER)
@@ -124,3 +131,8 @@ def narrate(result: OpResult, *, expandable: bool = False) -> Localized:
 def narrate_run(results: Iterable[OpResult], *, expandable: bool = False) -> Localized:
     """Every op's account, as one sentence."""
     return Join((narrate(r, expandable=expandable) for r in results), end=".")
+
+
+def narrated_steps(results: Iterable[OpResult], ask: str) -> tuple[Localized, Localized]:
+    """A trace explained op by op (`narrate_run`), then its `conclusion`."""
+    return (narrate_run(results), conclusion(ask))

@@ -32,10 +32,9 @@ from questions.families.space import Space, grid
 from questions.families.trace import (
     free,
     malloc,
+    replay_ops,
     replay_value,
-    run_trace,
     trace_draft,
-    trace_inputs,
 )
 
 DEFAULT_ROUNDING: Final = 20 * MIB
@@ -101,22 +100,17 @@ def _steps(
         steps.append(
             Text("x ({r}) exceeds the cached block: a new {g} segment.", r=size(r), g=size(segment))
         )
-    elif taken:
+    else:
+        waste = {"r": size(r), "w": size(big - block), "R": size(rounding)}
         steps.append(
             Text(
                 "x ({r}) would waste {w}, under the {R} limit: it takes the cached block whole.",
-                r=size(r),
-                w=size(big - block),
-                R=size(rounding),
+                **waste,
             )
-        )
-    else:
-        steps.append(
-            Text(
+            if taken
+            else Text(
                 "x ({r}) would waste {w}, not under the {R} limit: a new {g} segment.",
-                r=size(r),
-                w=size(big - block),
-                R=size(rounding),
+                **waste,
                 g=size(segment),
             )
         )
@@ -292,8 +286,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
     ask = str(params["ask"])
     conf = f"max_split_size_mb:{m // MIB},max_non_split_rounding_mb:{rounding // MIB}"
     ops = [malloc("big", big), free("big"), malloc("x", r)]
-    inputs = trace_inputs(ops, ask, conf=conf)
-    run = run_trace(inputs)
+    inputs, run = replay_ops(ops, ask, conf=conf)
     answer = run.value(ask)
     block = round_size(r, (0,) * 16)
     taken = _takes(block, m, big, rounding)

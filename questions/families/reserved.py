@@ -27,11 +27,8 @@ from questions.families.narrate import (
     ALLOCATOR_DOCS,
     RESERVED,
     STATS_DOCS,
-    conclusion,
-    narrate_run,
-    ops_text,
-    setup,
-    trace_prompt,
+    narrated_steps,
+    ops_prompt,
 )
 from questions.families.sizes import KIB, MIB
 from questions.families.space import Space, grid
@@ -39,10 +36,9 @@ from questions.families.trace import (
     Op,
     free,
     malloc,
+    replay_ops,
     replay_value,
-    run_trace,
     trace_draft,
-    trace_inputs,
 )
 
 SIZES = tuple(
@@ -203,13 +199,9 @@ def _live_sizes(ops: list[Op]) -> list[int]:
 def build(variant: str, params: dict[str, Any]) -> Draft:
     ask = str(params["ask"])
     ops = template_ops(TEMPLATES[variant], params)
-    inputs = trace_inputs(ops, ask)
-    run = run_trace(inputs)
+    inputs, run = replay_ops(ops, ask)
     answer = run.value(ask)
-    steps = (
-        narrate_run(run.results),
-        conclusion(ask),
-    )
+    steps = narrated_steps(run.results, ask)
     candidates = (_reserved_candidates if ask == RESERVED else _allocated_candidates)(
         ops, run.stats, inputs
     )
@@ -217,7 +209,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         "caching-allocator" if ask == RESERVED else "memory-stats",
         2 if len(ops) <= 4 else 3,
         inputs,
-        trace_prompt(setup(""), ops_text(ops), ask),
+        ops_prompt(ops, ask),
         steps,
         answer,
         candidates,

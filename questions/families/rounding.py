@@ -11,20 +11,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.i18n import Join, Localized, Text
+from bot.i18n import Localized, Text
 from gpu_runner.sim import allocation_size, round_size
+from questions.families.misconceptions import (
+    allocated_not_inactive,
+    free_rest_not_counted,
+    reserved_not_inactive,
+)
 from questions.families.model import Candidate, Draft, trace_family
 from questions.families.narrate import (
     ALLOCATED,
-    ALLOCATOR_DOCS,
-    ALLOCATOR_SOURCE,
     INACTIVE_SPLIT,
     RESERVED,
-    STATS_DOCS,
     conclusion,
-    setup,
     size,
-    trace_prompt,
 )
 from questions.families.rounding_pair import build_pair
 from questions.families.rounding_rules import (
@@ -33,11 +33,12 @@ from questions.families.rounding_rules import (
     PAGES,
     POWER_OF_TWO,
     next_power_of_two,
+    rounding_draft,
     up,
 )
 from questions.families.sizes import KIB, MIB
 from questions.families.space import Space, grid
-from questions.families.trace import malloc, run_trace, trace_draft, trace_inputs
+from questions.families.trace import malloc, replay_ops
 
 # A small or medium request's segment is always 2 or 20 MiB, so memory_reserved() is asked
 # only where the segment depends on the request; a lone small block's memory_allocated()
@@ -205,26 +206,14 @@ def _reserved(n: int, rounded: int) -> list[Candidate]:
 
 def _inactive(n: int, rounded: int, segment: int) -> list[Candidate]:
     out = [
-        Candidate(
-            "free-rest-not-counted",
-            0,
-            Text("as if the free rest were releasable; in a split segment it is not."),
-        ),
+        free_rest_not_counted(),
         Candidate(
             "request-not-rounded",
             segment - n,
             Text("subtracts the request, not the 512 B-rounded block."),
         ),
-        Candidate(
-            "reserved-not-inactive",
-            segment,
-            Text("the whole segment; the block in use is not inactive."),
-        ),
-        Candidate(
-            "allocated-not-inactive",
-            rounded,
-            Text("the block in use; inactive_split_bytes is the free rest."),
-        ),
+        reserved_not_inactive(segment),
+        allocated_not_inactive(rounded),
         Candidate(
             "page-rounded-block",
             segment - up(n, 4 * KIB),
@@ -287,8 +276,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         return build_pair(params)
     n = _request(variant, params)
     ask = str(params["ask"])
-    inputs = trace_inputs([malloc("x", n)], ask)
-    run = run_trace(inputs)
+    inputs, run = replay_ops([malloc("x", n)], ask)
     first = run.results[0]
     rounded = max(512, -(-n // 512) * 512)
     segment = first.grown
@@ -305,16 +293,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         _split_step(rounded, segment, first.split),
         conclusion(ask),
     )
-    return trace_draft(
-        "caching-allocator" if ask != INACTIVE_SPLIT else "memory-stats",
-        2,
-        inputs,
-        trace_prompt(setup(""), Join(("x = ", size(n)), ""), ask),
-        steps,
-        answer,
-        candidates,
-        (ALLOCATOR_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
-    )
+    return rounding_draft(2, inputs, steps, answer, candidates)
 
 
 FAMILY = trace_family(

@@ -5,21 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.i18n import Join, Text
+from bot.i18n import Text
+from questions.families.misconceptions import free_rest_not_counted
 from questions.families.model import Candidate, Draft
-from questions.families.narrate import (
-    ALLOCATED,
-    ALLOCATOR_DOCS,
-    ALLOCATOR_SOURCE,
-    STATS_DOCS,
-    conclusion,
-    setup,
-    size,
-    trace_prompt,
+from questions.families.narrate import ALLOCATED, conclusion, size
+from questions.families.rounding_rules import (
+    ALIGNMENT,
+    PAGES,
+    POWER_OF_TWO,
+    next_power_of_two,
+    rounding_draft,
+    up,
 )
-from questions.families.rounding_rules import ALIGNMENT, PAGES, POWER_OF_TWO, next_power_of_two, up
 from questions.families.sizes import KIB, MIB
-from questions.families.trace import malloc, run_trace, trace_draft, trace_inputs
+from questions.families.trace import malloc, replay_ops
 
 
 def _pair_allocated(a: int, b: int, ra: int, rb: int) -> list[Candidate]:
@@ -55,11 +54,7 @@ def _pair_allocated(a: int, b: int, ra: int, rb: int) -> list[Candidate]:
 def _pair_inactive(a: int, b: int, ra: int, rb: int) -> list[Candidate]:
     segment = 2 * MIB
     return [
-        Candidate(
-            "free-rest-not-counted",
-            0,
-            Text("as if the free rest were releasable; in a split segment it is not."),
-        ),
+        free_rest_not_counted(),
         Candidate(
             "request-not-rounded",
             segment - a - b,
@@ -117,8 +112,7 @@ def build_pair(params: dict[str, Any]) -> Draft:
     a = int(params["k"]) * 512 + int(params["r"])
     b = int(params["j"]) * 512 + 512 - int(params["r"])
     ask = str(params["ask"])
-    inputs = trace_inputs([malloc("x", a), malloc("y", b)], ask)
-    run = run_trace(inputs)
+    inputs, run = replay_ops([malloc("x", a), malloc("y", b)], ask)
     ra, rb = run.results[0].block, run.results[1].block
     answer = run.value(ask)
     candidates = (_pair_allocated if ask == ALLOCATED else _pair_inactive)(a, b, ra, rb)
@@ -131,14 +125,4 @@ def build_pair(params: dict[str, Any]) -> Draft:
         Text("Both are small-pool blocks: x opens a 2 MiB segment, y is cut from its free rest."),
         conclusion(ask),
     )
-    ops = Join((Join(("x = ", size(a)), ""), Join(("y = ", size(b)), "")))
-    return trace_draft(
-        "caching-allocator" if ask == ALLOCATED else "memory-stats",
-        1 if ask == ALLOCATED else 2,
-        inputs,
-        trace_prompt(setup(""), ops, ask),
-        steps,
-        answer,
-        candidates,
-        (ALLOCATOR_DOCS, ALLOCATOR_SOURCE, STATS_DOCS),
-    )
+    return rounding_draft(1 if ask == ALLOCATED else 2, inputs, steps, answer, candidates)

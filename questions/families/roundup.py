@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.i18n import Join, Localized, Text
+from bot.i18n import Localized, Text
 from gpu_runner.sim import allocation_size, round_size
-from questions.families.misconceptions import reserved_not_allocated
+from questions.families.misconceptions import (
+    allocated_not_inactive,
+    free_rest_not_counted,
+    reserved_not_allocated,
+    reserved_not_inactive,
+)
 from questions.families.model import Candidate, Draft, trace_family
 from questions.families.narrate import (
     ALLOCATED,
@@ -23,18 +28,16 @@ from questions.families.narrate import (
     RESERVED,
     STATS_DOCS,
     conclusion,
-    setup,
+    ops_prompt,
     size,
-    trace_prompt,
 )
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
 from questions.families.trace import (
     malloc,
+    replay_ops,
     replay_value,
-    run_trace,
     trace_draft,
-    trace_inputs,
 )
 
 DIVISIONS = (2, 4, 8, 16)
@@ -185,21 +188,9 @@ def _candidates(
     if ask == INACTIVE_SPLIT:
         segment = stats[RESERVED]
         return [
-            Candidate(
-                "free-rest-not-counted",
-                0,
-                Text("as if the free rest were releasable; in a split segment it is not."),
-            ),
-            Candidate(
-                "reserved-not-inactive",
-                segment,
-                Text("the whole segment; the block in use is not inactive."),
-            ),
-            Candidate(
-                "allocated-not-inactive",
-                stats[ALLOCATED],
-                Text("the block in use; inactive_split_bytes is the free rest."),
-            ),
+            free_rest_not_counted(),
+            reserved_not_inactive(segment),
+            allocated_not_inactive(stats[ALLOCATED]),
             Candidate(
                 "plain-512-rounding",
                 replay_value(inputs, conf=""),
@@ -274,8 +265,8 @@ def _candidates(
 def build(variant: str, params: dict[str, Any]) -> Draft:
     n, d, ask = _request(variant, params), int(params["d"]), str(params["ask"])
     conf = f"roundup_power2_divisions:{d}"
-    inputs = trace_inputs([malloc("x", n)], ask, conf=conf)
-    run = run_trace(inputs)
+    ops = [malloc("x", n)]
+    inputs, run = replay_ops(ops, ask, conf=conf)
     first = run.results[0]
     block = round_size(n, (d,) * 16)
     answer = run.value(ask)
@@ -288,7 +279,7 @@ def build(variant: str, params: dict[str, Any]) -> Draft:
         "allocator-config",
         2 if variant != "large" else 3,
         inputs,
-        trace_prompt(setup(conf), Join(("x = ", size(n)), ""), ask),
+        ops_prompt(ops, ask, conf=conf),
         steps,
         answer,
         _candidates(ask, n, d, inputs, run.stats),

@@ -209,6 +209,18 @@ def snapshot_after(inputs: Mapping[str, Any]) -> list[SegmentInfo]:
     return alloc.memory_snapshot()
 
 
+def replay_ops(
+    ops: list[Op],
+    ask: str,
+    *,
+    conf: str = "",
+    memory_fraction: float | None = None,
+) -> tuple[dict[str, Any], TraceRun]:
+    """A trace question's canonical inputs (`trace_inputs`) and their replay (`run_trace`)."""
+    inputs = trace_inputs(ops, ask, conf=conf, memory_fraction=memory_fraction)
+    return inputs, run_trace(inputs)
+
+
 def replay_value(inputs: Mapping[str, Any], **changes: Any) -> int:
     """`inputs[ask]` after replaying a variant of the trace (a misconception's model)."""
     variant = {**inputs, **changes}

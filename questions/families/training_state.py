@@ -15,7 +15,7 @@ from bot.formats import Number
 from bot.i18n import Localized, Text
 from questions.families.assemble import ANSWER
 from questions.families.model import Candidate, Draft, formula_family, make_draft
-from questions.families.models import DECODERS, LARGEST_GPU_BYTES
+from questions.families.models import DECODERS, LARGEST_GPU_BYTES, decoder
 from questions.families.sizes import GIB
 from questions.families.space import Space, grid
 
@@ -106,7 +106,7 @@ SHARDED: Final = {
 
 def build(variant: str, params: dict[str, Any]) -> Draft:
     name, recipe_id, stage, gpus = params["case"]
-    model = next(d for d in DECODERS if d.name == name)
+    model = decoder(name)
     recipe = RECIPES[recipe_id]
     psi = round(model.params_b * 1e9)
     w, g, k = recipe.weights, recipe.grads, recipe.optimizer
