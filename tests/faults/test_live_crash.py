@@ -33,7 +33,7 @@ async def test_a_live_round_outlives_its_process(db_url: str, tmp_path: Path) ->
         a = BotProcess(db_url, fake.api_url, tmp_path / "a.log", **ENV)
         await a.start()
         body = rq.form_body(
-            rq.slash_command("live 2 8", user="U0ROOT", response_url=fake.response_url("live"))
+            rq.slash_command("live 2 5", user="U0ROOT", response_url=fake.response_url("live"))
         )
         async with http.post(a.url, data=body, headers=rq.signed_headers(body)) as resp:
             assert resp.status == 200
