@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpu_runner.sim._trace import ALLOC, FREE_COMPLETED, FREE_REQUESTED, OOM, Event
+from gpu_runner.sim.replay import timeline_index
 
 MiB = 1 << 20
 SMALL_REQUEST = MiB  # requests up to this go to the small pool (after rounding)
@@ -102,13 +103,7 @@ def compile_trace(events: Sequence[Event], max_points: int = 1500) -> TraceProgr
                     requested_free.add(addr)
         elif code == FREE_COMPLETED:
             requested_free.discard(addr)
-    bucket = max(1, -(-len(slots) // max_points))
-    starts = times[::bucket]
-    x_is_time = bool(starts) and all(t >= 0 for t in starts)
-    if x_is_time:
-        xs = [(t - starts[0]) / 1e6 for t in starts]
-    else:
-        xs = [float(i) for i in range(0, len(slots), bucket)]
+    bucket, xs, x_is_time = timeline_index(times, max_points)
     return TraceProgram(
         slots=slots,
         sizes=sizes,

@@ -7,6 +7,7 @@ from typing import Any
 
 from gpu_runner.clinic._program import TraceProgram
 from gpu_runner.sim import AllocatorConfig, Block, CachingAllocator, OutOfMemoryError
+from gpu_runner.sim.replay import fragmentation
 
 MAX_OOM_POINTS = 200  # markers on the plot; the count is exact
 
@@ -75,8 +76,7 @@ def replay_program(program: TraceProgram, config: AllocatorConfig, total_memory:
                     if reserved > peak_reserved:
                         peak_reserved = reserved
                         unallocated = reserved - allocated
-                        largest = alloc.largest_free_block()
-                        frag = 1.0 - largest / unallocated if unallocated else 0.0
+                        frag = fragmentation(alloc, unallocated)
             else:
                 block = handles[~slot]
                 if block is not None:  # None: its malloc failed (OOM)

@@ -214,6 +214,11 @@ def stat(stats: dict[str, int], key: str) -> int:
     return int(stats.get(key, 0))
 
 
+def usage(dev: Device) -> dict[str, int]:
+    """`memory_allocated()` and `memory_reserved()`, under the demos' metric names."""
+    return {"allocated_bytes": dev.allocated(), "reserved_bytes": dev.reserved()}
+
+
 def free_blocks(snapshot: list[dict[str, Any]]) -> list[int]:
     """Sizes of the inactive blocks in a snapshot (the holes)."""
     return [int(b["size"]) for seg in snapshot for b in seg["blocks"] if b["state"] == "inactive"]

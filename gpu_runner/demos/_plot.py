@@ -59,6 +59,8 @@ STYLE: dict[str, Any] = {
 FOOTER_LINE_IN = 0.17  # inches per footer line
 # One segment as `segment_steps` reads it: total bytes and its blocks (offset, size, allocated).
 Segment = tuple[int, list[tuple[int, int, bool]]]
+# One `grouped_bars` series: its name, a value per label, its colour.
+Series = tuple[str, Sequence[float], str]
 
 
 def figure(width: float = 8.0, height: float = 3.4, rows: int = 1, cols: int = 1) -> Any:
@@ -324,10 +326,15 @@ def segment_steps(
     ax.legend(handles=handles, loc="upper right", ncol=3, frameon=False)
 
 
+def mib_series(name: str, steps: Sequence[Mapping[str, Any]], key: str, colour: str) -> Series:
+    """A `grouped_bars` series of each step's `key`, a byte count (None: 0), in MiB."""
+    return name, [(step[key] or 0) / MiB for step in steps], colour
+
+
 def grouped_bars(
     ax: Any,
     labels: Sequence[str],
-    series: Sequence[tuple[str, Sequence[float], str]],
+    series: Sequence[Series],
     *,
     ylabel: str,
     title: str,

@@ -189,20 +189,13 @@ def run(ctx: RunContext) -> DemoOutput:
     )
     lines = _report(ctx, metrics, where)
     fig, (ax,) = _plot.figure(8.0, 3.6)
+    modes = [small[m] for m in MODES]
     _plot.grouped_bars(
         ax,
         ["none", "per-layer", f"sqrt ({sqrt_segments(layers)})"],
         [
-            (
-                ctx.t("after forward"),
-                [small[m]["after_forward_bytes"] / MiB for m in MODES],
-                _plot.ALLOCATED,
-            ),
-            (
-                ctx.t("peak in backward"),
-                [small[m]["peak_bytes"] / MiB for m in MODES],
-                _plot.FREE,
-            ),
+            _plot.mib_series(ctx.t("after forward"), modes, "after_forward_bytes", _plot.ALLOCATED),
+            _plot.mib_series(ctx.t("peak in backward"), modes, "peak_bytes", _plot.FREE),
         ],
         ylabel=ctx.t("activations, weight grads apart (MiB)"),
         fmt=lambda v: ctx.num(v),

@@ -183,21 +183,9 @@ def run(ctx: RunContext) -> DemoOutput:
         ax,
         [t(s["step"]).replace("; ", ";\n").replace(", ", ",\n") for s in steps],
         [
-            (
-                t("reserved"),
-                [s["reserved_bytes"] / MiB for s in steps],
-                _plot.FREE,
-            ),
-            (
-                t("allocated"),
-                [s["allocated_bytes"] / MiB for s in steps],
-                _plot.ALLOCATED,
-            ),
-            (
-                t("graph pool"),
-                [(s["private_pool_bytes"] or 0) / MiB for s in steps],
-                _plot.ACCENT,
-            ),
+            _plot.mib_series(t("reserved"), steps, "reserved_bytes", _plot.FREE),
+            _plot.mib_series(t("allocated"), steps, "allocated_bytes", _plot.ALLOCATED),
+            _plot.mib_series(t("graph pool"), steps, "private_pool_bytes", _plot.ACCENT),
         ],
         ylabel=t("memory (MiB)"),
         fmt=lambda v: ctx.num(v),

@@ -12,7 +12,7 @@ import weakref
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._alloc import Device, device_label, open_device, stat
+from gpu_runner.demos._alloc import Device, device_label, open_device, stat, usage
 from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._registry import Demo, DemoKind, Param
 
@@ -23,8 +23,7 @@ def _state(dev: Device, step: str, base_free: int | None) -> dict[str, Any]:
     free = dev.mem_free()
     return {
         "step": step,
-        "allocated_bytes": dev.allocated(),
-        "reserved_bytes": dev.reserved(),
+        **usage(dev),
         # The driver's view; the simulator models it too, but a GPU has other tenants.
         "device_free_delta_bytes": None if free is None or base_free is None else free - base_free,
     }
@@ -163,16 +162,8 @@ def run(ctx: RunContext) -> DemoOutput:
         ax,
         ["x = empty(size)", "v = x[:16]\ndel x\nempty_cache()", "del v", "empty_cache()"],
         [
-            (
-                t("allocated"),
-                [s["allocated_bytes"] / MiB for s in view_steps],
-                _plot.ALLOCATED,
-            ),
-            (
-                t("reserved"),
-                [s["reserved_bytes"] / MiB for s in view_steps],
-                _plot.FREE,
-            ),
+            _plot.mib_series(t("allocated"), view_steps, "allocated_bytes", _plot.ALLOCATED),
+            _plot.mib_series(t("reserved"), view_steps, "reserved_bytes", _plot.FREE),
         ],
         ylabel=t("memory (MiB)"),
         fmt=lambda v: ctx.num(v),

@@ -7,7 +7,7 @@ then every other one freed. The free memory is plentiful but scattered.
 from __future__ import annotations
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._alloc import device_label, free_blocks, open_device, stat
+from gpu_runner.demos._alloc import device_label, free_blocks, open_device, stat, usage
 from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._registry import Demo, DemoKind, Param
 
@@ -30,8 +30,7 @@ def run(ctx: RunContext) -> DemoOutput:
     largest = max(holes, default=0)
     index = 1 - largest / total_free if total_free else 0.0
     metrics = {
-        "allocated_bytes": dev.allocated(),
-        "reserved_bytes": dev.reserved(),
+        **usage(dev),
         "segments": stat(stats, "segment.all.current"),
         "inactive_split_bytes": stat(stats, "inactive_split_bytes.all.current"),
         "inactive_split_blocks": stat(stats, "inactive_split.all.current"),

@@ -21,6 +21,7 @@ from gpu_runner.demos._alloc import (
     free_blocks,
     open_device,
     stat,
+    usage,
 )
 from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._oom_text import outcome_lines, remedy_lines
@@ -97,8 +98,7 @@ def run(ctx: RunContext) -> DemoOutput:
         "oom": bool(message),
         "num_alloc_retries": stat(s, "num_alloc_retries"),
         "num_ooms": stat(s, "num_ooms"),
-        "allocated_bytes": dev.allocated(),
-        "reserved_bytes": dev.reserved(),
+        **usage(dev),
         "inactive_split_bytes": stat(s, "inactive_split_bytes.all.current"),
         "segments": stat(s, "segment.all.current"),
         "largest_free_bytes": max(holes, default=0),
@@ -120,8 +120,7 @@ def run(ctx: RunContext) -> DemoOutput:
         dev.free(h)
     s2 = dev.stats()
     merged = {
-        "allocated_bytes": dev.allocated(),
-        "reserved_bytes": dev.reserved(),
+        **usage(dev),
         "inactive_split_bytes": stat(s2, "inactive_split_bytes.all.current"),
     }
     allocs_before = stat(s2, "num_device_alloc")

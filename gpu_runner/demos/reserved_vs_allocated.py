@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._alloc import device_label, open_device, stat
+from gpu_runner.demos._alloc import device_label, open_device, stat, usage
 from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._registry import Demo, DemoKind
 
@@ -49,12 +49,11 @@ def run(ctx: RunContext) -> DemoOutput:
         dev.free(h)
     s = dev.stats()
     after_free = {
-        "allocated_bytes": dev.allocated(),
-        "reserved_bytes": dev.reserved(),
+        **usage(dev),
         "segments": stat(s, "segment.all.current"),
     }
     dev.empty_cache()
-    after_empty = {"allocated_bytes": dev.allocated(), "reserved_bytes": dev.reserved()}
+    after_empty = usage(dev)
     metrics = {
         "steps": rows,
         "after_free": after_free,

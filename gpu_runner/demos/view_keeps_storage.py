@@ -12,7 +12,7 @@ import weakref
 from typing import Any
 
 from gpu_runner.demos import _plot
-from gpu_runner.demos._alloc import device_label, open_device
+from gpu_runner.demos._alloc import device_label, open_device, usage
 from gpu_runner.demos._context import DemoOutput, RunContext
 from gpu_runner.demos._registry import Demo, DemoKind, Param
 
@@ -45,9 +45,7 @@ def run(ctx: RunContext) -> DemoOutput:
     steps: list[dict[str, Any]] = []
 
     def record(step: str) -> None:
-        steps.append(
-            {"step": step, "allocated_bytes": dev.allocated(), "reserved_bytes": dev.reserved()}
-        )
+        steps.append({"step": step, **usage(dev)})
 
     base = dev.alloc(base_bytes)
     record("base = empty(n)")
@@ -123,16 +121,8 @@ def run(ctx: RunContext) -> DemoOutput:
             "empty_cache()",
         ],
         [
-            (
-                t("allocated"),
-                [s["allocated_bytes"] / MiB for s in steps],
-                _plot.ALLOCATED,
-            ),
-            (
-                t("reserved"),
-                [s["reserved_bytes"] / MiB for s in steps],
-                _plot.FREE,
-            ),
+            _plot.mib_series(t("allocated"), steps, "allocated_bytes", _plot.ALLOCATED),
+            _plot.mib_series(t("reserved"), steps, "reserved_bytes", _plot.FREE),
         ],
         ylabel=t("memory (MiB)"),
         fmt=lambda v: ctx.size(v * MiB) if v else "0",

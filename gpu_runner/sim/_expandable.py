@@ -20,6 +20,15 @@ def _has_space(block: Block | None, size: int) -> bool:
     return total >= size
 
 
+def _link_after(block: Block, new: Block) -> None:
+    """Put `new` right after `block` in their segment's address-ordered block list."""
+    new.prev = block
+    new.next = block.next
+    if new.next is not None:
+        new.next.prev = new
+    block.next = new
+
+
 def find_expandable_block(st: AllocatorState, pool: Pool, stream: int, size: int) -> Block:
     """The lowest free-or-unmapped run of this stream with `size` bytes, or a new segment."""
     keys = pool.unmapped.get(stream)
@@ -49,11 +58,7 @@ def map_block(st: AllocatorState, pool: Pool, to_map: Block, size: int) -> bool:
     if mapped < to_map.size:
         rest = Block(to_map.ptr + mapped, to_map.size - mapped, to_map.stream, pool.small, seg)
         rest.mapped = False
-        rest.prev = to_map
-        rest.next = to_map.next
-        if rest.next is not None:
-            rest.next.prev = rest
-        to_map.next = rest
+        _link_after(to_map, rest)
         st.insert_unmapped(pool, rest)
         to_map.size = mapped
     st.try_merge(pool, to_map, to_map.prev)
@@ -104,11 +109,7 @@ def unmap_block(st: AllocatorState, pool: Pool, block: Block) -> None:
     after = block.size - before - length
     if after > 0:
         tail = Block(start + length, after, block.stream, pool.small, seg)
-        tail.prev = block
-        tail.next = block.next
-        if tail.next is not None:
-            tail.next.prev = tail
-        block.next = tail
+        _link_after(block, tail)
         st.insert_free(pool, tail)
     block.ptr = start
     block.size = length

@@ -69,13 +69,21 @@ class RecordedFigures:
     num_ooms: int
 
 
-def _timeline_index(events: Sequence[Event], max_points: int) -> tuple[int, list[float], bool]:
-    bucket = max(1, -(-len(events) // max_points))
-    times = [e[4] for e in events[::bucket]]
-    if events and all(t >= 0 for t in times):
-        start = events[0][4]
-        return bucket, [(t - start) / 1e6 for t in times], True
-    return bucket, [float(i) for i in range(0, len(events), bucket)], False
+def timeline_index(times: Sequence[int], max_points: int) -> tuple[int, list[float], bool]:
+    """A timeline of at most `max_points` points over ops with these `times` (µs, one per
+    op): the ops per point, each point's x and whether x is time. x is the seconds since
+    the first op when every point's first op has a time (>= 0), else the op index."""
+    bucket = max(1, -(-len(times) // max_points))
+    starts = times[::bucket]
+    if starts and all(t >= 0 for t in starts):
+        return bucket, [(t - starts[0]) / 1e6 for t in starts], True
+    return bucket, [float(i) for i in range(0, len(times), bucket)], False
+
+
+def fragmentation(alloc: CachingAllocator, unallocated: int) -> float:
+    """1 - largest free block / the `unallocated` cached bytes (reserved - allocated), or
+    0.0 when nothing cached is unallocated."""
+    return 1.0 - alloc.largest_free_block() / unallocated if unallocated else 0.0
 
 
 def replay_events(
@@ -96,7 +104,7 @@ def replay_events(
     peak_reserved = -1
     frag = 0.0
     unallocated = 0
-    bucket, xs, x_is_time = _timeline_index(events, max_points)
+    bucket, xs, x_is_time = timeline_index([e[4] for e in events], max_points)
     t_alloc: list[int] = []
     t_reserved: list[int] = []
     top_alloc = top_reserved = 0
@@ -115,8 +123,7 @@ def replay_events(
             if reserved > peak_reserved:
                 peak_reserved = reserved
                 unallocated = reserved - small.b_cur - large.b_cur
-                largest = alloc.largest_free_block()
-                frag = 1.0 - largest / unallocated if unallocated else 0.0
+                frag = fragmentation(alloc, unallocated)
         elif code == FREE_REQUESTED or (code == FREE_COMPLETED and addr not in requested_free):
             block = live.pop(addr, None)
             if block is None:

@@ -15,7 +15,7 @@ import pytest
 from gpu_runner.sim import GiB, MiB, SnapshotError, load_snapshot, replay_file
 from gpu_runner.sim._trace import parse_snapshot
 from gpu_runner.sim.cli import add_sim_commands
-from gpu_runner.sim.replay import recorded_figures, replay_events
+from gpu_runner.sim.replay import recorded_figures, replay_events, timeline_index
 from tests.sim.scenarios import q4_growing_batch
 from tests.sim.trace_factory import RecordingDevice, write_snapshot
 
@@ -61,6 +61,14 @@ def test_replay_reproduces_the_recorded_peaks_and_compares_expandable(
     assert recorded_figures(snapshot, device).peak_reserved == 1046 * MiB
     assert recorded.timeline.x_is_time
     assert max(recorded.timeline.reserved) == 1046 * MiB
+
+
+def test_the_timeline_buckets_the_ops_by_time_or_else_by_index() -> None:
+    times = [5_000_000, 6_000_000, 7_500_000, 9_000_000, 9_000_001]
+    assert timeline_index(times, 3) == (2, [0.0, 2.5, 4.000001], True)
+    # a point whose first op has no time (< 0) puts every point on the op index
+    assert timeline_index([5, -1, 6], 10) == (1, [0.0, 1.0, 2.0], False)
+    assert timeline_index([], 10) == (1, [], False)
 
 
 def test_recorded_settings_come_from_the_snapshot(tmp_path: Path) -> None:
