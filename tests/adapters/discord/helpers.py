@@ -61,6 +61,19 @@ async def said(fake: FakeDiscord, interaction: Json, count: int = 1) -> list[Jso
     return fake.said_to(interaction)
 
 
+async def answered(fake: FakeDiscord, interaction: Json) -> None:
+    """Until the bot has answered `interaction` in full. A command whose answer is public
+    alone (a close, whose reveal is its answer) says "Done." when it beats the deadline, but
+    after a deferral (a slow database) removes the "thinking…" line and says nothing."""
+    removed = rf"/webhooks/{fake.app_id}/{interaction['token']}/messages/@original"
+    await fake.until(
+        lambda: (
+            bool(fake.said_to(interaction))
+            or any(c.status < 300 for c in fake.of("DELETE", removed))
+        )
+    )
+
+
 def dm_to(fake: FakeDiscord, user_id: str) -> list[Json]:
     """The messages the bot sent in its DM channel with `user_id`."""
     channel = fake.dms.get(user_id)

@@ -7,7 +7,15 @@ from bot.config import Settings
 from bot.domain import DemoPolicy
 from tests.adapters.discord.conftest import DemoKit, QuizWith, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
-from tests.adapters.discord.helpers import ADMIN, ask, channel_of, custom_ids, said, text_of
+from tests.adapters.discord.helpers import (
+    ADMIN,
+    answered,
+    ask,
+    channel_of,
+    custom_ids,
+    said,
+    text_of,
+)
 
 
 def in_thread(fake: FakeDiscord, message: Json) -> list[Json]:
@@ -18,7 +26,7 @@ def in_thread(fake: FakeDiscord, message: Json) -> list[Json]:
 async def reveal(fake: FakeDiscord, demos: DemoKit) -> Json:
     """Ask a question that has a demo, close it as an admin: the question message."""
     message, _ = await ask(fake, "fragmentation")
-    await said(fake, await fake.command("close", permissions=ADMIN))
+    await answered(fake, await fake.command("close", permissions=ADMIN))
     await demos.dispatcher.drain()
     return message
 

@@ -21,6 +21,7 @@ from tests.adapters.discord.conftest import QuizWith, Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord
 from tests.adapters.discord.helpers import (
     ADMIN,
+    answered,
     ask,
     ask_for,
     channel_of,
@@ -244,12 +245,12 @@ async def test_the_configured_admin_role_and_listed_users_may_close(
     async with run_adapter(admin_role=role, admin_ids=["7099"]):
         _, post_id = await ask(fake)
         inter = await fake.command("close", user_id="7011", roles=(str(role),))
-        await said(fake, inter)
+        await answered(fake, inter)
         post = await store.posts.get(post_id)
         assert post is not None
         assert post.state is PostState.CLOSED
         _, second = await ask(fake, user_id="7012")
-        await said(fake, await fake.command("close", user_id="7099"))
+        await answered(fake, await fake.command("close", user_id="7099"))
         stored = await store.posts.get(second)
         assert stored is not None and stored.state is PostState.CLOSED
 

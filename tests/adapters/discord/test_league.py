@@ -13,7 +13,7 @@ from bot.domain import Platform, UserRef
 from bot.scheduling import Scheduler
 from tests.adapters.discord.conftest import QuizWith, Runner, both_modes
 from tests.adapters.discord.fake_discord import FakeDiscord
-from tests.adapters.discord.helpers import ADMIN, ask, custom_ids, said, text_of
+from tests.adapters.discord.helpers import ADMIN, answered, ask, custom_ids, said, text_of
 from tests.quiz import service_of
 from tests.seasons.conftest import T0
 
@@ -53,7 +53,7 @@ async def test_a_season_of_two_teams_ends_on_time_with_one_podium_on_discord(
             wrong = (question.answer + 1) % question.choice_count
             for user_id, choice in (("9001", question.answer), ("9002", wrong)):
                 await said(fake, await fake.click(posted["id"], buttons[choice], user_id=user_id))
-            await said(fake, await fake.command("close", permissions=ADMIN))
+            await answered(fake, await fake.command("close", permissions=ADMIN))
         clock.set(T0 + timedelta(days=7))
         await scheduler.tick()
         await scheduler.tick()

@@ -23,6 +23,7 @@ from tests.adapters.discord.conftest import Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
 from tests.adapters.discord.helpers import (
     ADMIN,
+    answered,
     ask,
     button,
     channel_of,
@@ -108,7 +109,7 @@ async def test_a_member_submits_an_admin_approves_it_is_asked_scored_flagged_the
         )
         wrong = await fake.click(message["id"], custom_ids(message)[0], user_id=ANN)
         assert "Not quite" in await first_said(fake, wrong)
-        await said(fake, await fake.command("close", user_id=ROOT, permissions=ADMIN))
+        await answered(fake, await fake.command("close", user_id=ROOT, permissions=ADMIN))
 
         # "Report a problem" on the reveal, in the question's thread: a modal.
         await fake.until(
