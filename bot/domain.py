@@ -225,6 +225,42 @@ class Post:
 
 
 @dataclass(frozen=True, slots=True)
+class PostDraft:
+    """What a new post is stored with: its channel, the question version it shows (with
+    the right choice and the number of choices, kept for scoring), its locale, when it is
+    made and when it closes (None: only its answer closes it)."""
+
+    channel: ChannelRef
+    question_id: str
+    question_hash: str
+    correct_choice: int
+    choice_count: int
+    locale: Locale
+    created_at: datetime
+    closes_at: datetime | None
+
+    @classmethod
+    def of(
+        cls,
+        channel: ChannelRef,
+        question: Question,
+        locale: Locale,
+        created_at: datetime,
+        closes_at: datetime | None,
+    ) -> PostDraft:
+        return cls(
+            channel,
+            question.id,
+            question.content_hash,
+            question.answer,
+            question.choice_count,
+            locale,
+            created_at,
+            closes_at,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Answer:
     post_id: int
     user: UserRef

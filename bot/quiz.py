@@ -27,6 +27,7 @@ from bot.domain import (
     Locale,
     Platform,
     Post,
+    PostDraft,
     PostKind,
     PostState,
     Question,
@@ -262,19 +263,10 @@ class QuizService:
                     )
                 )
         await self.store.questions.save(question)
-        post = await self.store.posts.create(
-            channel,
-            question.id,
-            question.content_hash,
-            kind,
-            settings.locale,
-            now,
-            now + (closes_in or DEFAULT_WINDOW),
-            correct_choice=question.answer,
-            choice_count=question.choice_count,
-            schedule_id=schedule_id,
-            slot_at=slot_at,
+        draft = PostDraft.of(
+            channel, question, settings.locale, now, now + (closes_in or DEFAULT_WINDOW)
         )
+        post = await self.store.posts.create(draft, kind, schedule_id=schedule_id, slot_at=slot_at)
         if post is None:
             return None
         if kind is not PostKind.ASK:

@@ -261,6 +261,12 @@ def _name(words: Sequence[str], t: Translator) -> str:
     return name
 
 
+def _no_such_team(name: str, t: Translator) -> UserFacingError:
+    return UserFacingError(
+        t("There is no team called {name}: /quiz team list shows them.", name=quoted(name))
+    )
+
+
 def board_message(
     scores: Sequence[TeamScore], rule: TeamRule, what: str, locale: Locale
 ) -> Message:
@@ -373,12 +379,7 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
             try:
                 joined = await teams.join(who, name, now)
             except NoSuchTeam:
-                raise UserFacingError(
-                    t(
-                        "There is no team called {name}: /quiz team list shows them.",
-                        name=quoted(name),
-                    )
-                ) from None
+                raise _no_such_team(name, t) from None
             except AlreadyOnTeam as exc:
                 raise UserFacingError(
                     t(
@@ -561,9 +562,7 @@ def team_feature(teams: TeamRepository, seasons: SeasonRepository, clock: Clock)
         try:
             await teams.link(ws, name, group)
         except NoSuchTeam:
-            raise UserFacingError(
-                t("There is no team called {name}: /quiz team list shows them.", name=quoted(name))
-            ) from None
+            raise _no_such_team(name, t) from None
         done = await teams.sync(ws, name, members, now)
         lines = [
             t(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -19,12 +19,25 @@ if TYPE_CHECKING:
 T = TypeVar("T", bound="DataclassInstance")
 
 
+class _Keyed(Protocol):
+    """A row with a generated integer primary key, `id`."""
+
+    @property
+    def id(self) -> int: ...
+
+
+def dialect_name(sessions: async_sessionmaker[AsyncSession]) -> str:
+    """The SQL dialect of the database `sessions` open ("postgresql", "sqlite")."""
+    name: str = sessions.kw["bind"].dialect.name
+    return name
+
+
 class SqlRepository:
     """A repository on `sessions`; `_dialect` names their database's SQL dialect."""
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
-        self._dialect: str = sessions.kw["bind"].dialect.name
+        self._dialect = dialect_name(sessions)
 
 
 class RefRepository(SqlRepository):
@@ -40,6 +53,13 @@ def insert(dialect: str, model: type[DeclarativeBase]) -> Any:
     if dialect == "postgresql":
         return postgresql.insert(model)
     return sqlite.insert(model)
+
+
+async def added_id(session: AsyncSession, row: _Keyed) -> int:
+    """Add `row` to `session` and flush it: the id the database gave it."""
+    session.add(row)
+    await session.flush()
+    return row.id
 
 
 def summed(model: Any, ins: Any, *columns: str) -> dict[str, Any]:

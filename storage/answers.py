@@ -46,7 +46,7 @@ from bot.domain import (
     UserRef,
 )
 from bot.errors import StorageUnavailable
-from storage._sql import insert
+from storage._sql import RefRepository, insert
 from storage.erasures import StaleMemberIds, refused_clicks, writer_member_ids
 from storage.faults import Backoff, RetryObserver, transient_reason
 from storage.models import AnswerRow, ChannelRow, MemberRow, PostRow
@@ -83,7 +83,7 @@ class _Pending:
         return self.correct if self.correct is not None else self.choice == correct_choice
 
 
-class SqlAnswerRepository:
+class SqlAnswerRepository(RefRepository):
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
@@ -92,9 +92,7 @@ class SqlAnswerRepository:
         backoff: Backoff | None = None,
         observer: RetryObserver | None = None,
     ) -> None:
-        self._sessions = sessions
-        self._refs = refs
-        self._dialect = sessions.kw["bind"].dialect.name
+        super().__init__(sessions, refs)
         self._backoff = backoff or Backoff()
         self.observer = observer
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()

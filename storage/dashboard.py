@@ -24,6 +24,7 @@ from bot.dashboard.ports import (
 )
 from bot.domain import BoardWindow, ChannelRef, PostKind, Schedule, UserRef
 from bot.team import Workspace
+from storage._sql import added_id
 from storage.board_keys import channel_board, workspace_board
 from storage.models import (
     AnswerRow,
@@ -147,9 +148,7 @@ class SqlDashboard:
             updated_at=now,
         )
         async with self._sessions.begin() as s:
-            s.add(row)
-            await s.flush()
-            return int(row.id)
+            return await added_id(s, row)
 
     async def clinic_status(self, job: int, status: str, now: datetime) -> None:
         async with self._sessions.begin() as s:

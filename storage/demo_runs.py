@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.demos.runs import DemoRun
 from bot.domain import ChannelRef, DemoResult, DemoState, Locale, MessageRef, Post
-from storage._sql import from_row, insert
+from storage._sql import RefRepository, added_id, dialect_name, from_row, insert
 from storage.models import ChannelRow, DemoRunRow
 from storage.refs import RefResolver, channel_ref, is_channel
 
@@ -69,12 +69,11 @@ def _queued(
     }
 
 
-class SqlDemoRunRepository:
+class SqlDemoRunRepository(RefRepository):
     def __init__(
         self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver | None = None
     ) -> None:
-        self._sessions = sessions
-        self._refs = refs or RefResolver(sessions.kw["bind"].dialect.name)
+        super().__init__(sessions, refs or RefResolver(dialect_name(sessions)))
 
     async def create(
         self,
@@ -92,9 +91,7 @@ class SqlDemoRunRepository:
             row = DemoRunRow(
                 **_queued(cid, demo, locale, params, created_at, post_id=post_id, parent=parent)
             )
-            s.add(row)
-            await s.flush()
-            run_id = row.id
+            run_id = await added_id(s, row)
         run = await self.get(run_id)
         assert run is not None
         return run
@@ -104,14 +101,13 @@ class SqlDemoRunRepository:
     ) -> tuple[DemoRun, bool]:
         """One run per (post, demo): the unique index decides between concurrent callers."""
         assert post.message is not None, "a question's run goes under its message"
-        dialect = self._sessions.kw["bind"].dialect.name
         async with self._sessions.begin() as s:
             cid = await self._refs.channel_id(s, post.channel, created_at)
             queued = _queued(
                 cid, demo, locale, params, created_at, post_id=post.id, parent=post.message
             )
             stmt = (
-                insert(dialect, DemoRunRow)
+                insert(self._dialect, DemoRunRow)
                 .values(**queued)
                 .on_conflict_do_nothing(
                     index_elements=["post_id", "demo"], index_where=DemoRunRow.post_id.is_not(None)

@@ -11,7 +11,7 @@ from sqlalchemy import ColumnElement, Select, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.domain import ChannelRef, Locale, MessageRef, PostKind, PostState, UserRef
+from bot.domain import ChannelRef, Locale, MessageRef, PostDraft, PostKind, PostState, UserRef
 from bot.live.ports import (
     ACTIVE,
     BoardRow,
@@ -22,7 +22,7 @@ from bot.live.ports import (
     RoundState,
     Standing,
 )
-from storage._sql import RefRepository, from_row, insert, summed
+from storage._sql import RefRepository, added_id, from_row, insert, summed
 from storage.models import (
     AnswerRow,
     ChannelRow,
@@ -33,7 +33,7 @@ from storage.models import (
     MemberRow,
     PostRow,
 )
-from storage.posts import post_select, to_post
+from storage.posts import post_row, post_select, to_post
 from storage.refs import channel_ref, is_channel, is_member, user_ref
 
 _ACTIVE = [str(s) for s in ACTIVE]
@@ -106,9 +106,7 @@ class SqlLiveRepository(RefRepository):
                     stop_requested=False,
                     end_note=str(EndNote.COMPLETE),
                 )
-                s.add(row)
-                await s.flush()
-                round_id = row.id
+                round_id = await added_id(s, row)
         except IntegrityError:
             return None  # the channel has a round in its lobby or running
         return await self.get(round_id)
@@ -246,42 +244,17 @@ class SqlLiveRepository(RefRepository):
     # -- questions ------------------------------------------------------------------------
 
     async def claim_question(
-        self,
-        round_id: int,
-        k: int,
-        *,
-        channel: ChannelRef,
-        question_id: str,
-        question_hash: str,
-        correct_choice: int,
-        choice_count: int,
-        counted: bool,
-        locale: Locale,
-        now: datetime,
-        closes_at: datetime,
+        self, round_id: int, k: int, draft: PostDraft, *, counted: bool
     ) -> LiveQuestion:
         found = await self.question(round_id, k)
         if found is not None:
             return found
         try:
             async with self._sessions.begin() as s:
-                cid = await self._refs.channel_id(s, channel, now)
-                post = PostRow(
-                    channel_id=cid,
-                    question_id=question_id,
-                    question_hash=question_hash,
-                    correct_choice=correct_choice,
-                    choice_count=choice_count,
-                    kind=str(PostKind.LIVE_COUNTED if counted else PostKind.LIVE),
-                    state=str(PostState.CLAIMED),
-                    locale=str(locale),
-                    created_at=now,
-                    closes_at=closes_at,
-                    answer_count=0,
-                )
-                s.add(post)
-                await s.flush()
-                s.add(LiveQuestionRow(round_id=round_id, k=k, post_id=post.id))
+                cid = await self._refs.channel_id(s, draft.channel, draft.created_at)
+                post = post_row(cid, draft, PostKind.LIVE_COUNTED if counted else PostKind.LIVE)
+                post_id = await added_id(s, post)
+                s.add(LiveQuestionRow(round_id=round_id, k=k, post_id=post_id))
         except IntegrityError:
             pass  # another instance claimed question k first: theirs is the one
         found = await self.question(round_id, k)

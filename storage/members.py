@@ -33,6 +33,7 @@ from bot.clock import Clock, SystemClock
 from bot.domain import BoardWindow, Locale, Platform, PostKind, PostState, UserRef
 from bot.mydata import Forgotten
 from storage._session import on_commit
+from storage._sql import RefRepository
 from storage.board_keys import ALL_TIME, channel_board, season_board
 from storage.erasures import FENCE_RETENTION, lock_members, member_key, purge_fences, write_fence
 from storage.models import (
@@ -66,17 +67,15 @@ from storage.team_fold import rebuild, teams_of
 TOMBSTONE = "forgotten-{id}"
 
 
-class SqlMemberData:
+class SqlMemberData(RefRepository):
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
         refs: RefResolver,
         clock: Clock | None = None,
     ) -> None:
-        self._sessions = sessions
-        self._refs = refs
+        super().__init__(sessions, refs)
         self._clock = clock or SystemClock()  # the clock that stamps clicks
-        self._dialect = sessions.kw["bind"].dialect.name
 
     async def _member(self, s: AsyncSession, user: UserRef) -> MemberRow | None:
         return (

@@ -91,13 +91,19 @@ class _Streaks:
     best_streak: Mapped[int] = mapped_column(Integer, default=0)
 
 
-class ChannelRow(Base):
+class _WorkspaceRow:
+    """A row with a generated id, of one platform workspace (Slack team, Discord guild);
+    these columns come first in its table (`sort_order`)."""
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True, sort_order=-1)
+    platform: Mapped[str] = mapped_column(String(16), sort_order=-1)
+    workspace: Mapped[str] = mapped_column(String(64), sort_order=-1)
+
+
+class ChannelRow(Base, _WorkspaceRow):
     __tablename__ = "channels"
     __table_args__ = (UniqueConstraint("platform", "workspace", "channel"),)
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    platform: Mapped[str] = mapped_column(String(16))
-    workspace: Mapped[str] = mapped_column(String(64))
     channel: Mapped[str] = mapped_column(String(64))
     locale: Mapped[str] = mapped_column(String(8), default="en")
     timezone: Mapped[str] = mapped_column(String(64), default="UTC")
@@ -113,13 +119,10 @@ class ChannelRow(Base):
     team_pack: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
 
 
-class MemberRow(Base):
+class MemberRow(Base, _WorkspaceRow):
     __tablename__ = "members"
     __table_args__ = (UniqueConstraint("platform", "workspace", "user_id"),)
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    platform: Mapped[str] = mapped_column(String(16))
-    workspace: Mapped[str] = mapped_column(String(64))
     user_id: Mapped[str] = mapped_column(String(64))
     display_name: Mapped[str] = mapped_column(String(128), default="")
     locale: Mapped[str | None] = mapped_column(String(8), nullable=True)
@@ -382,7 +385,7 @@ class TeamPackRow(Base):
     review_channel_id: Mapped[int | None] = mapped_column(ForeignKey("channels.id"), nullable=True)
 
 
-class TeamQuestionRow(Base):
+class TeamQuestionRow(Base, _WorkspaceRow):
     """A team question (migration 0008), submitted in chat or imported. Unique per
     workspace and content hash: importing a file twice adds nothing. The author is
     NULL once they asked to be forgotten (the question stays)."""
@@ -393,9 +396,6 @@ class TeamQuestionRow(Base):
         Index("ix_team_questions_platform_workspace_state", "platform", "workspace", "state"),
     )
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    platform: Mapped[str] = mapped_column(String(16))
-    workspace: Mapped[str] = mapped_column(String(64))
     question_id: Mapped[str] = mapped_column(String(80))
     question_hash: Mapped[str] = mapped_column(String(32))
     data: Mapped[str] = mapped_column(Text)
@@ -428,7 +428,7 @@ class RetiredQuestionRow(Base):
     )
 
 
-class FlagRow(Base):
+class FlagRow(Base, _WorkspaceRow):
     """A member's report on a question they saw in a post (migration 0008): one per
     (post, member). `member_id` is NULL once the member asked to be forgotten."""
 
@@ -438,9 +438,6 @@ class FlagRow(Base):
         Index("ix_flags_platform_workspace_question_id", "platform", "workspace", "question_id"),
     )
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    platform: Mapped[str] = mapped_column(String(16))
-    workspace: Mapped[str] = mapped_column(String(64))
     question_id: Mapped[str] = mapped_column(String(80))
     question_hash: Mapped[str] = mapped_column(String(32))
     post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"))
@@ -537,7 +534,7 @@ class WebRateRow(Base):
     hits: Mapped[int] = mapped_column(Integer, default=0)
 
 
-class WebClinicRow(Base):
+class WebClinicRow(Base, _WorkspaceRow):
     """A snapshot sent from the dashboard (migration 0010): its progress line, then the
     result as chat shows it (title, text with the table and the line to copy, the plot);
     never the file, which is deleted after the run. Read only by its uploader; purged a
@@ -546,9 +543,6 @@ class WebClinicRow(Base):
     __tablename__ = "web_clinic"
     __table_args__ = (Index("ix_web_clinic_member", "platform", "workspace", "user_id"),)
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    platform: Mapped[str] = mapped_column(String(16))
-    workspace: Mapped[str] = mapped_column(String(64))
     user_id: Mapped[str] = mapped_column(String(64))
     name: Mapped[str] = mapped_column(String(200))
     done: Mapped[bool] = mapped_column(Boolean, default=False)

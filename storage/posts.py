@@ -26,11 +26,12 @@ from bot.domain import (
     Locale,
     MessageRef,
     Post,
+    PostDraft,
     PostKind,
     PostState,
     UserRef,
 )
-from storage._sql import RefRepository, from_row
+from storage._sql import RefRepository, added_id, from_row
 from storage.models import ChannelRow, MemberRow, PostRow, UtcDateTime
 from storage.refs import channel_ref, is_channel, user_ref
 from storage.score_fold import fold_post
@@ -75,48 +76,60 @@ def to_post(row: PostRow, ch: ChannelRow, practice: MemberRow | None = None) -> 
     )
 
 
+def post_row(
+    channel_id: int,
+    draft: PostDraft,
+    kind: PostKind,
+    state: PostState = PostState.CLAIMED,
+    *,
+    schedule_id: int | None = None,
+    slot_at: datetime | None = None,
+    practice_member_id: int | None = None,
+) -> PostRow:
+    """A new post's row (no answers yet), in the channel of row `channel_id`."""
+    return PostRow(
+        channel_id=channel_id,
+        question_id=draft.question_id,
+        question_hash=draft.question_hash,
+        correct_choice=draft.correct_choice,
+        choice_count=draft.choice_count,
+        kind=str(kind),
+        state=str(state),
+        locale=str(draft.locale),
+        created_at=draft.created_at,
+        closes_at=draft.closes_at,
+        answer_count=0,
+        schedule_id=schedule_id,
+        slot_at=slot_at,
+        practice_member_id=practice_member_id,
+    )
+
+
 class SqlPostRepository(RefRepository):
     async def create(
         self,
-        channel: ChannelRef,
-        question_id: str,
-        question_hash: str,
+        draft: PostDraft,
         kind: PostKind,
-        locale: Locale,
-        created_at: datetime,
-        closes_at: datetime | None,
         *,
-        correct_choice: int,
-        choice_count: int,
         schedule_id: int | None = None,
         slot_at: datetime | None = None,
         practice_user: UserRef | None = None,
     ) -> Post | None:
         try:
             async with self._sessions.begin() as s:
-                cid = await self._refs.channel_id(s, channel, created_at)
+                cid = await self._refs.channel_id(s, draft.channel, draft.created_at)
                 pmid = None
                 if practice_user is not None:
                     pmid = (await self._refs.member_ids(s, [practice_user]))[practice_user.key]
-                row = PostRow(
-                    channel_id=cid,
-                    question_id=question_id,
-                    question_hash=question_hash,
-                    correct_choice=correct_choice,
-                    choice_count=choice_count,
-                    kind=str(kind),
-                    state=str(PostState.CLAIMED),
-                    locale=str(locale),
-                    created_at=created_at,
-                    closes_at=closes_at,
-                    answer_count=0,
+                row = post_row(
+                    cid,
+                    draft,
+                    kind,
                     schedule_id=schedule_id,
                     slot_at=slot_at,
                     practice_member_id=pmid,
                 )
-                s.add(row)
-                await s.flush()
-                post_id = row.id
+                post_id = await added_id(s, row)
         except IntegrityError:
             if schedule_id is None:
                 raise

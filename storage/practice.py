@@ -12,11 +12,11 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.domain import ChannelRef, Locale, Post, PostKind, PostState, Question, UserRef
+from bot.domain import ChannelRef, Locale, Post, PostDraft, PostKind, PostState, Question, UserRef
 from bot.practice import PracticeCard, review
-from storage._sql import RefRepository, insert
+from storage._sql import RefRepository, added_id, insert
 from storage.models import MemberRow, PostRow, PracticeCardRow
-from storage.posts import post_select, to_post
+from storage.posts import post_row, post_select, to_post
 from storage.refs import is_member
 
 
@@ -102,21 +102,9 @@ class SqlPracticeRepository(RefRepository):
                 )
                 .values(state=PostState.CLOSED.value, closed_at=now)
             )
-            row = PostRow(
-                channel_id=cid,
-                question_id=question.id,
-                question_hash=question.content_hash,
-                correct_choice=question.answer,
-                choice_count=question.choice_count,
-                kind=PostKind.PRACTICE.value,
-                state=PostState.OPEN.value,
-                locale=str(locale),
-                created_at=now,
-                closes_at=None,  # never closed by the clock: the answer closes it
-                answer_count=0,
-                practice_member_id=mid,
-            )
-            s.add(row)
-            await s.flush()
-            found = (await s.execute(post_select().where(PostRow.id == row.id))).one()
+            # Never closed by the clock (no closes_at): the answer closes it.
+            draft = PostDraft.of(channel, question, locale, now, None)
+            row = post_row(cid, draft, PostKind.PRACTICE, PostState.OPEN, practice_member_id=mid)
+            post_id = await added_id(s, row)
+            found = (await s.execute(post_select().where(PostRow.id == post_id))).one()
             return to_post(*found)

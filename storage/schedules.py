@@ -23,7 +23,7 @@ from bot.domain import (
     Schedule,
 )
 from bot.scheduling.ports import SlotClaim
-from storage._sql import RefRepository, from_row, insert
+from storage._sql import RefRepository, added_id, from_row, insert
 from storage.models import ChannelRow, PostRow, ScheduleRow, TeamPackRow, UtcDateTime
 from storage.posts import post_select, to_post
 from storage.refs import channel_ref, is_channel
@@ -97,9 +97,7 @@ class SqlScheduleRepository(RefRepository):
                 created_at=created_at,
                 created_by=created_by[:64],
             )
-            s.add(row)
-            await s.flush()
-            sid = row.id
+            sid = await added_id(s, row)
         found = await self.get(sid)
         assert found is not None
         return found

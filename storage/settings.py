@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.clock import Clock
 from bot.domain import ChannelRef, ChannelSettings, DemoPolicy, Locale
+from storage._sql import RefRepository
 from storage.models import ChannelRow, TeamPackRow
 from storage.refs import RefResolver, channel_ref, is_channel
 
@@ -34,12 +35,11 @@ def settings_of(row: ChannelRow, revision: int | None) -> ChannelSettings:
     )
 
 
-class SqlSettingsRepository:
+class SqlSettingsRepository(RefRepository):
     def __init__(
         self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver, clock: Clock
     ) -> None:
-        self._sessions = sessions
-        self._refs = refs
+        super().__init__(sessions, refs)
         self._clock = clock
 
     async def get(self, channel: ChannelRef) -> ChannelSettings:

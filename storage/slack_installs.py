@@ -28,11 +28,11 @@ from typing import Any
 from slack_sdk.oauth.installation_store import Bot, Installation
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import ColumnElement, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.clock import Clock
-from storage._sql import insert
+from storage._sql import dialect_name, insert
 from storage.models import SlackEnterpriseTeamRow, SlackInstallationRow, SlackOAuthStateRow
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def _scopes(value: Any) -> str:
 class SqlSlackInstallations(AsyncInstallationStore):
     def __init__(self, sessions: async_sessionmaker[AsyncSession], clock: Clock) -> None:
         self._sessions = sessions
-        self._dialect = sessions.kw["bind"].dialect.name
+        self._dialect = dialect_name(sessions)
         self._clock = clock
 
     @property
@@ -265,20 +265,15 @@ class SqlSlackInstallations(AsyncInstallationStore):
         """Take the right to refresh `key`'s token for `lease`; False when another
         replica holds it, or already refreshed it (its refresh token changed)."""
         now = self._clock.now()
-        async with self._sessions.begin() as s:
-            done = await s.execute(
-                update(SlackInstallationRow)
-                .where(
-                    SlackInstallationRow.workspace_key == key,
-                    SlackInstallationRow.bot_refresh_token == refresh_token,
-                    or_(
-                        SlackInstallationRow.refresh_claimed_until.is_(None),
-                        SlackInstallationRow.refresh_claimed_until <= now,
-                    ),
-                )
-                .values(refresh_claimed_until=now + lease)
-            )
-        return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+        return await self._update_token(
+            key,
+            refresh_token,
+            or_(
+                SlackInstallationRow.refresh_claimed_until.is_(None),
+                SlackInstallationRow.refresh_claimed_until <= now,
+            ),
+            refresh_claimed_until=now + lease,
+        )
 
     async def finish_refresh(
         self,
@@ -289,20 +284,30 @@ class SqlSlackInstallations(AsyncInstallationStore):
         expires_at: datetime | None,
     ) -> bool:
         """Store the refreshed token (only over the token it replaced) and drop the claim."""
+        return await self._update_token(
+            key,
+            old_refresh_token,
+            bot_token=token,
+            bot_refresh_token=refresh_token,
+            bot_token_expires_at=expires_at,
+            refresh_claimed_until=None,
+            updated_at=self._clock.now(),
+        )
+
+    async def _update_token(
+        self, key: str, refresh_token: str, *conditions: ColumnElement[bool], **values: Any
+    ) -> bool:
+        """Set `values` on `key`'s install if its refresh token is still `refresh_token`
+        (and `conditions` hold); whether it did."""
         async with self._sessions.begin() as s:
             done = await s.execute(
                 update(SlackInstallationRow)
                 .where(
                     SlackInstallationRow.workspace_key == key,
-                    SlackInstallationRow.bot_refresh_token == old_refresh_token,
+                    SlackInstallationRow.bot_refresh_token == refresh_token,
+                    *conditions,
                 )
-                .values(
-                    bot_token=token,
-                    bot_refresh_token=refresh_token,
-                    bot_token_expires_at=expires_at,
-                    refresh_claimed_until=None,
-                    updated_at=self._clock.now(),
-                )
+                .values(**values)
             )
         return bool(done.rowcount == 1)  # type: ignore[attr-defined]
 

@@ -33,7 +33,7 @@ from bot.team import (
     TeamQuestion,
     Workspace,
 )
-from storage._sql import insert
+from storage._sql import RefRepository, insert
 from storage.models import (
     ChannelRow,
     FlagRow,
@@ -54,14 +54,12 @@ def _in(model: Any, ws: Workspace) -> tuple[Any, ...]:
     return (model.platform == str(ws.platform), model.workspace == ws.id)
 
 
-class SqlTeamPackRepository:
+class SqlTeamPackRepository(RefRepository):
     def __init__(
         self, sessions: async_sessionmaker[AsyncSession], refs: RefResolver, clock: Clock
     ) -> None:
-        self._sessions = sessions
-        self._refs = refs
+        super().__init__(sessions, refs)
         self._clock = clock  # when a channel first seen here was created
-        self._dialect = sessions.kw["bind"].dialect.name
         self._parsed: dict[str, Question] = {}  # content hash -> question (immutable)
 
     # -- questions -------------------------------------------------------------------

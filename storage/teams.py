@@ -25,7 +25,7 @@ from bot.teams import (
     TeamRule,
     TeamScore,
 )
-from storage._sql import RefRepository, insert
+from storage._sql import RefRepository, added_id, insert
 from storage.board_keys import ALL_TIME, season_board, workspace_board
 from storage.members import TOMBSTONE
 from storage.models import (
@@ -273,9 +273,7 @@ class SqlTeamRepository(RefRepository):
                 teams=json.dumps([[ids[u.key] for u in team] for team in teams]),
                 created_at=now,
             )
-            s.add(row)
-            await s.flush()
-            return row.id
+            return await added_id(s, row)
 
     async def accept(self, ws: Workspace, proposal: int, now: datetime) -> list[Team] | None:
         async with self._sessions.begin() as s:

@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
-from bot.domain import ChannelRef, Locale, MessageRef, Post, UserRef
+from bot.domain import ChannelRef, Locale, MessageRef, Post, PostDraft, UserRef
 
 MAX_POINTS = 1000
 MIN_POINTS = 500  # a correct answer at the last moment
@@ -215,22 +215,11 @@ class LiveRepository(Protocol):
         ...
 
     async def claim_question(
-        self,
-        round_id: int,
-        k: int,
-        *,
-        channel: ChannelRef,
-        question_id: str,
-        question_hash: str,
-        correct_choice: int,
-        choice_count: int,
-        counted: bool,
-        locale: Locale,
-        now: datetime,
-        closes_at: datetime,
+        self, round_id: int, k: int, draft: PostDraft, *, counted: bool
     ) -> LiveQuestion:
-        """Question k's post (state claimed) and its row, created together; an existing
-        one (an earlier attempt at this step) is returned as it is."""
+        """Question k's post (state claimed, of kind live, or live counted when `counted`)
+        and its row, created together; an existing one (an earlier attempt at this step)
+        is returned as it is."""
         ...
 
     async def question(self, round_id: int, k: int) -> LiveQuestion | None: ...

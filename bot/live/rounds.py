@@ -23,7 +23,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from bot.clock import Clock
-from bot.domain import ChannelRef, Locale, Post, PostState, Question, UserRef
+from bot.domain import ChannelRef, Locale, Post, PostDraft, PostState, Question, UserRef
 from bot.errors import UserFacingError
 from bot.i18n import translator
 from bot.lifecycle import Lifecycle
@@ -217,19 +217,10 @@ class LiveRounds(Lifecycle):
             if question is None:
                 return await self._finish(r, EndNote.STOPPED)
             now = self.clock.now()
-            q = await self.repo.claim_question(
-                r.id,
-                k,
-                channel=r.channel,
-                question_id=question.id,
-                question_hash=question.content_hash,
-                correct_choice=question.answer,
-                choice_count=question.choice_count,
-                counted=r.counted,
-                locale=r.locale,
-                now=now,
-                closes_at=now + timedelta(seconds=r.seconds),
+            draft = PostDraft.of(
+                r.channel, question, r.locale, now, now + timedelta(seconds=r.seconds)
             )
+            q = await self.repo.claim_question(r.id, k, draft, counted=r.counted)
         if q.post.state is PostState.CLAIMED:
             question = await self.service.store.questions.get(q.post.question_hash)
             if question is None:

@@ -17,7 +17,7 @@ from sqlalchemy import DateTime, bindparam, text
 
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
-from bot.domain import ChannelRef, Locale, MessageRef, PostKind, PostState, Reveal
+from bot.domain import ChannelRef, Locale, MessageRef, PostDraft, PostKind, PostState, Reveal
 from bot.features import Feature, Quiz
 from bot.quiz import DEFAULT_REVEAL_LEASE, QuizService
 from bot.scheduling import Scheduler
@@ -227,15 +227,8 @@ async def test_practice_and_never_sent_posts_have_no_reveal_to_retry(
 
     async def create(kind: PostKind) -> int:
         post = await store.posts.create(
-            channel,
-            question.id,
-            question.content_hash,
+            PostDraft.of(channel, question, Locale.EN, now, now + timedelta(hours=1)),
             kind,
-            Locale.EN,
-            now,
-            now + timedelta(hours=1),
-            correct_choice=question.answer,
-            choice_count=question.choice_count,
             practice_user=ALICE if kind is PostKind.PRACTICE else None,
         )
         assert post is not None
