@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import random
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from bot.bank import QuestionBank
     from bot.clock import Clock
     from bot.features import FeatureFactory, Quiz
     from bot.ports import Chat, FeatureStore
+
+
+T = TypeVar("T")
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -26,6 +29,16 @@ def percentile(values: list[float], p: float) -> float:
 
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+def over_repeats(
+    reps: Sequence[Mapping[str, float]], *, fewest: Sequence[str], middle: Sequence[str]
+) -> dict[str, float]:
+    """One summary of repeated bursts: the lowest of each count in `fewest` (what every
+    burst reached) and the median of each figure in `middle` (latencies)."""
+    summary = {key: min(r[key] for r in reps) for key in fewest}
+    summary.update({key: median([r[key] for r in reps]) for key in middle})
+    return summary
 
 
 def target(name: str, measured: str, goal: str, ok: bool) -> str:
@@ -75,6 +88,20 @@ async def drop_pg(admin_url: str, url: str) -> None:
     conn = await asyncpg.connect(_dsn(admin_url))
     await conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
     await conn.close()
+
+
+async def on_pg(
+    admin_url: str, label: str, work: Callable[[str], Awaitable[T]], *, migrate: bool = True
+) -> T | None:
+    """`work` run on a fresh database (see `pg_database`), dropped afterwards; None when
+    PostgreSQL is unreachable."""
+    url = await pg_database(admin_url, label, migrate=migrate)
+    if url is None:
+        return None
+    try:
+        return await work(url)
+    finally:
+        await drop_pg(admin_url, url)
 
 
 def bench_quiz(

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import PG_DEFAULT, bench_quiz, drop_pg, median, percentile, pg_database, target
+from bench._common import PG_DEFAULT, bench_quiz, median, on_pg, percentile, target
 from bot.clock import SystemClock
 from bot.domain import AnswerStatus, ChannelRef, MessageRef, Platform, UserRef
 from bot.messages import Image, Message
@@ -161,14 +161,15 @@ async def main() -> None:
         results["sqlite"] = await burst(url, args.users)
         single, batched = await raw_sqlite(Path(tmp) / "raw.db", args.users)
         results["sqlite"].update(raw_single=single, raw_batched=batched)
-    pg = await pg_database(args.pg, "answers")
-    if pg is not None:
-        try:
-            results["postgresql"] = await burst(pg, args.users)
-            single, batched = await raw_postgres(pg, args.users)
-            results["postgresql"].update(raw_single=single, raw_batched=batched)
-        finally:
-            await drop_pg(args.pg, pg)
+
+    async def on_postgres(url: str) -> dict[str, float]:
+        r = await burst(url, args.users)
+        single, batched = await raw_postgres(url, args.users)
+        r.update(raw_single=single, raw_batched=batched)
+        return r
+
+    if (pg := await on_pg(args.pg, "answers", on_postgres)) is not None:
+        results["postgresql"] = pg
 
     for db_name, r in results.items():
         print(

@@ -35,6 +35,7 @@ import tempfile
 import time
 import urllib.request
 import warnings
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,15 @@ with warnings.catch_warnings():  # discord.py imports the deprecated stdlib audi
 from aiohttp import web
 
 from adapters.discord.adapter import DiscordAdapter
-from bench._common import PG_DEFAULT, bench_quiz, drop_pg, median, percentile, pg_database, target
+from bench._common import (
+    PG_DEFAULT,
+    bench_quiz,
+    median,
+    on_pg,
+    over_repeats,
+    percentile,
+    target,
+)
 from bot.app import settled_heap
 from bot.clock import SystemClock
 from bot.domain import ChannelRef, Platform
@@ -213,21 +222,15 @@ async def main() -> None:
                 await engine.dispose()
                 runs["sqlite", mode] = await bursts(url, mode, args.users, args.repeats)
         if args.db in ("postgresql", "both"):
-            pg = await pg_database(args.pg, f"discord_{mode}")
-            if pg is not None:
-                try:
-                    runs["postgresql", mode] = await bursts(pg, mode, args.users, args.repeats)
-                finally:
-                    await drop_pg(args.pg, pg)
+            work = partial(bursts, mode=mode, users=args.users, repeats=args.repeats)
+            if (pg := await on_pg(args.pg, f"discord_{mode}", work)) is not None:
+                runs["postgresql", mode] = pg
 
     summary = {}
     for (db, mode), reps in runs.items():
-        s = summary[db, mode] = {
-            "answered": min(r["answered"] for r in reps),
-            "stored": min(r["stored"] for r in reps),
-            "p50": median([r["p50"] for r in reps]),
-            "p99": median([r["p99"] for r in reps]),
-        }
+        s = summary[db, mode] = over_repeats(
+            reps, fewest=("answered", "stored"), middle=("p50", "p99")
+        )
         print(
             f"{db} {mode}: {len(reps)} bursts of {args.users} clicks; p99 per burst "
             + ", ".join(f"{r['p99']:.0f}" for r in reps)

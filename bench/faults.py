@@ -35,13 +35,13 @@ from tests.faults.harness import (
     RETRY_TEXT,
     BotProcess,
     Burst,
-    Session,
     ask,
     burst_until_killed,
     click,
     proxied_bot,
     stored_answers,
     told,
+    unlimited_client,
     wait_open,
 )
 
@@ -73,7 +73,7 @@ async def _settle(fake: FakeSlack, users: list[str], stored: set[str], seconds: 
 
 async def kill9(db_url: str, db: str, work: Path, n: int) -> Row:
     users = [f"U{i:05d}" for i in range(n)]
-    async with FakeSlack(team=rq.TEAM) as fake, Session() as http:
+    async with FakeSlack(team=rq.TEAM) as fake, unlimited_client() as http:
         bot = BotProcess(db_url, fake.api_url, work / f"kill9-{db}.log")
         await bot.start()
         post_id = await ask(http, bot, fake, rq.CHANNEL)
@@ -109,7 +109,7 @@ async def kill9(db_url: str, db: str, work: Path, n: int) -> Row:
 
 
 async def replicas(db_url: str, db: str, work: Path, users_per_replica: int) -> Row:
-    async with FakeSlack(team=rq.TEAM) as fake, Session(timeout=60) as http:
+    async with FakeSlack(team=rq.TEAM) as fake, unlimited_client(timeout=60) as http:
         a = BotProcess(db_url, fake.api_url, work / f"replica-a-{db}.log")
         b = BotProcess(db_url, fake.api_url, work / f"replica-b-{db}.log")
         await asyncio.gather(a.start(), b.start())

@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import insert as sa_insert
 
-from bench._common import PG_DEFAULT, bench_quiz, drop_pg, median, percentile, pg_database, target
+from bench._common import PG_DEFAULT, bench_quiz, median, on_pg, percentile, target
 from bot import basics, scheduling
 from bot import seasons as seasons_feature
 from bot.app import settled_heap
@@ -928,18 +928,14 @@ async def main(args: argparse.Namespace) -> None:
         await upgrade(engine)
         await engine.dispose()
         ends["sqlite"] = await season_end(end_db, args.season_ends, 20)
-    pg = await pg_database(args.pg, "lb", migrate=False)
-    if pg is not None:
-        try:
-            results["postgresql"] = await run_db("postgresql", pg, history, args.samples)
-        finally:
-            await drop_pg(args.pg, pg)
-    pg = await pg_database(args.pg, "ends", migrate=True)
-    if pg is not None:
-        try:
-            ends["postgresql"] = await season_end(pg, args.season_ends, 20)
-        finally:
-            await drop_pg(args.pg, pg)
+    boards = await on_pg(
+        args.pg, "lb", lambda url: run_db("postgresql", url, history, args.samples), migrate=False
+    )
+    if boards is not None:
+        results["postgresql"] = boards
+    end = await on_pg(args.pg, "ends", lambda url: season_end(url, args.season_ends, 20))
+    if end is not None:
+        ends["postgresql"] = end
 
     for db_name, boards in results.items():
         for board, times in boards.items():

@@ -323,6 +323,14 @@ async def fresh_sqlite(tmp: str, name: str) -> str:
     return url
 
 
+# The platforms' documented limits on one channel: (target label, measured key, limit, source).
+RATE_LIMITS = (
+    ("edits_per_minute", "edits_per_min", 50, "Slack chat.update, Tier 3"),
+    ("edits_per_5s", "edits_per_5s", 5, "Discord, per channel"),
+    ("messages_per_minute", "calls_per_min", 60, "Slack, about 1 a second per channel"),
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--questions", type=int, default=10)
@@ -386,24 +394,8 @@ def main() -> None:
             "<= 1 s",
             r["lat_p99"] <= 1.0,
         )
-        target(
-            f"live_{name}_edits_per_minute",
-            f"{int(r['edits_per_min'])}",
-            "<= 50 (Slack chat.update, Tier 3)",
-            r["edits_per_min"] <= 50,
-        )
-        target(
-            f"live_{name}_edits_per_5s",
-            f"{int(r['edits_per_5s'])}",
-            "<= 5 (Discord, per channel)",
-            r["edits_per_5s"] <= 5,
-        )
-        target(
-            f"live_{name}_messages_per_minute",
-            f"{int(r['calls_per_min'])}",
-            "<= 60 (Slack, about 1 a second per channel)",
-            r["calls_per_min"] <= 60,
-        )
+        for label, key, limit, why in RATE_LIMITS:
+            target(f"live_{name}_{label}", f"{int(r[key])}", f"<= {limit} ({why})", r[key] <= limit)
     for name, c in crashes.items():
         ok = (
             c["questions"] == args.questions

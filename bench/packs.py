@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import PG_DEFAULT, drop_pg, median, percentile, pg_database, target
+from bench._common import PG_DEFAULT, median, on_pg, percentile, target
 
 HISTORY = 50
 NOW = datetime(2027, 6, 1, 9, 0, tzinfo=UTC)
@@ -193,12 +193,9 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite+aiosqlite:///{Path(tmp) / 'packs.db'}"
         results["sqlite"] = await run_one(url, args.rows, args.channels)
-    pg = await pg_database(args.pg, "packs")
+    pg = await on_pg(args.pg, "packs", lambda url: run_one(url, args.rows, args.channels))
     if pg is not None:
-        try:
-            results["postgresql"] = await run_one(pg, args.rows, args.channels)
-        finally:
-            await drop_pg(args.pg, pg)
+        results["postgresql"] = pg
     for db, r in results.items():
         print(
             f"{db}: import {args.rows:,} rows in {r['import_s']:.2f} s; first pick (loads the "

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aiohttp import web
 
-from bench._common import bench_quiz, median, percentile, target
+from bench._common import bench_quiz, median, over_repeats, percentile, target
 
 PG_DEFAULT = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 P99_GOAL_MS = 300.0
@@ -273,14 +273,10 @@ def main() -> None:
         for kind in CHANNELS:
             reps = [r[f"{kind}-{i}"] for i in range(REPEATS)]
             floors = [r[f"{kind}-{i}-floor"] for i in range(REPEATS)]
-            s = summary[db][kind] = {
-                "acked": min(b["acked"] for b in reps),
-                "stored": min(b["stored"] for b in reps),
-                "distinct": min(b["distinct"] for b in reps),
-                "p50": median([b["p50"] for b in reps]),
-                "p99": median([b["p99"] for b in reps]),
-                "floor_p99": median([f["p99"] for f in floors]),
-            }
+            s = summary[db][kind] = over_repeats(
+                reps, fewest=("acked", "stored", "distinct"), middle=("p50", "p99")
+            )
+            s["floor_p99"] = median([f["p99"] for f in floors])
             print(
                 f"{db} {kind}: {REPEATS} bursts of {args.users} clicks; p99 per burst "
                 + ", ".join(f"{b['p99']:.0f}" for b in reps)

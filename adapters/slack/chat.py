@@ -22,7 +22,6 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
-from slack_sdk.http_retry.interval_calculator import RetryIntervalCalculator
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
@@ -53,7 +52,39 @@ _DEFAULT_PORTS = {"https": 443, "http": 80}
 Sleep = Callable[[float], Awaitable[None]]
 
 
-class RetryAfterHandler(AsyncRateLimitErrorRetryHandler):
+class _SleepsThrough(AsyncRetryHandler):
+    """A retry handler that waits between attempts with the injectable sleep instead of
+    `asyncio.sleep`: by default slack_sdk's backoff (its interval calculator)."""
+
+    def __init__(self, max_retry_count: int, sleep: Sleep = asyncio.sleep) -> None:
+        super().__init__(max_retry_count=max_retry_count)
+        self._sleep = sleep
+
+    def _duration(
+        self,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None,
+        error: Exception | None,
+    ) -> float:
+        """The seconds to wait before the next attempt."""
+        return self.interval_calculator.calculate_sleep_duration(state.current_attempt)
+
+    async def prepare_for_next_attempt_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        duration = self._duration(state, request, response, error)
+        state.next_attempt_requested = True
+        await self._sleep(duration)
+        state.increment_current_attempt()
+
+
+class RetryAfterHandler(_SleepsThrough, AsyncRateLimitErrorRetryHandler):
     """slack_sdk's rate-limit handler: waits ``Retry-After`` seconds plus up to a second
     of jitter (so many waiting calls do not return at once), with an injectable sleep."""
 
@@ -63,21 +94,18 @@ class RetryAfterHandler(AsyncRateLimitErrorRetryHandler):
         sleep: Sleep = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
     ) -> None:
-        super().__init__(max_retry_count=max_retry_count)
-        self._sleep = sleep
+        super().__init__(max_retry_count, sleep)
         self._jitter = jitter
 
-    async def prepare_for_next_attempt_async(
+    def _duration(
         self,
-        *,
         state: RetryState,
         request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> None:
+        response: HttpResponse | None,
+        error: Exception | None,
+    ) -> float:
         if response is None:
             raise error or RuntimeError("rate-limit retry without a response")
-        state.next_attempt_requested = True
         wait = 1.0
         for name, values in response.headers.items():
             if name.lower() == "retry-after" and values:
@@ -85,40 +113,15 @@ class RetryAfterHandler(AsyncRateLimitErrorRetryHandler):
                     wait = max(0.0, float(values[0]))
         duration = wait + min(max(self._jitter(), 0.0), 1.0)
         log.warning("Slack rate limit on %s: retrying in %.1f s", request.url, duration)
-        await self._sleep(duration)
-        state.increment_current_attempt()
-
-
-class _SleepsThrough:
-    """slack_sdk's backoff between attempts (its interval calculator), waited with the
-    injectable sleep instead of `asyncio.sleep`."""
-
-    interval_calculator: RetryIntervalCalculator
-    _sleep: Sleep
-
-    async def prepare_for_next_attempt_async(
-        self,
-        *,
-        state: RetryState,
-        request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> None:
-        state.next_attempt_requested = True
-        await self._sleep(self.interval_calculator.calculate_sleep_duration(state.current_attempt))
-        state.increment_current_attempt()
+        return duration
 
 
 class _ConnectionErrorRetry(_SleepsThrough, AsyncConnectionErrorRetryHandler):
-    def __init__(self, max_retry_count: int, sleep: Sleep) -> None:
-        super().__init__(max_retry_count=max_retry_count)
-        self._sleep = sleep
+    """Connection resets, with slack_sdk's backoff."""
 
 
 class _ServerErrorRetry(_SleepsThrough, AsyncServerErrorRetryHandler):
-    def __init__(self, max_retry_count: int, sleep: Sleep) -> None:
-        super().__init__(max_retry_count=max_retry_count)
-        self._sleep = sleep
+    """500/503 answers, with slack_sdk's backoff."""
 
 
 def retry_handlers(max_rate_limit_retries: int, sleep: Sleep) -> list[AsyncRetryHandler]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import timedelta
 
@@ -16,11 +18,13 @@ from bot.domain import (
     Locale,
     MessageRef,
     Platform,
+    Post,
     PostKind,
     PostState,
     QuestionText,
 )
 from bot.errors import UserFacingError
+from bot.features import Quiz
 from bot.messages import ANSWER, Button, Message
 from bot.quiz import QuizService
 from storage.store import SqlStore
@@ -30,6 +34,17 @@ from tests.polling import eventually
 from tests.quiz import asked, quiz_of
 
 ALICE, BOB, CAROL = user("alice"), user("bob"), user("carol")
+
+
+@asynccontextmanager
+async def posted_on_slack(
+    store: SqlStore, chat: RecordingChat, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
+) -> AsyncIterator[tuple[Quiz, Post]]:
+    """The quiz with no features on one Slack `chat`, and the question it posted in `channel`."""
+    async with quiz_of(store, {Platform.SLACK: chat}, bank, clock, features=[]) as q:
+        post = await asked(q.service, channel)
+        assert post.message is not None
+        yield q, post
 
 
 async def test_ask_posts_the_question_with_one_button_per_choice(
@@ -239,9 +254,7 @@ async def test_a_count_edit_in_flight_never_brings_the_buttons_back_after_the_cl
     store: SqlStore, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
 ) -> None:
     chat = HeldEditChat()
-    async with quiz_of(store, {Platform.SLACK: chat}, bank, clock, features=[]) as q:
-        post = await q.service.ask(channel)
-        assert post is not None and post.message is not None
+    async with posted_on_slack(store, chat, bank, clock, channel) as (q, post):
         question = bank.get(post.question_id)
         assert question is not None
         await q.service.record_answer(post.id, ALICE, question.answer)
@@ -265,9 +278,7 @@ async def test_a_count_edit_waits_for_the_bursts_acknowledgements(
     store: SqlStore, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
 ) -> None:
     chat = RecordingChat()
-    async with quiz_of(store, {Platform.SLACK: chat}, bank, clock, features=[]) as q:
-        post = await q.service.ask(channel)
-        assert post is not None and post.message is not None
+    async with posted_on_slack(store, chat, bank, clock, channel) as (q, post):
         q.service.acks.hold = 60.0
         q.service.acks.enter()  # an adapter is acknowledging a click
         await q.service.record_answer(post.id, ALICE, 0)

@@ -43,6 +43,13 @@ async def status_of(site: Site, client: Any, ws: ChannelRef, page: str) -> int:
         return int(resp.status)
 
 
+async def refusal(client: Any, ws: ChannelRef, page: str = "review") -> str:
+    """The text of `page`, which must be refused (403)."""
+    async with client.get(f"/w/{ws.platform}/{ws.workspace}/{page}") as resp:
+        assert resp.status == 403
+        return str(await resp.text())
+
+
 @pytest.fixture
 def site_with(
     store: Any, bank: QuestionBank, clock: FakeClock, fakes: tuple[FakeSlack, FakeDiscord]
@@ -73,9 +80,7 @@ async def test_a_slack_admin_demoted_in_slack_is_refused_after_the_cache_minute(
         clock.advance(ADMIN_CACHE - timedelta(seconds=1))
         assert await status_of(site, client, SLACK_WS, "schedules") == 200  # kept, as in chat
         clock.advance(timedelta(seconds=2))
-        async with client.get(f"/w/slack/{SLACK_WS.workspace}/review") as resp:
-            assert resp.status == 403
-            assert "Only workspace admins" in await resp.text()  # the chat's words
+        assert "Only workspace admins" in await refusal(client, SLACK_WS)  # the chat's words
         assert await status_of(site, client, SLACK_WS, "") == 200  # still a member
         slack.users[ALICE.user]["is_owner"] = True  # promoted again
         clock.advance(JUST_OVER)
@@ -96,9 +101,7 @@ async def test_quizbot_admins_count_and_a_silent_slack_is_the_chats_could_not_ch
         async with site.client() as client:
             await site.sign_in(client, ALICE, admin=None)
             slack.fail("users.info", "internal_error")
-            async with client.get(f"/w/slack/{SLACK_WS.workspace}/review") as resp:
-                assert resp.status == 403
-                assert "could not check whether you are an admin" in await resp.text()
+            assert "could not check whether you are an admin" in await refusal(client, SLACK_WS)
             assert await status_of(site, client, SLACK_WS, "review") == 403  # Slack: not one
 
 
@@ -114,9 +117,7 @@ async def test_a_discord_admin_demoted_in_the_server_is_refused_after_the_cache_
         discord.members[BEA.user] = []  # the role taken away in Discord
         assert await status_of(site, client, DISCORD_WS, "review") == 200  # kept a minute
         clock.advance(JUST_OVER)
-        async with client.get(f"/w/discord/{GUILD}/review") as resp:
-            assert resp.status == 403
-            assert "Manage Server" in await resp.text()  # the chat's words
+        assert "Manage Server" in await refusal(client, DISCORD_WS)  # the chat's words
         assert await status_of(site, client, DISCORD_WS, "") == 200
         discord.roles[GUILD] = 1 << 3  # Administrator for @everyone
         clock.advance(JUST_OVER)
@@ -141,9 +142,7 @@ async def test_discords_owner_and_admin_role_count_and_a_silent_discord_cannot_s
         assert await status_of(site, client, DISCORD_WS, "review") == 200  # the owner
         clock.advance(JUST_OVER)
         discord.fail("GET", f"/guilds/{GUILD}", 500, 0, times=2)
-        async with client.get(f"/w/discord/{GUILD}/review") as resp:
-            assert resp.status == 403
-            assert "could not check whether you are an admin" in await resp.text()
+        assert "could not check whether you are an admin" in await refusal(client, DISCORD_WS)
         assert await status_of(site, client, DISCORD_WS, "review") == 200  # answered again
 
 

@@ -20,7 +20,6 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
@@ -232,7 +231,7 @@ async def proxied_bot(db_url: str, log: Path) -> AsyncIterator[ProxiedBot]:
     async with (
         TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as proxy,
         FakeSlack(team=rq.TEAM) as fake,
-        Session() as http,
+        unlimited_client() as http,
     ):
         proxied = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}"))
         bot = BotProcess(proxied, fake.api_url, log)
@@ -265,28 +264,13 @@ async def burst_until_killed(
     return burst
 
 
-class Session:
-    """An aiohttp client without a connection limit (a burst is concurrent)."""
-
-    def __init__(self, timeout: float = 30.0) -> None:
-        self._timeout = timeout
-        self.http: aiohttp.ClientSession | None = None
-
-    async def __aenter__(self) -> aiohttp.ClientSession:
-        self.http = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0),
-            timeout=aiohttp.ClientTimeout(total=self._timeout),
-        )
-        return self.http
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self.http is not None
-        await self.http.close()
+def unlimited_client(timeout: float = 30.0) -> aiohttp.ClientSession:
+    """An aiohttp client without a connection limit (a burst is concurrent); closed when
+    its `async with` ends."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0),
+        timeout=aiohttp.ClientTimeout(total=timeout),
+    )
 
 
 __all__ = [
@@ -294,7 +278,6 @@ __all__ = [
     "BotProcess",
     "Burst",
     "ProxiedBot",
-    "Session",
     "ask",
     "burst_until_killed",
     "click",
@@ -302,5 +285,6 @@ __all__ = [
     "proxied_bot",
     "stored_answers",
     "told",
+    "unlimited_client",
     "wait_open",
 ]

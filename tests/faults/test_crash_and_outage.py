@@ -15,13 +15,13 @@ from tests.adapters.slack.fake_slack import FakeSlack
 from tests.faults.harness import (
     RETRY_TEXT,
     BotProcess,
-    Session,
     ask,
     burst_until_killed,
     click,
     proxied_bot,
     stored_answers,
     told,
+    unlimited_client,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -31,7 +31,7 @@ CLICKS = 600
 
 async def test_sigkill_mid_burst_loses_no_acknowledged_click(db_url: str, tmp_path: Path) -> None:
     users = [f"U{i:05d}" for i in range(CLICKS)]
-    async with FakeSlack(team=rq.TEAM) as fake, Session() as http:
+    async with FakeSlack(team=rq.TEAM) as fake, unlimited_client() as http:
         bot = BotProcess(db_url, fake.api_url, tmp_path / "bot.log")
         await bot.start()
         post_id = await ask(http, bot, fake, rq.CHANNEL)
@@ -103,7 +103,7 @@ async def test_two_replicas_post_one_question_for_an_ask_retried_to_both(
 ) -> None:
     if not db_url.startswith("postgresql"):
         pytest.skip("replicas share a PostgreSQL database")
-    async with FakeSlack(team=rq.TEAM) as fake, Session() as http:
+    async with FakeSlack(team=rq.TEAM) as fake, unlimited_client() as http:
         a = BotProcess(db_url, fake.api_url, tmp_path / "a.log", QUIZBOT_ASK_COOLDOWN="30")
         b = BotProcess(db_url, fake.api_url, tmp_path / "b.log", QUIZBOT_ASK_COOLDOWN="30")
         await asyncio.gather(a.start(), b.start())

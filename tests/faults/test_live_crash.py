@@ -9,11 +9,10 @@ import re
 from pathlib import Path
 
 import pytest
-from aiohttp import ClientSession as Session
 
 from tests.adapters.slack import slack_requests as rq
 from tests.adapters.slack.fake_slack import FakeSlack
-from tests.faults.harness import BotProcess, click, stored_answers
+from tests.faults.harness import BotProcess, click, stored_answers, unlimited_client
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +24,7 @@ ENV = {"QUIZBOT_LIVE_LOBBY": "1", "QUIZBOT_ADMINS": "U0ROOT"}
 async def test_a_live_round_outlives_its_process(db_url: str, tmp_path: Path) -> None:
     if not db_url.startswith("postgresql"):
         pytest.skip("two processes share a PostgreSQL database")
-    async with FakeSlack(team=rq.TEAM) as fake, Session() as http:
+    async with FakeSlack(team=rq.TEAM) as fake, unlimited_client() as http:
 
         def posted(words: str) -> list[str]:
             return [c.text for c in fake.calls_to("chat.postMessage") if words in c.text]

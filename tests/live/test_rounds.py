@@ -28,6 +28,13 @@ async def right(live: Live, post_id: int) -> int:
     return question.answer
 
 
+async def first_question(live: Live, command: str) -> int:
+    """Start a round with `command` and wait out its 30 s lobby: question 1's post id."""
+    await live.command(command)
+    await live.at(timedelta(seconds=30))
+    return post_of(live.questions()[0])
+
+
 def test_points_fall_linearly_from_1000_to_500_and_a_wrong_answer_scores_0() -> None:
     from datetime import UTC, datetime
 
@@ -115,9 +122,7 @@ async def test_clicks_after_the_deadline_are_refused_with_the_time_they_missed_b
     store: SqlStore, bank: QuestionBank, clock: FakeClock
 ) -> None:
     async with live_quiz(store, bank, clock) as live:
-        await live.command("live 1 10")
-        await live.at(timedelta(seconds=30))
-        p1 = post_of(live.questions()[0])
+        p1 = await first_question(live, "live 1 10")
         clock.advance(timedelta(seconds=11, milliseconds=500))  # past the deadline, no pass yet
         late = await live.answer(p1, 0, ANN)
         assert "closed at" in late.body and "1.5 s late" in late.body
@@ -196,9 +201,7 @@ async def test_a_counted_round_also_scores_on_the_daily_board(
     store: SqlStore, bank: QuestionBank, clock: FakeClock
 ) -> None:
     async with live_quiz(store, bank, clock) as live:
-        await live.command("live 1 10 count")
-        await live.at(timedelta(seconds=30))
-        p1 = post_of(live.questions()[0])
+        p1 = await first_question(live, "live 1 10 count")
         post = await store.posts.get(p1)
         assert post is not None and post.kind is PostKind.LIVE_COUNTED
         await live.answer(p1, await right(live, p1), ANN)

@@ -28,6 +28,12 @@ def q4_snapshot() -> dict[str, Any]:
     return device.dump()
 
 
+@pytest.fixture
+def q4_file(tmp_path: Path, q4_snapshot: dict[str, Any]) -> Path:
+    """`q4_snapshot` written as `_dump_snapshot` writes it, to `q4.pickle`."""
+    return write_snapshot(tmp_path / "q4.pickle", q4_snapshot)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="quizbot")
     add_sim_commands(parser.add_subparsers(dest="command"))
@@ -41,12 +47,9 @@ def _run_cli(*argv: str) -> int:
     return result
 
 
-def test_replay_reproduces_the_recorded_peaks_and_compares_expandable(
-    tmp_path: Path, q4_snapshot: dict[str, Any]
-) -> None:
-    path = write_snapshot(tmp_path / "q4.pickle", q4_snapshot)
+def test_replay_reproduces_the_recorded_peaks_and_compares_expandable(q4_file: Path) -> None:
     snapshot, device, recorded, asked = replay_file(
-        path, total_memory=80 * GiB, conf="expandable_segments:True"
+        q4_file, total_memory=80 * GiB, conf="expandable_segments:True"
     )
     assert device == 0
     assert recorded.conf == ""
@@ -81,12 +84,9 @@ def test_recorded_settings_come_from_the_snapshot(tmp_path: Path) -> None:
     assert asked.peak_reserved == 1046 * MiB
 
 
-def test_replay_on_a_smaller_gpu_counts_ooms_and_keeps_going(
-    tmp_path: Path, q4_snapshot: dict[str, Any]
-) -> None:
-    path = write_snapshot(tmp_path / "q4.pickle", q4_snapshot)
+def test_replay_on_a_smaller_gpu_counts_ooms_and_keeps_going(q4_file: Path) -> None:
     _, _, recorded, asked = replay_file(
-        path, total_memory=700 * MiB, conf="expandable_segments:True"
+        q4_file, total_memory=700 * MiB, conf="expandable_segments:True"
     )
     assert recorded.num_ooms > 0
     assert recorded.num_alloc_retries >= recorded.num_ooms
@@ -113,12 +113,11 @@ def test_frees_of_blocks_allocated_before_recording_are_skipped() -> None:
 
 
 def test_cli_prints_the_comparison_and_writes_a_png(
-    tmp_path: Path, q4_snapshot: dict[str, Any], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, q4_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write_snapshot(tmp_path / "q4.pickle", q4_snapshot)
     png = tmp_path / "plots" / "q4.png"
     code = _run_cli(
-        "sim", "replay", str(path), "--conf", "expandable_segments:True",
+        "sim", "replay", str(q4_file), "--conf", "expandable_segments:True",
         "--total-memory", "80GiB", "--plot", str(png),
     )  # fmt: skip
     out = capsys.readouterr().out
@@ -133,7 +132,7 @@ def test_cli_prints_the_comparison_and_writes_a_png(
 
 def test_cli_speaks_greek_with_greek_numbers_and_plot(
     tmp_path: Path,
-    q4_snapshot: dict[str, Any],
+    q4_file: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -154,8 +153,7 @@ def test_cli_speaks_greek_with_greek_numbers_and_plot(
         save(fig, *args, **kwargs)
 
     monkeypatch.setattr(Figure, "savefig", keep)
-    path = write_snapshot(tmp_path / "q4.pickle", q4_snapshot)
-    argv = ["sim", "replay", str(path), "--conf", "expandable_segments:True", "--locale", "el"]
+    argv = ["sim", "replay", str(q4_file), "--conf", "expandable_segments:True", "--locale", "el"]
     codes: list[int] = []
     missed = greek_misses(lambda: codes.append(_run_cli(*argv, "--out", str(tmp_path))))
     out = capsys.readouterr().out
@@ -169,12 +167,9 @@ def test_cli_speaks_greek_with_greek_numbers_and_plot(
     greek_numbers_in_plot("sim replay", words)
 
 
-def test_cli_refuses_an_unknown_locale(
-    tmp_path: Path, q4_snapshot: dict[str, Any], capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = write_snapshot(tmp_path / "q4.pickle", q4_snapshot)
+def test_cli_refuses_an_unknown_locale(q4_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        _run_cli("sim", "replay", str(path), "--locale", "de")
+        _run_cli("sim", "replay", str(q4_file), "--locale", "de")
     assert "unknown locale 'de': use one of en, el" in capsys.readouterr().err
 
 
@@ -201,13 +196,12 @@ def test_cli_out_directory_names_the_png_after_the_snapshot(
 )
 def test_cli_reports_bad_arguments_as_errors(
     tmp_path: Path,
-    q4_snapshot: dict[str, Any],
+    q4_file: Path,
     capsys: pytest.CaptureFixture[str],
     extra: list[str],
     message: str,
 ) -> None:
-    path = write_snapshot(tmp_path / "q4.pickle", q4_snapshot)
-    assert _run_cli("sim", "replay", str(path), "--out", str(tmp_path), *extra) == 2
+    assert _run_cli("sim", "replay", str(q4_file), "--out", str(tmp_path), *extra) == 2
     assert message in capsys.readouterr().err
 
 
@@ -303,8 +297,9 @@ def test_wrong_shapes_are_explained(tmp_path: Path, payload: object, message: st
 
 @pytest.mark.parametrize("size", ["80GiB", "80GB", "81920MiB", "80 gib", "768MiB", "1TiB"])
 def test_cli_takes_a_gpu_size_with_its_unit(
-    tmp_path: Path, q4_snapshot: dict[str, Any], capsys: pytest.CaptureFixture[str], size: str
+    tmp_path: Path, q4_file: Path, capsys: pytest.CaptureFixture[str], size: str
 ) -> None:
-    path = write_snapshot(tmp_path / "q4.pickle", q4_snapshot)
-    assert _run_cli("sim", "replay", str(path), "--out", str(tmp_path), "--total-memory", size) == 0
+    assert (
+        _run_cli("sim", "replay", str(q4_file), "--out", str(tmp_path), "--total-memory", size) == 0
+    )
     assert "simulated GPU" in capsys.readouterr().out

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
 from datetime import timedelta
 
 import pytest
@@ -282,18 +281,6 @@ async def test_the_ask_cooldown_holds_across_replicas(
     clock: FakeClock,
     channel: ChannelRef,
 ) -> None:
-    async with AsyncExitStack() as stack:
-        await _cooldown_across_replicas(stack, service, replica, bank, clock, channel)
-
-
-async def _cooldown_across_replicas(
-    stack: AsyncExitStack,
-    service: QuizService,
-    replica: SqlStore,
-    bank: QuestionBank,
-    clock: FakeClock,
-    channel: ChannelRef,
-) -> None:
     cooldown = timedelta(seconds=30)
     service.ask_cooldown = cooldown
     replica_quiz = quiz_of(
@@ -305,17 +292,18 @@ async def _cooldown_across_replicas(
         settings=Settings(ask_cooldown=30),
         seed=1,
     )
-    other = (await stack.enter_async_context(replica_quiz)).service
-    results = await asyncio.gather(
-        *(s.ask(channel) for s in (service, other, service, other)), return_exceptions=True
-    )
-    posted = [r for r in results if isinstance(r, Post)]
-    refused = [r for r in results if isinstance(r, Exception)]
-    assert len(posted) == 1 and len(refused) == 3
-    # Each is told why: the cooldown, or (a moment earlier) the question still being sent.
-    assert all("works again in" in str(r) or "already waiting" in str(r) for r in refused)
-    clock.advance(cooldown)
-    assert isinstance(await other.ask(channel), Post)
+    async with replica_quiz as quiz:
+        other = quiz.service
+        results = await asyncio.gather(
+            *(s.ask(channel) for s in (service, other, service, other)), return_exceptions=True
+        )
+        posted = [r for r in results if isinstance(r, Post)]
+        refused = [r for r in results if isinstance(r, Exception)]
+        assert len(posted) == 1 and len(refused) == 3
+        # Each is told why: the cooldown, or (a moment earlier) the question still being sent.
+        assert all("works again in" in str(r) or "already waiting" in str(r) for r in refused)
+        clock.advance(cooldown)
+        assert isinstance(await other.ask(channel), Post)
 
 
 async def test_one_batch_over_many_posts_gives_each_click_its_own_outcome(
