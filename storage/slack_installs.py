@@ -32,7 +32,7 @@ from sqlalchemy import ColumnElement, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.clock import Clock
-from storage._sql import dialect_name, insert
+from storage._sql import SqlRepository, insert
 from storage.models import SlackEnterpriseTeamRow, SlackInstallationRow, SlackOAuthStateRow
 
 log = logging.getLogger(__name__)
@@ -85,10 +85,9 @@ def _scopes(value: Any) -> str:
     return ",".join(value or [])
 
 
-class SqlSlackInstallations(AsyncInstallationStore):
+class SqlSlackInstallations(SqlRepository, AsyncInstallationStore):
     def __init__(self, sessions: async_sessionmaker[AsyncSession], clock: Clock) -> None:
-        self._sessions = sessions
-        self._dialect = dialect_name(sessions)
+        super().__init__(sessions)
         self._clock = clock
 
     @property

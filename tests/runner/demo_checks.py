@@ -282,7 +282,11 @@ def serve() -> None:
         child = fork.Process(target=_checked_in_a_child, args=(demo, theirs))
         child.start()
         theirs.close()
-        error = mine.recv() if mine.poll(None) else ""
+        with mine:
+            try:
+                error = mine.recv()
+            except EOFError:  # the child died before it could answer (its status says how)
+                error = ""
         child.join()
         if child.exitcode:
             error = error or f"the check's process ended with status {child.exitcode}"
@@ -292,6 +296,7 @@ def serve() -> None:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--serve"]:
         serve()
-    for name in (a for a in sys.argv[1:] if a != "--serve"):
-        check_with_torch(name)
-        print(f"{name}: ok")
+    else:
+        for name in sys.argv[1:]:
+            check_with_torch(name)
+            print(f"{name}: ok")
