@@ -49,15 +49,7 @@ with warnings.catch_warnings():  # discord.py imports the deprecated stdlib audi
 from aiohttp import web
 
 from adapters.discord.adapter import DiscordAdapter
-from bench._common import (
-    PG_DEFAULT,
-    bench_quiz,
-    median,
-    on_pg,
-    over_repeats,
-    percentile,
-    target,
-)
+from bench._common import PG_DEFAULT, bench_quiz, median, on_pg, over_repeats, percentile, target
 from bot.app import settled_heap
 from bot.clock import SystemClock
 from bot.domain import ChannelRef, Platform

@@ -25,12 +25,7 @@ from gpu_runner.clinic.celery_task import (
 )
 from gpu_runner.demos import DemoRequestError, Registry
 from gpu_runner.executor import Executor, ExecutorConfig
-from gpu_runner.wire import (
-    job_from_payload,
-    job_to_payload,
-    result_from_payload,
-    result_to_payload,
-)
+from gpu_runner.wire import job_from_payload, job_to_payload, result_from_payload, result_to_payload
 
 TASK_NAME = "quizbot.run_demo"
 DEFAULT_QUEUE = "quizbot-demos"

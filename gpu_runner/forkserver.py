@@ -28,12 +28,7 @@ from typing import Any
 
 from gpu_runner.demos import load_registry
 from gpu_runner.demos._registry import Registry
-from gpu_runner.isolation import (
-    DemoCredentials,
-    DemoIsolation,
-    make_non_dumpable,
-    plan_isolation,
-)
+from gpu_runner.isolation import DemoCredentials, DemoIsolation, make_non_dumpable, plan_isolation
 from gpu_runner.wire import dumps
 
 LOG_TAIL = 16 * 1024

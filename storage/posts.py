@@ -8,29 +8,11 @@ from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import (
-    ColumnElement,
-    Select,
-    and_,
-    delete,
-    func,
-    literal_column,
-    select,
-    update,
-)
+from sqlalchemy import ColumnElement, Select, and_, delete, func, literal_column, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
-from bot.domain import (
-    ChannelRef,
-    Locale,
-    MessageRef,
-    Post,
-    PostDraft,
-    PostKind,
-    PostState,
-    UserRef,
-)
+from bot.domain import ChannelRef, Locale, MessageRef, Post, PostDraft, PostKind, PostState, UserRef
 from storage._sql import RefRepository, added_id, from_row
 from storage.models import ChannelRow, MemberRow, PostRow, UtcDateTime
 from storage.refs import channel_ref, is_channel, user_ref

@@ -1,7 +1,8 @@
 """Waiting for something to become true: poll against a deadline, never a fixed sleep.
 
-`eventually` is the one way tests wait (the fakes' `wait_for`/`until` are wrappers);
-`eventually_sync` is the same for tests that block a thread (the runner's executor).
+`eventually` is the one way tests wait (the fakes' `wait_for`/`until` are wrappers, over
+`Changes`); `eventually_sync` is the same for tests that block a thread (the runner's
+executor).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from typing import Any, TypeVar, overload
+from typing import Any, TypedDict, TypeVar, Unpack, overload
 
 T = TypeVar("T")
 # How long a wait lasts by default: generous, since a passing wait costs nothing extra and
@@ -41,28 +42,22 @@ def _failure(
     return AssertionError(f"{said}; {detail()}" if detail else said)
 
 
-@overload
-async def eventually(
-    check: Callable[[], Awaitable[T]],
-    *,
-    timeout: float = ...,
-    interval: float = ...,
-    what: str | None = ...,
-    detail: Callable[[], object] | None = ...,
-    wake: asyncio.Condition | None = ...,
-) -> T: ...
+class Waiting(TypedDict, total=False):
+    """`eventually`'s options, as its overloads take them (the implementation names each)."""
+
+    timeout: float
+    interval: float
+    what: str | None
+    detail: Callable[[], object] | None
+    wake: asyncio.Condition | None
 
 
 @overload
-async def eventually(
-    check: Callable[[], T],
-    *,
-    timeout: float = ...,
-    interval: float = ...,
-    what: str | None = ...,
-    detail: Callable[[], object] | None = ...,
-    wake: asyncio.Condition | None = ...,
-) -> T: ...
+async def eventually(check: Callable[[], Awaitable[T]], **options: Unpack[Waiting]) -> T: ...
+
+
+@overload
+async def eventually(check: Callable[[], T], **options: Unpack[Waiting]) -> T: ...
 
 
 async def eventually(
@@ -116,3 +111,28 @@ def eventually_sync(
             raise _failure(check, what, timeout, detail)
         time.sleep(interval)
     return value
+
+
+class Changes:
+    """What a fake server's waits wake on: it calls `notify` after every change it records,
+    and `until` re-checks then (and every half second, a backstop)."""
+
+    def __init__(self) -> None:
+        self._condition = asyncio.Condition()
+
+    async def notify(self) -> None:
+        async with self._condition:
+            self._condition.notify_all()
+
+    async def until(
+        self,
+        check: Callable[[], object],
+        *,
+        timeout: float = WAIT,
+        what: str | None = None,
+        detail: Callable[[], object] | None = None,
+    ) -> None:
+        """`eventually(check)`, woken by every change."""
+        await eventually(
+            check, timeout=timeout, interval=0.5, what=what, detail=detail, wake=self._condition
+        )

@@ -33,12 +33,7 @@ from typing import Any
 
 from adapters.discord.answering import PLATFORM, Handled, StoredRuns, finished
 from adapters.discord.files import AttachedCommands
-from adapters.discord.forms import (
-    FORM_NOT_OPENED,
-    form_response,
-    modal_values,
-    problems_message,
-)
+from adapters.discord.forms import FORM_NOT_OPENED, form_response, modal_values, problems_message
 from adapters.discord.payloads import (
     APPLICATION_COMMAND,
     AUTOCOMPLETE,

@@ -35,14 +35,7 @@ from bot.live.messages import (
     results_message,
     standings_message,
 )
-from bot.live.ports import (
-    ACTIVE,
-    EndNote,
-    LiveRepository,
-    LiveRound,
-    RoundState,
-    standings,
-)
+from bot.live.ports import ACTIVE, EndNote, LiveRepository, LiveRound, RoundState, standings
 from bot.logs import ThrottledLog
 from bot.quiz import QuizService
 from bot.tasks import TaskSupervisor

@@ -30,14 +30,7 @@ from questions.families.narrate import (
 )
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
-from questions.families.trace import (
-    Op,
-    free,
-    malloc,
-    replay_ops,
-    replay_value,
-    trace_draft,
-)
+from questions.families.trace import Op, free, malloc, replay_ops, replay_value, trace_draft
 
 # x = j * b: half the ratios fit a hole, half need a new segment
 FITS = (0.25, 0.5, 0.6, 0.75, 0.9, 1)

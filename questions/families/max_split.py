@@ -32,13 +32,7 @@ from questions.families.narrate import (
 )
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
-from questions.families.trace import (
-    free,
-    malloc,
-    replay_ops,
-    replay_value,
-    trace_draft,
-)
+from questions.families.trace import free, malloc, replay_ops, replay_value, trace_draft
 
 # max_split_size_mb above 20: torch 2.5's parser wants > 20, 2.6 and later >= 20
 SPACE = Space(

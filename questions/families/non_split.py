@@ -29,13 +29,7 @@ from questions.families.narrate import (
 )
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
-from questions.families.trace import (
-    free,
-    malloc,
-    replay_ops,
-    replay_value,
-    trace_draft,
-)
+from questions.families.trace import free, malloc, replay_ops, replay_value, trace_draft
 
 DEFAULT_ROUNDING: Final = 20 * MIB
 MAX_SPLIT: Final = (32, 64, 128, 256)  # max_split_size_mb

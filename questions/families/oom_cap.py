@@ -16,9 +16,7 @@ from typing import Any, Final
 
 from bot.i18n import Localized, Text
 from gpu_runner.sim import OutOfMemoryError
-from questions.families.misconceptions import (
-    allocated_not_reserved,
-)
+from questions.families.misconceptions import allocated_not_reserved
 from questions.families.model import Candidate, Draft, Style, trace_family
 from questions.families.narrate import (
     ALLOCATOR_DOCS,

@@ -32,14 +32,7 @@ from questions.families.narrate import (
 )
 from questions.families.sizes import KIB, MIB
 from questions.families.space import Space, grid
-from questions.families.trace import (
-    Op,
-    free,
-    malloc,
-    replay_ops,
-    replay_value,
-    trace_draft,
-)
+from questions.families.trace import Op, free, malloc, replay_ops, replay_value, trace_draft
 
 SIZES = tuple(
     int(x)

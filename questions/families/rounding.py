@@ -19,13 +19,7 @@ from questions.families.misconceptions import (
     reserved_not_inactive,
 )
 from questions.families.model import Candidate, Draft, trace_family
-from questions.families.narrate import (
-    ALLOCATED,
-    INACTIVE_SPLIT,
-    RESERVED,
-    conclusion,
-    size,
-)
+from questions.families.narrate import ALLOCATED, INACTIVE_SPLIT, RESERVED, conclusion, size
 from questions.families.rounding_pair import build_pair
 from questions.families.rounding_rules import (
     ALIGNMENT,

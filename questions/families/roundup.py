@@ -33,12 +33,7 @@ from questions.families.narrate import (
 )
 from questions.families.sizes import MIB
 from questions.families.space import Space, grid
-from questions.families.trace import (
-    malloc,
-    replay_ops,
-    replay_value,
-    trace_draft,
-)
+from questions.families.trace import malloc, replay_ops, replay_value, trace_draft
 
 DIVISIONS = (2, 4, 8, 16)
 ASKS = (ALLOCATED, RESERVED)

@@ -33,7 +33,7 @@ from bot.team import Workspace
 from tests.boards.conftest import play
 from tests.conftest import user
 from tests.fakes import RecordingChat
-from tests.quiz import quiz_of
+from tests.quiz import quiz_of, service_of
 from tests.scheduling.conftest import schedule_at
 
 ALICE, BOB, CAROL = user("alice"), user("bob"), user("carol")
@@ -49,12 +49,6 @@ def features() -> list[FeatureFactory]:
     return FEATURES
 
 
-def homes_of(quiz: Quiz) -> Homes:
-    homes = quiz.registry.service(Homes)
-    assert homes is not None
-    return homes
-
-
 async def test_the_card_shows_the_boards_and_the_stats_figures(
     basic: Quiz, service: QuizService
 ) -> None:
@@ -65,7 +59,7 @@ async def test_the_card_shows_the_boards_and_the_stats_figures(
     await play(service, C2, {ALICE: True}, topic=strong)
     await play(service, OTHER, {UserRef(Platform.SLACK, "T2", "UX"): True})
 
-    card = await homes_of(basic).card(ALICE, Locale.EN)
+    card = await service_of(basic, Homes).card(ALICE, Locale.EN)
     board = await service.leaderboard(C1, ALICE, BoardWindow.ALL, BoardScope.WORKSPACE)
     assert board.caller is not None
     assert (card.rank, card.points, card.players) == (board.caller.rank, board.caller.points, 2)
@@ -86,7 +80,7 @@ async def test_the_card_shows_the_boards_and_the_stats_figures(
     assert "Answered 4, correct 3 (75%)" in body
     assert f"- {weak}: 1/2 (50%)" in body and "Language: English" in body
 
-    nobody = await homes_of(basic).card(CAROL, Locale.EN)
+    nobody = await service_of(basic, Homes).card(CAROL, Locale.EN)
     assert nobody.rank is None and nobody.points == 0
     assert "No scored answers yet" in card_message(nobody).body
 
@@ -101,7 +95,7 @@ async def test_cards_read_together_are_each_members_own_in_as_many_statements(
         await play(service, C2, {ALICE: False, BOB: True})
         await store.leagues.create(Workspace.of(C1), "Owls", clock.now())
         await store.leagues.join(BOB, "Owls", clock.now())
-        homes = homes_of(quiz)
+        homes = service_of(quiz, Homes)
         dan = user("dan")
         alone = [await homes.card(u) for u in (ALICE, BOB, CAROL, dan)]
         assert "Your team: Owls" in card_message(alone[1]).body
@@ -131,7 +125,7 @@ async def test_a_burst_of_home_opens_is_read_in_one_batch(
     chats = {Platform.SLACK: chat, Platform.CONSOLE: chat}
     async with quiz_of(store, chats, bank, clock, features=app.FEATURES) as quiz:
         await play(quiz.service, C1, {ALICE: True, BOB: False, CAROL: True})
-        homes = homes_of(quiz)
+        homes = service_of(quiz, Homes)
         statements: list[str] = []
 
         def count(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
@@ -174,7 +168,7 @@ async def test_practice_due_next_question_and_the_admin_section(
     assert q is not None
     await service.record_answer(answer.post_id, ALICE, (q.answer + 1) % q.choice_count)
 
-    homes = homes_of(basic)
+    homes = service_of(basic, Homes)
     card = await homes.card(ALICE, Locale.EN, EVERYONE)
     assert (card.due, card.cards) == (1, 1)
     assert card.next_question is not None and card.next_question.channel == C1
@@ -210,7 +204,7 @@ async def test_practice_now_refuses_a_channel_of_another_workspace(
 async def test_answers_refresh_a_home_page_at_most_once_per_interval(
     basic: Quiz, service: QuizService, clock: FakeClock
 ) -> None:
-    homes = homes_of(basic)
+    homes = service_of(basic, Homes)
     published: list[UserRef] = []
 
     async def publish(member: UserRef) -> None:
@@ -241,7 +235,7 @@ async def test_answers_refresh_a_home_page_at_most_once_per_interval(
 async def test_a_home_card_is_kept_until_an_answer_or_a_reveal(
     basic: Quiz, service: QuizService, clock: FakeClock
 ) -> None:
-    homes = homes_of(basic)
+    homes = service_of(basic, Homes)
     first = await homes.home_card(ALICE)
     assert await homes.home_card(ALICE) is first  # kept
     post = await play(service, C1, {BOB: True}, close=False)

@@ -32,12 +32,6 @@ BEA = UserRef(Platform.DISCORD, GUILD, "9001", "bea")
 JUST_OVER = ADMIN_CACHE + timedelta(seconds=1)
 
 
-@pytest.fixture
-async def fakes() -> AsyncIterator[tuple[FakeSlack, FakeDiscord]]:
-    async with FakeSlack() as slack, FakeDiscord() as discord:
-        yield slack, discord
-
-
 async def status_of(site: Site, client: Any, ws: ChannelRef, page: str) -> int:
     async with client.get(f"/w/{ws.platform}/{ws.workspace}/{page}") as resp:
         return int(resp.status)
@@ -50,12 +44,14 @@ async def refusal(client: Any, ws: ChannelRef, page: str = "review") -> str:
         return str(await resp.text())
 
 
+SiteWith = Callable[..., AbstractAsyncContextManager[Site]]
+
+
 @pytest.fixture
 def site_with(
-    store: Any, bank: QuestionBank, clock: FakeClock, fakes: tuple[FakeSlack, FakeDiscord]
-) -> Callable[..., AbstractAsyncContextManager[Site]]:
+    store: Any, bank: QuestionBank, clock: FakeClock, slack: FakeSlack, discord: FakeDiscord
+) -> SiteWith:
     """The site with the platforms' own rules (`rule`: admin_ids, admin_role)."""
-    slack, discord = fakes
 
     @asynccontextmanager
     async def opened(**rule: Any) -> AsyncIterator[Site]:
@@ -69,9 +65,8 @@ def site_with(
 
 
 async def test_a_slack_admin_demoted_in_slack_is_refused_after_the_cache_minute(
-    site_with: Any, fakes: tuple[FakeSlack, FakeDiscord], clock: FakeClock
+    site_with: SiteWith, slack: FakeSlack, clock: FakeClock
 ) -> None:
-    slack, _ = fakes
     slack.add_user(ALICE.user, admin=True)
     async with site_with() as site, site.client() as client:
         await site.sign_in(client, ALICE, admin=None)  # the session holds no admin status
@@ -88,9 +83,8 @@ async def test_a_slack_admin_demoted_in_slack_is_refused_after_the_cache_minute(
 
 
 async def test_quizbot_admins_count_and_a_silent_slack_is_the_chats_could_not_check(
-    site_with: Any, fakes: tuple[FakeSlack, FakeDiscord], clock: FakeClock
+    site_with: SiteWith, slack: FakeSlack, clock: FakeClock
 ) -> None:
-    slack, _ = fakes
     slack.add_user(ALICE.user)
     slack.add_user("ULISTED")
     listed = UserRef(Platform.SLACK, SLACK_WS.workspace, "ULISTED", "lee")
@@ -106,9 +100,8 @@ async def test_quizbot_admins_count_and_a_silent_slack_is_the_chats_could_not_ch
 
 
 async def test_a_discord_admin_demoted_in_the_server_is_refused_after_the_cache_minute(
-    site_with: Any, fakes: tuple[FakeSlack, FakeDiscord], clock: FakeClock
+    site_with: SiteWith, discord: FakeDiscord, clock: FakeClock
 ) -> None:
-    _, discord = fakes
     discord.roles["42"] = MANAGE_GUILD
     discord.members[BEA.user] = ["42"]
     async with site_with() as site, site.client() as client:
@@ -129,9 +122,8 @@ async def test_a_discord_admin_demoted_in_the_server_is_refused_after_the_cache_
 
 
 async def test_discords_owner_and_admin_role_count_and_a_silent_discord_cannot_say(
-    site_with: Any, fakes: tuple[FakeSlack, FakeDiscord], clock: FakeClock
+    site_with: SiteWith, discord: FakeDiscord, clock: FakeClock
 ) -> None:
-    _, discord = fakes
     discord.members[BEA.user] = ["77"]
     async with site_with(admin_role="77") as site, site.client() as client:
         await site.sign_in(client, BEA, admin=None)
@@ -147,7 +139,7 @@ async def test_discords_owner_and_admin_role_count_and_a_silent_discord_cannot_s
 
 
 async def test_serve_gives_the_dashboard_each_platforms_own_rule(
-    fakes: tuple[FakeSlack, FakeDiscord], tmp_path: Path
+    discord: FakeDiscord, tmp_path: Path
 ) -> None:
     """`quizbot serve`'s wiring (`bot.app._dashboard`): Discord's rule reads the server
     with the bot's REST client, with QUIZBOT_ADMINS and QUIZBOT_DISCORD_ADMIN_ROLE."""
@@ -156,7 +148,6 @@ async def test_serve_gives_the_dashboard_each_platforms_own_rule(
     from bot.app import _dashboard, build_core
     from bot.config import Settings
 
-    _, discord = fakes
     settings = Settings(
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
         runner="off",

@@ -32,17 +32,9 @@ DISCORD_WS = ChannelRef(Platform.DISCORD, GUILD, "700")
 
 
 @pytest.fixture
-async def fakes() -> AsyncIterator[tuple[FakeSlack, FakeDiscord]]:
-    async with FakeSlack() as slack, FakeDiscord() as discord:
-        yield slack, discord
-
-
-@pytest.fixture
 async def oauth_site(
-    store: Any, bank: QuestionBank, clock: FakeClock, fakes: tuple[FakeSlack, FakeDiscord]
+    store: Any, bank: QuestionBank, clock: FakeClock, slack: FakeSlack, discord: FakeDiscord
 ) -> AsyncIterator[Site]:
-    slack, discord = fakes
-
     async def bot_guilds() -> set[str]:
         return {GUILD}
 
@@ -81,9 +73,8 @@ async def follow(client: Any, url: str, hops: int = 6) -> tuple[int, str, list[s
 
 
 async def test_sign_in_with_slack_opens_the_workspace_named_by_the_team_id_claim(
-    oauth_site: Site, fakes: tuple[FakeSlack, FakeDiscord]
+    oauth_site: Site, slack: FakeSlack
 ) -> None:
-    slack, _ = fakes
     async with oauth_site.client() as client:
         status, html, seen = await follow(client, "/login/slack")
         assert status == 200
@@ -100,9 +91,7 @@ async def test_sign_in_with_slack_opens_the_workspace_named_by_the_team_id_claim
             assert secret not in html and all(secret not in u for u in seen)
 
 
-async def test_a_callback_state_works_once_and_only_for_its_provider(
-    oauth_site: Site, fakes: tuple[FakeSlack, FakeDiscord]
-) -> None:
+async def test_a_callback_state_works_once_and_only_for_its_provider(oauth_site: Site) -> None:
     async with oauth_site.client() as client:
         callback = await _slack_callback(client)
         query = parse_qs(urlsplit(callback).query)
@@ -115,9 +104,7 @@ async def test_a_callback_state_works_once_and_only_for_its_provider(
         assert not any(c.key == COOKIE for c in client.cookie_jar)
 
 
-async def test_a_replayed_callback_is_refused_after_the_first_sign_in(
-    oauth_site: Site, fakes: tuple[FakeSlack, FakeDiscord]
-) -> None:
+async def test_a_replayed_callback_is_refused_after_the_first_sign_in(oauth_site: Site) -> None:
     async with oauth_site.client() as client:
         callback = await _slack_callback(client)
         async with client.get(callback, allow_redirects=False) as resp:
@@ -126,9 +113,7 @@ async def test_a_replayed_callback_is_refused_after_the_first_sign_in(
         assert resp.status == 400
 
 
-async def test_an_expired_sign_in_is_refused(
-    oauth_site: Site, fakes: tuple[FakeSlack, FakeDiscord], clock: FakeClock
-) -> None:
+async def test_an_expired_sign_in_is_refused(oauth_site: Site, clock: FakeClock) -> None:
     from datetime import timedelta
 
     async with oauth_site.client() as client:
@@ -139,9 +124,8 @@ async def test_an_expired_sign_in_is_refused(
 
 
 async def test_discord_sign_in_keeps_only_the_bots_servers_and_their_admin_rule(
-    oauth_site: Site, fakes: tuple[FakeSlack, FakeDiscord]
+    oauth_site: Site, discord: FakeDiscord
 ) -> None:
-    _, discord = fakes
     discord.oauth.member.guilds = {
         GUILD: ("Fake Guild", MANAGE_GUILD, []),
         "999": ("Not the bot's", MANAGE_GUILD, []),
@@ -159,9 +143,8 @@ async def test_discord_sign_in_keeps_only_the_bots_servers_and_their_admin_rule(
 
 
 async def test_a_discord_member_without_manage_server_is_refused_the_admin_pages(
-    oauth_site: Site, fakes: tuple[FakeSlack, FakeDiscord]
+    oauth_site: Site, discord: FakeDiscord
 ) -> None:
-    _, discord = fakes
     discord.oauth.member.guilds = {GUILD: ("Fake Guild", 0, [])}
     discord.members[discord.oauth.member.id] = []
     async with oauth_site.client() as client:
@@ -173,9 +156,7 @@ async def test_a_discord_member_without_manage_server_is_refused_the_admin_pages
             assert resp.status == 200
 
 
-async def test_sign_in_attempts_are_limited_per_client(
-    oauth_site: Site, fakes: tuple[FakeSlack, FakeDiscord]
-) -> None:
+async def test_sign_in_attempts_are_limited_per_client(oauth_site: Site) -> None:
     limit = oauth_site.dashboard.config.sign_ins_per_minute
     async with oauth_site.client() as client:
         statuses = []
@@ -187,9 +168,8 @@ async def test_sign_in_attempts_are_limited_per_client(
 
 
 async def test_no_secret_or_token_reaches_the_log(
-    oauth_site: Site, fakes: tuple[FakeSlack, FakeDiscord], caplog: pytest.LogCaptureFixture
+    oauth_site: Site, slack: FakeSlack, caplog: pytest.LogCaptureFixture
 ) -> None:
-    slack, _ = fakes
     slack.oidc.member = ("UANN", "T0NOTOURS", "Ann")  # a workspace the bot is not in
     caplog.set_level(logging.INFO)
     async with oauth_site.client() as client:

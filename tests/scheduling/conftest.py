@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -118,6 +118,26 @@ async def instance(
         async with quiz_of(store, chats, bank, clock, features=[scheduled], seed=seed) as quiz:
             scheduler = service_of(quiz, Scheduler)
             yield Instance(store, quiz.service, scheduler, chat, quiz.registry)
+
+
+Instances = Callable[..., AbstractAsyncContextManager[Instance]]
+
+
+@pytest.fixture
+def instances(db_url: str, clock: FakeClock, bank: QuestionBank) -> Instances:
+    """``async with instances(chat, **options) as one``: a bot process (`instance`) on this
+    test's database, clock and bank. Two at once are replicas; a later one is a restart."""
+
+    def start(chat: RecordingChat, **options: Any) -> AbstractAsyncContextManager[Instance]:
+        return instance(db_url, clock, bank, chat, **options)
+
+    return start
+
+
+@pytest.fixture
+def bot(basic: Quiz, store: SqlStore, chat: RecordingChat, scheduler: Scheduler) -> Instance:
+    """This test's quiz (`basic`) as one process: its store, service, scheduler and chat."""
+    return Instance(store, basic.service, scheduler, chat, basic.registry)
 
 
 def request(text: str, now: datetime, default_zone: str = "UTC") -> ScheduleRequest:

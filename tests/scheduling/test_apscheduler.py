@@ -13,13 +13,13 @@ from bot.domain import ChannelRef, MessageRef, PostKind
 from bot.messages import Message
 from bot.scheduling.trigger import RECONCILE_JOB
 from tests.fakes import RecordingChat
-from tests.scheduling.conftest import instance, request
+from tests.scheduling.conftest import Instances, instance, request
 
 
 async def test_each_schedule_is_one_job_with_coalescing_and_a_misfire_grace(
-    db_url: str, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
+    instances: Instances, clock: FakeClock, channel: ChannelRef
 ) -> None:
-    async with instance(db_url, clock, bank, RecordingChat(), use_apscheduler=True) as bot:
+    async with instances(RecordingChat(), use_apscheduler=True) as bot:
         sched = bot.scheduler
         assert await sched.healthy()
         first = await sched.add(channel, request("09:30 Europe/Athens mon-fri", clock.now()), "U")

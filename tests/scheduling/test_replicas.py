@@ -13,10 +13,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform, PostKind, PostState
-from tests.scheduling.conftest import NamedChat, instance, post_id_of, request, run_until
+from tests.scheduling.conftest import Instances, NamedChat, post_id_of, request, run_until
 
 HOURS = 10
 CHANNELS = 20  # hourly schedules x 10 hours = 200 slots
@@ -33,7 +32,7 @@ ZONES = (
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 async def test_two_instances_post_and_reveal_each_of_200_slots_exactly_once(
-    db_url: str, bank: QuestionBank, clock: FakeClock
+    instances: Instances, clock: FakeClock
 ) -> None:
     channels = CHANNELS
     start = datetime(2027, 3, 1, 5, 31, tzinfo=UTC)
@@ -41,8 +40,8 @@ async def test_two_instances_post_and_reveal_each_of_200_slots_exactly_once(
     a_chat, b_chat = NamedChat("a"), NamedChat("b")
     a_chat.fail_posts = 3  # a few sends fail: their claims are resent under a lease
     async with (
-        instance(db_url, clock, bank, a_chat, seed=1) as a,
-        instance(db_url, clock, bank, b_chat, seed=2) as b,
+        instances(a_chat, seed=1) as a,
+        instances(b_chat, seed=2) as b,
     ):
         schedules = []
         for i in range(channels):

@@ -15,18 +15,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import DateTime, bindparam, text
 
-from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Locale, MessageRef, PostDraft, PostKind, PostState, Reveal
 from bot.features import Feature, Quiz
 from bot.quiz import DEFAULT_REVEAL_LEASE, QuizService
-from bot.scheduling import Scheduler
 from storage.engine import create_engine, upgrade
 from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.quiz import asked
-from tests.scheduling.conftest import NamedChat, instance
+from tests.scheduling.conftest import Instance, Instances, NamedChat
 
 ALICE, BOB = user("alice"), user("bob")
 LEASE = DEFAULT_REVEAL_LEASE
@@ -60,83 +58,73 @@ async def ask_and_answer(service: QuizService, channel: ChannelRef) -> int:
 
 
 async def test_failed_reveal_keeps_the_close_and_is_posted_once_after_the_lease(
-    listener: Listener,
-    service: QuizService,
-    scheduler: Scheduler,
-    store: SqlStore,
-    chat: RecordingChat,
-    clock: FakeClock,
-    channel: ChannelRef,
+    listener: Listener, bot: Instance, clock: FakeClock, channel: ChannelRef
 ) -> None:
-    post_id = await ask_and_answer(service, channel)
-    chat.fail_threads = 1
+    post_id = await ask_and_answer(bot.service, channel)
+    bot.chat.fail_threads = 1
 
-    reveal = await service.close(post_id)
+    reveal = await bot.service.close(post_id)
 
     # The close committed (scores folded) and still returns the reveal; nothing was posted.
     assert reveal is not None and list(reveal.distribution).count(1) == 2
-    closed = await store.posts.get(post_id)
+    closed = await bot.store.posts.get(post_id)
     assert closed is not None and closed.state is PostState.CLOSED
-    board = await service.leaderboard(channel, None)
+    board = await bot.service.leaderboard(channel, None)
     assert [r.user for r in board.rows] == [ALICE, BOB]
-    assert chat.of("thread") == [] and listener.posts == []
+    assert bot.chat.of("thread") == [] and listener.posts == []
 
     # Within the lease nobody retries; the scheduler knows when the lease runs out.
-    report = await scheduler.tick()
-    assert report.reveals_retried == 0 and chat.of("thread") == []
-    assert await scheduler.next_event() == clock.now() + LEASE
+    report = await bot.scheduler.tick()
+    assert report.reveals_retried == 0 and bot.chat.of("thread") == []
+    assert await bot.scheduler.next_event() == clock.now() + LEASE
 
     clock.advance(LEASE)
-    report = await scheduler.tick()
+    report = await bot.scheduler.tick()
     assert report.reveals_retried == 1
-    (thread,) = chat.of("thread")
+    (thread,) = bot.chat.of("thread")
     assert thread.parent == closed.message
     assert thread.message is not None and "2 answers" in thread.message.body
     assert "alice" in thread.message.body  # first correct, rendered from storage
-    last_edit = chat.of("update")[-1]
+    last_edit = bot.chat.of("update")[-1]
     assert last_edit.ref == closed.message and last_edit.message is not None
     assert last_edit.message.buttons == ()
     assert listener.posts == [post_id]  # the listeners ran once, with the posted reveal
 
     clock.advance(LEASE * 5)
-    assert (await scheduler.tick()).reveals_retried == 0
-    assert len(chat.of("thread")) == 1 and listener.posts == [post_id]
-    assert service.metrics.reconciler_retries.value() == 1
-    assert service.metrics.reveals.value() == 1
-    assert await store.posts.unrevealed(clock.now()) == []
+    assert (await bot.scheduler.tick()).reveals_retried == 0
+    assert len(bot.chat.of("thread")) == 1 and listener.posts == [post_id]
+    assert bot.service.metrics.reconciler_retries.value() == 1
+    assert bot.service.metrics.reveals.value() == 1
+    assert await bot.store.posts.unrevealed(clock.now()) == []
 
 
 async def test_reveal_that_fails_again_is_retried_at_the_next_lease(
-    service: QuizService,
-    scheduler: Scheduler,
-    chat: RecordingChat,
-    clock: FakeClock,
-    channel: ChannelRef,
+    bot: Instance, clock: FakeClock, channel: ChannelRef
 ) -> None:
-    post_id = await ask_and_answer(service, channel)
-    chat.fail_threads = 2  # the close's reply and the first retry fail
-    assert await service.close(post_id) is not None
+    post_id = await ask_and_answer(bot.service, channel)
+    bot.chat.fail_threads = 2  # the close's reply and the first retry fail
+    assert await bot.service.close(post_id) is not None
 
     clock.advance(LEASE)
-    assert (await scheduler.tick()).reveals_retried == 0
-    assert chat.of("thread") == []
+    assert (await bot.scheduler.tick()).reveals_retried == 0
+    assert bot.chat.of("thread") == []
     # The failed retry moved the lease forward: the next try is a full lease later.
     clock.advance(LEASE - timedelta(seconds=1))
-    assert (await scheduler.tick()).reveals_retried == 0
+    assert (await bot.scheduler.tick()).reveals_retried == 0
     clock.advance(timedelta(seconds=1))
-    assert (await scheduler.tick()).reveals_retried == 1
-    assert len(chat.of("thread")) == 1
-    assert service.metrics.reconciler_retries.value() == 2  # both attempts that held the lease
+    assert (await bot.scheduler.tick()).reveals_retried == 1
+    assert len(bot.chat.of("thread")) == 1
+    assert bot.service.metrics.reconciler_retries.value() == 2  # both attempts that held the lease
 
 
 @pytest.mark.slow
 async def test_two_replicas_post_each_failed_reveal_exactly_once(
-    db_url: str, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
+    instances: Instances, clock: FakeClock, channel: ChannelRef
 ) -> None:
     a_chat, b_chat = NamedChat("a"), NamedChat("b")
     async with (
-        instance(db_url, clock, bank, a_chat, seed=1) as a,
-        instance(db_url, clock, bank, b_chat, seed=2) as b,
+        instances(a_chat, seed=1) as a,
+        instances(b_chat, seed=2) as b,
     ):
         listeners = Listener()
         for replica in (a, b):
@@ -163,10 +151,10 @@ async def test_two_replicas_post_each_failed_reveal_exactly_once(
 
 
 async def test_reveal_lost_when_the_process_stopped_after_the_close_is_posted_after_restart(
-    db_url: str, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
+    instances: Instances, clock: FakeClock, channel: ChannelRef
 ) -> None:
     first_chat, second_chat = RecordingChat(), RecordingChat()
-    async with instance(db_url, clock, bank, first_chat) as first:
+    async with instances(first_chat) as first:
         post_id = await ask_and_answer(first.service, channel)
         # The process "dies" right after the close committed: no reveal was sent.
         closed = await first.store.posts.close(post_id, clock.now())
@@ -176,7 +164,7 @@ async def test_reveal_lost_when_the_process_stopped_after_the_close_is_posted_af
 
     # Restarted within the lease: the reveal waits for the lease, then goes out once.
     clock.advance(LEASE / 2)
-    async with instance(db_url, clock, bank, second_chat) as second:
+    async with instances(second_chat) as second:
         assert second_chat.of("thread") == []
         assert await second.scheduler.next_event() == closed_at + LEASE
         clock.advance(LEASE / 2)
@@ -189,33 +177,27 @@ async def test_reveal_lost_when_the_process_stopped_after_the_close_is_posted_af
     # A later restart finds nothing to reveal again.
     clock.advance(LEASE * 3)
     third_chat = RecordingChat()
-    async with instance(db_url, clock, bank, third_chat) as third:
+    async with instances(third_chat) as third:
         await third.scheduler.tick()
         assert await third.store.posts.oldest_unrevealed() is None
     assert third_chat.of("thread") == []
 
 
 async def test_normal_close_posts_once_and_leaves_nothing_to_retry(
-    listener: Listener,
-    service: QuizService,
-    scheduler: Scheduler,
-    store: SqlStore,
-    chat: RecordingChat,
-    clock: FakeClock,
-    channel: ChannelRef,
+    listener: Listener, bot: Instance, clock: FakeClock, channel: ChannelRef
 ) -> None:
-    post_id = await ask_and_answer(service, channel)
-    assert await service.close(post_id) is not None
-    assert len(chat.of("thread")) == 1 and listener.posts == [post_id]
-    assert await store.posts.oldest_unrevealed() is None
+    post_id = await ask_and_answer(bot.service, channel)
+    assert await bot.service.close(post_id) is not None
+    assert len(bot.chat.of("thread")) == 1 and listener.posts == [post_id]
+    assert await bot.store.posts.oldest_unrevealed() is None
     # A retry of a revealed post does nothing, whoever asks and however late.
     clock.advance(LEASE * 10)
-    closed = await store.posts.get(post_id)
+    closed = await bot.store.posts.get(post_id)
     assert closed is not None
-    assert await service.retry_reveal(closed) is None
-    assert (await scheduler.tick()).reveals_retried == 0
-    assert len(chat.of("thread")) == 1 and listener.posts == [post_id]
-    assert service.metrics.reveals.value() == 1
+    assert await bot.service.retry_reveal(closed) is None
+    assert (await bot.scheduler.tick()).reveals_retried == 0
+    assert len(bot.chat.of("thread")) == 1 and listener.posts == [post_id]
+    assert bot.service.metrics.reveals.value() == 1
 
 
 async def test_practice_and_never_sent_posts_have_no_reveal_to_retry(

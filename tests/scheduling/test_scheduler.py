@@ -9,14 +9,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.domain import ChannelRef, Platform, PostKind, PostState
-from bot.quiz import QuizService
-from bot.scheduling import Scheduler
 from storage.store import SqlStore
 from tests.fakes import RecordingChat
-from tests.scheduling.conftest import instance, post_id_of, request, run_until
+from tests.scheduling.conftest import Instance, Instances, post_id_of, request, run_until
 
 ATHENS = ZoneInfo("Europe/Athens")
 
@@ -33,17 +30,13 @@ async def scheduled_posts(store: SqlStore, channel: ChannelRef) -> list:  # type
 
 
 async def test_athens_schedule_posts_at_0930_local_across_spring_and_reveals_at_the_next_slot(
-    scheduler: Scheduler,
-    store: SqlStore,
-    chat: RecordingChat,
-    clock: FakeClock,
-    channel: ChannelRef,
+    bot: Instance, clock: FakeClock, channel: ChannelRef
 ) -> None:
     clock.set(utc(2027, 3, 24, 12))
-    await scheduler.add(channel, request("09:30 Europe/Athens mon-fri", clock.now()), "U1")
-    await run_until(clock, [scheduler], utc(2027, 4, 1, 12))
+    await bot.scheduler.add(channel, request("09:30 Europe/Athens mon-fri", clock.now()), "U1")
+    await run_until(clock, [bot.scheduler], utc(2027, 4, 1, 12))
 
-    posts = await scheduled_posts(store, channel)
+    posts = await scheduled_posts(bot.store, channel)
     assert [p.slot_at for p in posts] == [
         utc(2027, 3, 25, 7, 30),  # Thu, EET
         utc(2027, 3, 26, 7, 30),  # Fri
@@ -58,57 +51,53 @@ async def test_athens_schedule_posts_at_0930_local_across_spring_and_reveals_at_
     assert posts[1].closes_at == posts[1].slot_at + timedelta(hours=24)
     assert [p.state for p in posts] == [PostState.CLOSED] * 5 + [PostState.OPEN]
     # Each question posted once, each closed one revealed once in its own thread.
-    assert sorted(post_id_of(s) for s in chat.of("post")) == sorted(p.id for p in posts)
-    parents = [s.parent for s in chat.of("thread")]
+    assert sorted(post_id_of(s) for s in bot.chat.of("post")) == sorted(p.id for p in posts)
+    parents = [s.parent for s in bot.chat.of("thread")]
     assert sorted(parents, key=str) == sorted((p.message for p in posts[:5]), key=str)
 
 
 async def test_0230_schedule_posts_once_on_the_spring_forward_night_however_often_it_ticks(
-    scheduler: Scheduler, store: SqlStore, clock: FakeClock, channel: ChannelRef
+    bot: Instance, clock: FakeClock, channel: ChannelRef
 ) -> None:
     clock.set(utc(2027, 3, 27, 12))
-    await scheduler.add(channel, request("02:30 Europe/Berlin", clock.now()), "U1")
+    await bot.scheduler.add(channel, request("02:30 Europe/Berlin", clock.now()), "U1")
     # Tick every 5 minutes through the night, as a busy trigger might.
     while clock.now() < utc(2027, 3, 28, 6):
         clock.advance(timedelta(minutes=5))
-        await scheduler.tick()
-    posts = await scheduled_posts(store, channel)
+        await bot.scheduler.tick()
+    posts = await scheduled_posts(bot.store, channel)
     assert [p.slot_at for p in posts] == [utc(2027, 3, 28, 1, 30)]  # 03:30 CEST, once
 
 
 async def test_two_schedules_in_a_channel_close_each_other_and_explicit_windows_win(
-    scheduler: Scheduler, store: SqlStore, clock: FakeClock, channel: ChannelRef
+    bot: Instance, clock: FakeClock, channel: ChannelRef
 ) -> None:
     clock.set(utc(2027, 5, 3, 6))
-    await scheduler.add(channel, request("09:00 UTC", clock.now()), "U1")
-    await scheduler.add(channel, request("13:00 UTC", clock.now()), "U1")
+    await bot.scheduler.add(channel, request("09:00 UTC", clock.now()), "U1")
+    await bot.scheduler.add(channel, request("13:00 UTC", clock.now()), "U1")
     other = ChannelRef(channel.platform, channel.workspace, "C2")
-    await scheduler.add(other, request("09:00 UTC window 90m", clock.now()), "U1")
-    await run_until(clock, [scheduler], utc(2027, 5, 3, 14))
-    first, second = await scheduled_posts(store, channel)
+    await bot.scheduler.add(other, request("09:00 UTC window 90m", clock.now()), "U1")
+    await run_until(clock, [bot.scheduler], utc(2027, 5, 3, 14))
+    first, second = await scheduled_posts(bot.store, channel)
     assert first.closes_at == utc(2027, 5, 3, 13) and first.state is PostState.CLOSED
     assert second.closes_at == utc(2027, 5, 4, 9)
-    (windowed,) = await scheduled_posts(store, other)
+    (windowed,) = await scheduled_posts(bot.store, other)
     assert windowed.closes_at == utc(2027, 5, 3, 10, 30) and windowed.state is PostState.CLOSED
 
 
 async def test_after_downtime_the_latest_missed_slot_within_grace_is_posted_once(
-    db_url: str,
-    bank: QuestionBank,
-    clock: FakeClock,
-    channel: ChannelRef,
-    caplog: pytest.LogCaptureFixture,
+    instances: Instances, clock: FakeClock, channel: ChannelRef, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock.set(utc(2027, 5, 3, 8))
     chat1, chat2 = RecordingChat(), RecordingChat()
-    async with instance(db_url, clock, bank, chat1) as one:
+    async with instances(chat1) as one:
         await one.scheduler.add(channel, request("09:00 UTC", clock.now()), "U1")
         await run_until(clock, [one.scheduler], utc(2027, 5, 3, 10))
     assert len(chat1.of("post")) == 1
     # Down for three days; back 40 minutes after Thursday's slot.
     clock.set(utc(2027, 5, 6, 9, 40))
     with caplog.at_level(logging.WARNING, logger="bot.scheduling"):
-        async with instance(db_url, clock, bank, chat2) as two:
+        async with instances(chat2) as two:
             await two.scheduler.tick()
             await two.scheduler.tick()
             posts = await scheduled_posts(two.store, channel)
@@ -120,19 +109,15 @@ async def test_after_downtime_the_latest_missed_slot_within_grace_is_posted_once
 
 
 async def test_a_slot_missed_by_more_than_the_grace_period_is_skipped_and_logged(
-    db_url: str,
-    bank: QuestionBank,
-    clock: FakeClock,
-    channel: ChannelRef,
-    caplog: pytest.LogCaptureFixture,
+    instances: Instances, clock: FakeClock, channel: ChannelRef, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock.set(utc(2027, 5, 3, 8))
-    async with instance(db_url, clock, bank, RecordingChat()) as one:
+    async with instances(RecordingChat()) as one:
         await one.scheduler.add(channel, request("09:00 UTC", clock.now()), "U1")
     clock.set(utc(2027, 5, 3, 10, 30))  # 90 minutes late
     chat = RecordingChat()
     with caplog.at_level(logging.WARNING, logger="bot.scheduling"):
-        async with instance(db_url, clock, bank, chat) as two:
+        async with instances(chat) as two:
             assert chat.of("post") == []
             assert "beyond the 1:00:00 grace period: skipped" in caplog.text
             assert two.service.metrics.skipped_slots.value() == 1
@@ -142,18 +127,18 @@ async def test_a_slot_missed_by_more_than_the_grace_period_is_skipped_and_logged
 
 
 async def test_a_post_whose_window_passed_during_downtime_is_revealed_on_start(
-    db_url: str, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
+    instances: Instances, clock: FakeClock, channel: ChannelRef
 ) -> None:
     clock.set(utc(2027, 5, 3, 8))
     chat1 = RecordingChat()
-    async with instance(db_url, clock, bank, chat1) as one:
+    async with instances(chat1) as one:
         await one.scheduler.add(channel, request("09:00 UTC window 2h", clock.now()), "U1")
         await run_until(clock, [one.scheduler], utc(2027, 5, 3, 9, 30))
         (posted,) = chat1.of("post")
         assert chat1.of("thread") == []
     clock.set(utc(2027, 5, 3, 12))  # the 11:00 close happened while the bot was down
     chat2 = RecordingChat()
-    async with instance(db_url, clock, bank, chat2) as two:
+    async with instances(chat2) as two:
         (post,) = await scheduled_posts(two.store, channel)
         assert post.state is PostState.CLOSED
         (reveal,) = chat2.of("thread")
@@ -175,11 +160,11 @@ class HangingChat(RecordingChat):
 
 
 async def test_stopped_between_claim_and_send_the_question_is_posted_once_after_restart(
-    db_url: str, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
+    instances: Instances, clock: FakeClock, channel: ChannelRef
 ) -> None:
     clock.set(utc(2027, 5, 3, 8, 59))
     hanging = HangingChat()
-    async with instance(db_url, clock, bank, hanging) as one:
+    async with instances(hanging) as one:
         await one.scheduler.add(channel, request("09:00 UTC", clock.now()), "U1")
         clock.set(utc(2027, 5, 3, 9))
         tick = asyncio.create_task(one.scheduler.tick())
@@ -191,7 +176,7 @@ async def test_stopped_between_claim_and_send_the_question_is_posted_once_after_
 
     chat = RecordingChat()
     clock.set(utc(2027, 5, 3, 9, 0, 30))  # restarted at once: the send lease still holds
-    async with instance(db_url, clock, bank, chat) as two:
+    async with instances(chat) as two:
         assert chat.of("post") == []
         clock.advance(two.scheduler.send_lease)
         await run_until(clock, [two.scheduler], utc(2027, 5, 3, 12))
@@ -204,14 +189,14 @@ async def test_stopped_between_claim_and_send_the_question_is_posted_once_after_
 
 
 async def test_a_failed_send_is_resent_once_after_the_lease_even_with_two_reconcilers(
-    db_url: str, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
+    instances: Instances, clock: FakeClock, channel: ChannelRef
 ) -> None:
     clock.set(utc(2027, 5, 3, 8))
     a_chat, b_chat = RecordingChat(), RecordingChat()
     a_chat.fail_posts = 1
     async with (
-        instance(db_url, clock, bank, a_chat) as a,
-        instance(db_url, clock, bank, b_chat, seed=8) as b,
+        instances(a_chat) as a,
+        instances(b_chat, seed=8) as b,
     ):
         await a.scheduler.add(channel, request("09:00 UTC", clock.now()), "U1")
         clock.set(utc(2027, 5, 3, 9))
@@ -226,12 +211,12 @@ async def test_a_failed_send_is_resent_once_after_the_lease_even_with_two_reconc
 
 
 async def test_an_unsent_post_whose_window_is_over_is_closed_without_posting(
-    db_url: str, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
+    instances: Instances, clock: FakeClock, channel: ChannelRef
 ) -> None:
     clock.set(utc(2027, 5, 3, 8))
     chat = RecordingChat()
     chat.fail_posts = 1
-    async with instance(db_url, clock, bank, chat) as one:
+    async with instances(chat) as one:
         await one.scheduler.add(channel, request("09:00 UTC window 30m", clock.now()), "U1")
         clock.set(utc(2027, 5, 3, 9))
         await one.scheduler.tick()
@@ -244,13 +229,13 @@ async def test_an_unsent_post_whose_window_is_over_is_closed_without_posting(
 
 
 async def test_a_schedule_turned_off_on_one_instance_stops_on_the_other(
-    db_url: str, bank: QuestionBank, clock: FakeClock, channel: ChannelRef
+    instances: Instances, clock: FakeClock, channel: ChannelRef
 ) -> None:
     clock.set(utc(2027, 5, 3, 8))
     a_chat, b_chat = RecordingChat(), RecordingChat()
     async with (
-        instance(db_url, clock, bank, a_chat) as a,
-        instance(db_url, clock, bank, b_chat) as b,
+        instances(a_chat) as a,
+        instances(b_chat) as b,
     ):
         created = await a.scheduler.add(channel, request("09:00 UTC", clock.now()), "U1")
         clock.set(utc(2027, 5, 3, 9))
@@ -264,14 +249,14 @@ async def test_a_schedule_turned_off_on_one_instance_stops_on_the_other(
 
 
 async def test_an_instance_leaves_slots_of_platforms_it_does_not_run_to_others(
-    db_url: str, bank: QuestionBank, clock: FakeClock
+    instances: Instances, clock: FakeClock
 ) -> None:
     clock.set(utc(2027, 5, 3, 8))
     discord = ChannelRef(Platform.DISCORD, "G1", "C1")
     slack_chat, discord_chat = RecordingChat(), RecordingChat()
     async with (
-        instance(db_url, clock, bank, slack_chat, platforms=[Platform.SLACK]) as slack_bot,
-        instance(db_url, clock, bank, discord_chat, platforms=[Platform.DISCORD]) as discord_bot,
+        instances(slack_chat, platforms=[Platform.SLACK]) as slack_bot,
+        instances(discord_chat, platforms=[Platform.DISCORD]) as discord_bot,
     ):
         await slack_bot.scheduler.add(discord, request("09:00 UTC window 1h", clock.now()), "U1")
         clock.set(utc(2027, 5, 3, 9))
@@ -286,15 +271,15 @@ async def test_an_instance_leaves_slots_of_platforms_it_does_not_run_to_others(
 
 
 async def test_metrics_count_posts_reveals_and_the_scheduler_lag(
-    scheduler: Scheduler, service: QuizService, clock: FakeClock, channel: ChannelRef
+    bot: Instance, clock: FakeClock, channel: ChannelRef
 ) -> None:
     clock.set(utc(2027, 5, 3, 8))
-    await scheduler.add(channel, request("09:00 UTC", clock.now()), "U1")
+    await bot.scheduler.add(channel, request("09:00 UTC", clock.now()), "U1")
     clock.set(utc(2027, 5, 3, 9, 0, 3))  # the trigger woke 3 s late
-    await scheduler.tick()
+    await bot.scheduler.tick()
     clock.set(utc(2027, 5, 4, 9))
-    await scheduler.tick()
-    m = service.metrics
+    await bot.scheduler.tick()
+    m = bot.service.metrics
     assert m.posts.value(kind="scheduled") == 2
     assert m.reveals.value() == 1
     assert m.scheduler_lag.value() == 0.0  # the second slot was on time

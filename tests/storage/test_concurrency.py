@@ -19,6 +19,9 @@ from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.quiz import asked, quiz_of
 
+# A second bot process on the test's database, posting through `chat`: its service.
+Replica = Callable[[RecordingChat], Awaitable[QuizService]]
+
 
 @pytest.fixture
 async def second_store(db_url: str, clock: FakeClock) -> AsyncIterator[SqlStore]:
@@ -30,7 +33,7 @@ async def second_store(db_url: str, clock: FakeClock) -> AsyncIterator[SqlStore]
 @pytest.fixture
 async def replica(
     second_store: SqlStore, bank: QuestionBank, clock: FakeClock
-) -> AsyncIterator[Callable[[RecordingChat], Awaitable[QuizService]]]:
+) -> AsyncIterator[Replica]:
     """A second bot process on the same database: its quiz on `second_store`."""
     async with AsyncExitStack() as stack:
 
@@ -57,9 +60,7 @@ async def test_fifty_concurrent_clicks_by_one_user_count_once(
 
 
 async def test_concurrent_clicks_through_two_processes_count_once(
-    service: QuizService,
-    replica: Callable[[RecordingChat], Awaitable[QuizService]],
-    channel: ChannelRef,
+    service: QuizService, replica: Replica, channel: ChannelRef
 ) -> None:
     other = await replica(RecordingChat())
     post = await asked(service, channel)
@@ -73,10 +74,7 @@ async def test_concurrent_clicks_through_two_processes_count_once(
 
 
 async def test_two_concurrent_closers_reveal_exactly_once(
-    service: QuizService,
-    chat: RecordingChat,
-    replica: Callable[[RecordingChat], Awaitable[QuizService]],
-    channel: ChannelRef,
+    service: QuizService, chat: RecordingChat, replica: Replica, channel: ChannelRef
 ) -> None:
     other_chat = RecordingChat()
     other = await replica(other_chat)
@@ -96,9 +94,7 @@ async def test_two_concurrent_closers_reveal_exactly_once(
 
 
 async def test_answers_racing_a_close_are_either_revealed_or_told_closed(
-    service: QuizService,
-    replica: Callable[[RecordingChat], Awaitable[QuizService]],
-    channel: ChannelRef,
+    service: QuizService, replica: Replica, channel: ChannelRef
 ) -> None:
     closer = await replica(RecordingChat())
     post = await asked(service, channel)

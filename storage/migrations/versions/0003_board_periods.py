@@ -18,13 +18,14 @@ from datetime import date, timedelta
 import sqlalchemy as sa
 from alembic import op
 
+from storage.migrations.columns import counts, fk, lightweight, ref, time
+
 revision = "0003"
 down_revision = "0001"
 branch_labels = None
 depends_on = None
 
 ALL_TIME = date(1970, 1, 1)
-BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 RANK = [sa.text("points DESC"), sa.text("correct DESC"), "reached_at", "member_id"]
 
 
@@ -33,14 +34,10 @@ def upgrade() -> None:
         "score_periods",
         sa.Column("board", sa.String(length=120), nullable=False),
         sa.Column("starts", sa.Date(), nullable=False),
-        sa.Column("member_id", BigId, nullable=False),
-        sa.Column("points", sa.Integer(), nullable=False),
-        sa.Column("correct", sa.Integer(), nullable=False),
-        sa.Column("answered", sa.Integer(), nullable=False),
-        sa.Column("reached_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["member_id"], ["members.id"], name=op.f("fk_score_periods_member_id_members")
-        ),
+        ref("member_id", nullable=False),
+        *counts("points", "correct", "answered"),
+        time("reached_at"),
+        fk("score_periods", "member_id", "members"),
         sa.PrimaryKeyConstraint("board", "starts", "member_id", name=op.f("pk_score_periods")),
     )
     op.create_index("ix_score_periods_rank", "score_periods", ["board", "starts", *RANK])
@@ -48,23 +45,17 @@ def upgrade() -> None:
         "score_histograms",
         sa.Column("board", sa.String(length=120), nullable=False),
         sa.Column("starts", sa.Date(), nullable=False),
-        sa.Column("points", sa.Integer(), nullable=False),
-        sa.Column("players", sa.Integer(), nullable=False),
+        *counts("points", "players"),
         sa.PrimaryKeyConstraint("board", "starts", "points", name=op.f("pk_score_histograms")),
     )
     op.create_table(
         "score_topics",
-        sa.Column("channel_id", BigId, nullable=False),
-        sa.Column("member_id", BigId, nullable=False),
+        ref("channel_id", nullable=False),
+        ref("member_id", nullable=False),
         sa.Column("topic", sa.String(length=80), nullable=False),
-        sa.Column("answered", sa.Integer(), nullable=False),
-        sa.Column("correct", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["channel_id"], ["channels.id"], name=op.f("fk_score_topics_channel_id_channels")
-        ),
-        sa.ForeignKeyConstraint(
-            ["member_id"], ["members.id"], name=op.f("fk_score_topics_member_id_members")
-        ),
+        *counts("answered", "correct"),
+        fk("score_topics", "channel_id", "channels"),
+        fk("score_topics", "member_id", "members"),
         sa.PrimaryKeyConstraint("channel_id", "member_id", "topic", name=op.f("pk_score_topics")),
     )
     op.drop_index("ix_scores_channel_rank", table_name="scores")
@@ -92,65 +83,29 @@ def downgrade() -> None:
 # The backfill is frozen here (not imported from storage.scores): a migration must keep
 # doing what it did when it was written.
 
-channels_t = sa.table(
-    "channels",
-    sa.column("id", sa.Integer),
-    sa.column("platform", sa.String),
-    sa.column("workspace", sa.String),
+channels_t = lightweight("channels", id=sa.Integer, platform=sa.String, workspace=sa.String)
+score_days_t = lightweight(
+    "score_days", channel_id=sa.Integer, member_id=sa.Integer, day=sa.Date, points=sa.Integer,
+    correct=sa.Integer, answered=sa.Integer, reached_at=sa.DateTime(timezone=True),
 )
-score_days_t = sa.table(
-    "score_days",
-    sa.column("channel_id", sa.Integer),
-    sa.column("member_id", sa.Integer),
-    sa.column("day", sa.Date),
-    sa.column("points", sa.Integer),
-    sa.column("correct", sa.Integer),
-    sa.column("answered", sa.Integer),
-    sa.column("reached_at", sa.DateTime(timezone=True)),
+periods_t = lightweight(
+    "score_periods", board=sa.String, starts=sa.Date, member_id=sa.Integer, points=sa.Integer,
+    correct=sa.Integer, answered=sa.Integer, reached_at=sa.DateTime(timezone=True),
 )
-periods_t = sa.table(
-    "score_periods",
-    sa.column("board", sa.String),
-    sa.column("starts", sa.Date),
-    sa.column("member_id", sa.Integer),
-    sa.column("points", sa.Integer),
-    sa.column("correct", sa.Integer),
-    sa.column("answered", sa.Integer),
-    sa.column("reached_at", sa.DateTime(timezone=True)),
+scores_t = lightweight("scores", channel_id=sa.Integer, points=sa.Integer)
+histograms_t = lightweight(
+    "score_histograms", board=sa.String, starts=sa.Date, points=sa.Integer, players=sa.Integer,
 )
-scores_t = sa.table(
-    "scores", sa.column("channel_id", sa.Integer), sa.column("points", sa.Integer)
+topics_t = lightweight(
+    "score_topics", channel_id=sa.Integer, member_id=sa.Integer, topic=sa.String,
+    answered=sa.Integer, correct=sa.Integer,
 )
-histograms_t = sa.table(
-    "score_histograms",
-    sa.column("board", sa.String),
-    sa.column("starts", sa.Date),
-    sa.column("points", sa.Integer),
-    sa.column("players", sa.Integer),
+posts_t = lightweight(
+    "posts", id=sa.Integer, channel_id=sa.Integer, question_hash=sa.String, kind=sa.String,
+    state=sa.String,
 )
-topics_t = sa.table(
-    "score_topics",
-    sa.column("channel_id", sa.Integer),
-    sa.column("member_id", sa.Integer),
-    sa.column("topic", sa.String),
-    sa.column("answered", sa.Integer),
-    sa.column("correct", sa.Integer),
-)
-posts_t = sa.table(
-    "posts",
-    sa.column("id", sa.Integer),
-    sa.column("channel_id", sa.Integer),
-    sa.column("question_hash", sa.String),
-    sa.column("kind", sa.String),
-    sa.column("state", sa.String),
-)
-answers_t = sa.table(
-    "answers",
-    sa.column("post_id", sa.Integer),
-    sa.column("member_id", sa.Integer),
-    sa.column("correct", sa.Boolean),
-)
-versions_t = sa.table("question_versions", sa.column("hash", sa.String), sa.column("data", sa.Text))
+answers_t = lightweight("answers", post_id=sa.Integer, member_id=sa.Integer, correct=sa.Boolean)
+versions_t = lightweight("question_versions", hash=sa.String, data=sa.Text)
 
 
 def _merge(total: list, points: int, correct: int, answered: int, reached) -> None:

@@ -19,6 +19,8 @@ import json
 import sqlalchemy as sa
 from alembic import op
 
+from storage.migrations.columns import counts
+
 revision = "0010"
 down_revision = "0009"
 branch_labels = None
@@ -43,9 +45,7 @@ def upgrade() -> None:
         sa.Column("channel_id", BIG_ID, nullable=False),
         sa.Column("question_id", sa.String(length=80), nullable=False),
         sa.Column("topic", sa.String(length=80), nullable=False),
-        sa.Column("asked", sa.Integer(), nullable=False),
-        sa.Column("answered", sa.Integer(), nullable=False),
-        sa.Column("correct", sa.Integer(), nullable=False),
+        *counts("asked", "answered", "correct"),
         _channel_fk("score_questions"),
         sa.PrimaryKeyConstraint("channel_id", "question_id", name=op.f("pk_score_questions")),
     )
@@ -53,8 +53,7 @@ def upgrade() -> None:
         "score_day_totals",
         sa.Column("channel_id", BIG_ID, nullable=False),
         sa.Column("day", sa.Date(), nullable=False),
-        sa.Column("answered", sa.Integer(), nullable=False),
-        sa.Column("correct", sa.Integer(), nullable=False),
+        *counts("answered", "correct"),
         _channel_fk("score_day_totals"),
         sa.PrimaryKeyConstraint("channel_id", "day", name=op.f("pk_score_day_totals")),
     )

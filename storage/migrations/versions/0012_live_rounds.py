@@ -13,6 +13,8 @@ Create Date: 2026-12-20 10:00:00
 import sqlalchemy as sa
 from alembic import op
 
+from storage.migrations.columns import counts
+
 revision = "0012"
 down_revision = "0011"
 branch_labels = None
@@ -83,10 +85,7 @@ def upgrade() -> None:
         "live_scores",
         sa.Column("channel_id", BIG_ID, nullable=False),
         sa.Column("member_id", BIG_ID, nullable=False),
-        sa.Column("points", sa.Integer(), nullable=False),
-        sa.Column("correct", sa.Integer(), nullable=False),
-        sa.Column("answered", sa.Integer(), nullable=False),
-        sa.Column("rounds", sa.Integer(), nullable=False),
+        *counts("points", "correct", "answered", "rounds"),
         _time("reached_at"),
         _fk("live_scores", "channel_id", "channels"),
         _fk("live_scores", "member_id", "members"),

@@ -16,6 +16,8 @@ Create Date: 2026-12-02 01:30:00
 import sqlalchemy as sa
 from alembic import op
 
+from storage.migrations.columns import counts
+
 revision = "0013"
 down_revision = "0012"
 branch_labels = None
@@ -64,17 +66,9 @@ def upgrade() -> None:
         sa.Column("season_id", BIG_ID, nullable=False),
         sa.Column("board", sa.BigInteger(), nullable=False),
         sa.Column("member_id", BIG_ID, nullable=False),
-        sa.Column("points", sa.Integer(), nullable=False),
-        sa.Column("correct", sa.Integer(), nullable=False),
-        sa.Column("answered", sa.Integer(), nullable=False),
+        *counts("points", "correct", "answered"),
         _time("reached_at"),
-        sa.Column("current_streak", sa.Integer(), nullable=False),
-        sa.Column("best_streak", sa.Integer(), nullable=False),
-        sa.Column("early_answered", sa.Integer(), nullable=False),
-        sa.Column("early_correct", sa.Integer(), nullable=False),
-        sa.Column("late_answered", sa.Integer(), nullable=False),
-        sa.Column("late_correct", sa.Integer(), nullable=False),
-        sa.Column("accuracy", sa.Integer(), nullable=False),
+        *counts("current_streak", "best_streak", "early_answered", "early_correct", "late_answered", "late_correct", "accuracy"),
         _fk("season_scores", "season_id", "seasons"),
         _fk("season_scores", "member_id", "members"),
         sa.PrimaryKeyConstraint("season_id", "board", "member_id", name=op.f("pk_season_scores")),
@@ -104,9 +98,7 @@ def upgrade() -> None:
         sa.Column("season_id", BIG_ID, nullable=False),
         sa.Column("member_id", BIG_ID, nullable=False),
         sa.Column("topic", sa.String(length=80), nullable=False),
-        sa.Column("answered", sa.Integer(), nullable=False),
-        sa.Column("correct", sa.Integer(), nullable=False),
-        sa.Column("points", sa.Integer(), nullable=False),
+        *counts("answered", "correct", "points"),
         _fk("season_topics", "season_id", "seasons"),
         _fk("season_topics", "member_id", "members"),
         sa.PrimaryKeyConstraint("season_id", "member_id", "topic", name=op.f("pk_season_topics")),

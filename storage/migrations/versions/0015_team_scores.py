@@ -17,6 +17,8 @@ from datetime import date
 import sqlalchemy as sa
 from alembic import op
 
+from storage.migrations.columns import counts
+
 revision = "0015"
 down_revision = "0014"
 branch_labels = None
@@ -64,9 +66,7 @@ def upgrade() -> None:
         sa.Column("team_id", BIG_ID, nullable=False),
         sa.Column("board", sa.String(length=120), nullable=False),
         sa.Column("starts", sa.Date(), nullable=False),
-        sa.Column("active", sa.Integer(), nullable=False),
-        sa.Column("top3", sa.Integer(), nullable=False),
-        sa.Column("points", sa.Integer(), nullable=False),
+        *counts("active", "top3", "points"),
         sa.ForeignKeyConstraint(
             ["team_id"], ["teams.id"], name=op.f("fk_team_scores_team_id_teams")
         ),

@@ -45,7 +45,7 @@ from tests.adapters.discord.fake_rest import (
     json_response,
     read_body,
 )
-from tests.polling import WAIT, eventually
+from tests.polling import WAIT, Changes
 
 HEARTBEAT_MS = 41250
 
@@ -88,7 +88,7 @@ class FakeDiscord(RestRoutes, Lifecycle):
         self._seq = itertools.count(1)
         self._sockets: list[tuple[web.WebSocketResponse, int, int]] = []  # ws, shard, count
         self._injected: list[_Injected] = []
-        self._changed = asyncio.Condition()
+        self._changes = Changes()
         self._identified = asyncio.Event()
         self._runner: web.AppRunner | None = None
         # HTTP mode: interactions are POSTed, signed, to the bot's endpoint (`fake_http`).
@@ -285,14 +285,7 @@ class FakeDiscord(RestRoutes, Lifecycle):
         self, predicate: Callable[[], bool], *, timeout: float = WAIT, what: str | None = None
     ) -> None:
         """Until `predicate()` holds, re-checked on every recorded call."""
-        await eventually(
-            predicate,
-            timeout=timeout,
-            interval=0.5,  # a backstop: every recorded call wakes the check
-            what=what,
-            detail=self._seen,
-            wake=self._changed,
-        )
+        await self._changes.until(predicate, timeout=timeout, what=what, detail=self._seen)
 
     def _seen(self) -> str:
         return f"calls: {[f'{c.method} {c.path} {c.status}' for c in self.calls]}"
@@ -427,8 +420,7 @@ class FakeDiscord(RestRoutes, Lifecycle):
     async def record(self, call: Call, status: int) -> None:
         call.status = status
         self.calls.append(call)
-        async with self._changed:
-            self._changed.notify_all()
+        await self._changes.notify()
 
     def _injected_response(self, method: str, path: str) -> web.Response | None:
         for inj in self._injected:

@@ -8,7 +8,6 @@ with ``{"interaction": …, "resource": …}``, and 204 without it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +22,7 @@ from tests.adapters.discord.fake_payloads import (
     now,
     user,
 )
+from tests.polling import Changes
 
 
 @dataclass
@@ -66,7 +66,7 @@ class RestRoutes(DiscordPayloads):
     members: dict[str, list[str]]  # user id -> role ids
     role_members: dict[str, list[str]]  # role id -> its members' user ids
     members_intent: bool  # the Server Members intent is on (GET /guilds/{id}/members)
-    _changed: asyncio.Condition
+    _changes: Changes
 
     # -- attachments (Discord's CDN) -----------------------------------------------------
 
@@ -87,8 +87,7 @@ class RestRoutes(DiscordPayloads):
     async def _attachment(self, request: web.Request) -> web.Response:
         aid = request.match_info["id"]
         self.downloads.append(aid)
-        async with self._changed:
-            self._changed.notify_all()
+        await self._changes.notify()
         if aid not in self.files:
             return web.Response(status=404, text="Not Found")
         return web.Response(body=self.files[aid], content_type="application/octet-stream")

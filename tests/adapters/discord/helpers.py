@@ -51,6 +51,11 @@ def custom_ids(message: Json) -> list[str]:
     return [b["custom_id"] for row in message["components"] for b in row["components"]]
 
 
+async def click_choice(fake: FakeDiscord, message: Json, choice: int, **kw: Any) -> Json:
+    """A member's click on `message`'s button for `choice` (0 is A): the interaction."""
+    return await fake.click(message["id"], custom_ids(message)[choice], **kw)
+
+
 def post_id(message: Json) -> int:
     return int(custom_ids(message)[0].split(":")[2])
 

@@ -8,6 +8,7 @@ import asyncio
 import copy
 
 import discord
+import pytest
 
 from bot import basics
 from bot.commands import Command, Invocation, Reply
@@ -25,6 +26,7 @@ from tests.adapters.discord.helpers import (
     ask,
     ask_for,
     channel_of,
+    click_choice,
     custom_ids,
     said,
     text_of,
@@ -70,8 +72,7 @@ async def test_answer_is_recorded_then_answered_inline_in_the_users_language(
 ) -> None:
     async with run_adapter() as adapter:
         message, post_id, question = await ask_for(fake, adapter.service)
-        right = f"quiz:answer:{post_id}:{question.answer}"
-        click = await fake.click(message["id"], right, user_id="7001", locale="el")
+        click = await click_choice(fake, message, question.answer, user_id="7001", locale="el")
         (reply,) = await said(fake, click)
         # One initial response carrying the outcome: no deferral, no follow-up.
         (callback,) = fake.callbacks(click)
@@ -89,7 +90,7 @@ async def test_unsupported_user_language_falls_back_to_the_channels(
     async with run_adapter() as adapter:
         await adapter.service.set_locale(channel_of(fake), Locale.EL)
         message, _ = await ask(fake)
-        click = await fake.click(message["id"], custom_ids(message)[0], user_id="7002", locale="de")
+        click = await click_choice(fake, message, 0, user_id="7002", locale="de")
         (reply,) = await said(fake, click)
         assert "Σωστό" in text_of(reply) or "Όχι ακριβώς" in text_of(reply)
 
@@ -121,9 +122,8 @@ async def test_second_click_is_told_it_was_already_answered_and_not_counted(
 ) -> None:
     async with run_adapter():
         message, post_id = await ask(fake)
-        a, b = custom_ids(message)[:2]
-        await said(fake, await fake.click(message["id"], a, user_id="7003"))
-        again = await fake.click(message["id"], b, user_id="7003")
+        await said(fake, await click_choice(fake, message, 0, user_id="7003"))
+        again = await click_choice(fake, message, 1, user_id="7003")
         (reply,) = await said(fake, again)
         assert reply["flags"] == EPHEMERAL
         assert "You already answered this question (A." in text_of(reply)
@@ -215,7 +215,7 @@ async def test_answered_count_is_edited_into_the_question(
 ) -> None:
     async with run_adapter() as adapter:
         message, _ = await ask(fake)
-        click = await fake.click(message["id"], custom_ids(message)[0], user_id="7009")
+        click = await click_choice(fake, message, 0, user_id="7009")
         await said(fake, click)
         await adapter.service.drain_updates()
         (edit,) = fake.of("PATCH", rf"/channels/{fake.channel_id}/messages/{message['id']}")
@@ -298,7 +298,7 @@ async def test_sharded_client_identifies_with_the_configured_shard(
         (identify,) = fake.identifies
         assert identify["shard"] == [shard, 2]
         message, _ = await ask(fake)
-        click = await fake.click(message["id"], custom_ids(message)[0], user_id="7013")
+        click = await click_choice(fake, message, 0, user_id="7013")
         assert (await said(fake, click))[0]["flags"] == EPHEMERAL
 
 
@@ -307,7 +307,7 @@ async def test_an_answer_the_database_is_slow_to_record_is_deferred_then_shown(
 ) -> None:
     async with run_adapter(store_deadline=0.0) as adapter:  # every write is "too slow"
         message, post_id = await ask(fake)
-        click = await fake.click(message["id"], custom_ids(message)[0], user_id="7014")
+        click = await click_choice(fake, message, 0, user_id="7014")
         (reply,) = await said(fake, click)
         (callback,) = fake.callbacks(click)
         assert callback.json == {"type": 5, "data": {"flags": EPHEMERAL}}  # stored, then deferred
@@ -337,7 +337,7 @@ async def test_a_command_dispatched_twice_runs_once(fake: FakeDiscord, run_adapt
 
 @both_modes
 async def test_a_click_while_the_database_is_down_is_told_to_click_again(
-    fake: FakeDiscord, run_adapter: Runner
+    fake: FakeDiscord, run_adapter: Runner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with run_adapter() as adapter:
         message, _ = await ask(fake)
@@ -345,8 +345,8 @@ async def test_a_click_while_the_database_is_down_is_told_to_click_again(
         async def down(*args: object, **kwargs: object) -> None:
             raise StorageUnavailable("the database did not answer")
 
-        adapter.service.record_answer = down  # type: ignore[method-assign]
-        click = await fake.click(message["id"], custom_ids(message)[0], user_id="7016")
+        monkeypatch.setattr(adapter.service, "record_answer", down)
+        click = await click_choice(fake, message, 0, user_id="7016")
         (reply,) = await said(fake, click)
         assert reply["flags"] == EPHEMERAL
         assert "could not be recorded" in text_of(reply) and "click again" in text_of(reply)

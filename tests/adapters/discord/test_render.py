@@ -23,33 +23,14 @@ from adapters.discord.render import (
 )
 from bot.bank import QuestionBank
 from bot.demos import DEMO
-from bot.domain import (
-    AnswerOutcome,
-    AnswerStatus,
-    ChannelRef,
-    Leaderboard,
-    LeaderboardRow,
-    Locale,
-    Platform,
-    Post,
-    PostKind,
-    PostState,
-    Question,
-    Reveal,
-    UserRef,
-)
+from bot.domain import ChannelRef, Locale, Platform, Post, PostKind, PostState, Question, UserRef
 from bot.messages import ANSWER, Button, Field, Message
-from bot.render import (
-    leaderboard_message,
-    local_time,
-    outcome_message,
-    question_message,
-    reveal_message,
-)
-from tests.adapters.bank_posts import bank_post
+from bot.render import local_time, question_message
+from tests.adapters.bank_posts import bank_post, core_messages
 
 CHANNEL = ChannelRef(Platform.DISCORD, "811111111111111111", "822222222222222222")
 NOW = datetime(2027, 3, 29, 6, 30, tzinfo=UTC)
+POST_ID = 9_999_999_999  # a long id: custom_id room
 LONG_NAME = "Αλεξάνδρα-Παναγιώτα " * 8  # display names can be long
 
 
@@ -73,31 +54,13 @@ def assert_within_discord_limits(r: Rendered) -> None:
 
 
 def post_of(q: Question, locale: Locale, state: PostState, kind: PostKind = PostKind.ASK) -> Post:
-    # a long id: custom_id room
-    return bank_post(q, locale, state, kind, post_id=9_999_999_999, channel=CHANNEL, at=NOW)
+    return bank_post(q, locale, state, kind, post_id=POST_ID, channel=CHANNEL, at=NOW)
 
 
 def every_message(q: Question, locale: Locale) -> list[Message]:
-    out = [
-        question_message(post_of(q, locale, state, kind), q, "Europe/Athens")
-        for state in (PostState.OPEN, PostState.CLOSED)
-        for kind in (PostKind.ASK, PostKind.PRACTICE)
-    ]
-    post = post_of(q, locale, PostState.OPEN)
-    for status in AnswerStatus:
-        for choice in range(q.choice_count):
-            outcome = AnswerOutcome(
-                status, post, q, choice=choice, correct=choice == q.answer, answer_count=3
-            )
-            out.append(outcome_message(outcome, locale))
     user = UserRef(Platform.DISCORD, CHANNEL.workspace, "1", LONG_NAME)
-    leader = LeaderboardRow(1, user, 99_999, 500, 600)
-    distribution = tuple(1000 + i for i in range(q.choice_count))
-    out.append(reveal_message(Reveal(post, q, distribution, user, leader), locale))
-    out.append(reveal_message(Reveal(post, q, (0,) * q.choice_count, None), locale))
-    rows = tuple(LeaderboardRow(i + 1, user, 1000 - i, 10, 12) for i in range(10))
-    out.append(leaderboard_message(Leaderboard(rows, 5000), locale))
-    return out
+    messages = core_messages(q, locale, channel=CHANNEL, user=user, post_id=POST_ID, at=NOW)
+    return list(messages.values())
 
 
 @pytest.mark.parametrize("locale", list(Locale), ids=str)

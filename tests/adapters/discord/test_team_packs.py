@@ -19,6 +19,7 @@ from bot.domain import Delivery, Platform, UserRef
 from bot.features import Quiz
 from bot.mydata import export_file
 from bot.team import SubmissionState, Workspace
+from storage.store import SqlStore
 from tests.adapters.discord.conftest import Runner, both_modes
 from tests.adapters.discord.fake_discord import EPHEMERAL, FakeDiscord, Json
 from tests.adapters.discord.helpers import (
@@ -60,9 +61,8 @@ async def submitted(fake: FakeDiscord, values: dict[str, str], user_id: str, **k
 
 @both_modes
 async def test_a_member_submits_an_admin_approves_it_is_asked_scored_flagged_then_forgotten(
-    fake: FakeDiscord, run_adapter: Runner, team: Quiz
+    fake: FakeDiscord, run_adapter: Runner, team: Quiz, store: SqlStore
 ) -> None:
-    store: Any = team.service.store
     async with run_adapter(quiz=team):
         # The form: five fields, Discord's limit; problems come back with the text to retry.
         modal = await modal_for(fake, await fake.command("submit", user_id=ANN))
@@ -176,12 +176,8 @@ async def test_a_member_submits_an_admin_approves_it_is_asked_scored_flagged_the
 
 
 async def test_an_admins_approval_replayed_after_a_crash_is_still_an_admins(
-    fake: FakeDiscord,
-    run_adapter: Runner,
-    team: Quiz,
-    clock: FakeClock,
+    fake: FakeDiscord, run_adapter: Runner, team: Quiz, store: SqlStore, clock: FakeClock
 ) -> None:
-    store: Any = team.service.store
     async with run_adapter(quiz=team) as adapter:
         assert "waits for review" in await submitted(fake, GOOD, ANN)
         (sub,) = await store.team.listing(workspace(fake))
@@ -197,9 +193,8 @@ async def test_an_admins_approval_replayed_after_a_crash_is_still_an_admins(
 
 
 async def test_the_review_channel_shows_each_submission_as_a_card_rejected_with_a_reason(
-    fake: FakeDiscord, run_adapter: Runner, team: Quiz
+    fake: FakeDiscord, run_adapter: Runner, team: Quiz, store: SqlStore
 ) -> None:
-    store: Any = team.service.store
     async with run_adapter(quiz=team):
         here = await fake.command("review", {"where": "here"}, user_id=ROOT, permissions=ADMIN)
         (set_up,) = await said(fake, here)
@@ -260,12 +255,8 @@ async def test_mydata_tells_a_member_who_takes_no_dms_how_to_allow_them_in_their
 
 @pytest.mark.parametrize("compressible", [True, False])
 async def test_a_data_file_over_discords_limit_goes_compressed_or_names_the_operator_command(
-    fake: FakeDiscord,
-    run_adapter: Runner,
-    team: Quiz,
-    compressible: bool,
+    fake: FakeDiscord, run_adapter: Runner, team: Quiz, store: SqlStore, compressible: bool
 ) -> None:
-    store: Any = team.service.store
     async with run_adapter(quiz=team) as adapter:
         await submitted(fake, GOOD, BOB)  # something to export
         bob = UserRef(Platform.DISCORD, fake.guild_id, BOB)

@@ -24,7 +24,7 @@ from aiohttp import WSMsgType, web
 from bot.lifecycle import Lifecycle
 from tests.adapters.slack.block_kit import block_kit_problems
 from tests.adapters.slack.fake_oidc import SlackOidc
-from tests.polling import WAIT, eventually
+from tests.polling import WAIT, Changes
 
 BOT_TOKEN = "xoxb-fake-bot-token"
 APP_TOKEN = "xapp-fake-app-token"
@@ -102,7 +102,7 @@ class FakeSlack(Lifecycle):
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
         self._sockets: list[web.WebSocketResponse] = []
-        self._changed: asyncio.Condition | None = None
+        self._changes: Changes | None = None
         self._runner: web.AppRunner | None = None
         self._basic = ("", "")
         self.port = 0
@@ -124,7 +124,7 @@ class FakeSlack(Lifecycle):
     # -- lifecycle ---------------------------------------------------------------------
 
     async def initialize(self) -> None:
-        self._changed = asyncio.Condition()
+        self._changes = Changes()
         app = web.Application(client_max_size=16 * 1024 * 1024)
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/upload/{file_id}", self._upload)
@@ -340,19 +340,12 @@ class FakeSlack(Lifecycle):
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = WAIT) -> None:
         """Wait until `predicate()` holds, re-checked after every recorded change."""
-        assert self._changed is not None
+        assert self._changes is not None
+        await self._changes.until(predicate, timeout=timeout, detail=self._seen)
 
-        def seen() -> str:
-            summary = [(c.method, c.status, c.response.get("error")) for c in self.calls]
-            return f"calls: {summary}"
-
-        await eventually(
-            predicate,
-            timeout=timeout,
-            interval=0.5,  # a backstop: every recorded change wakes the check
-            detail=seen,
-            wake=self._changed,
-        )
+    def _seen(self) -> str:
+        summary = [(c.method, c.status, c.response.get("error")) for c in self.calls]
+        return f"calls: {summary}"
 
     async def wait_for_calls(
         self, method: str, count: int = 1, timeout: float = WAIT
@@ -361,9 +354,8 @@ class FakeSlack(Lifecycle):
         return self.calls_to(method)
 
     async def _notify(self) -> None:
-        assert self._changed is not None
-        async with self._changed:
-            self._changed.notify_all()
+        assert self._changes is not None
+        await self._changes.notify()
 
     # -- Socket Mode -------------------------------------------------------------------
 

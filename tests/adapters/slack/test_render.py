@@ -20,29 +20,18 @@ from adapters.slack.render import (
     truncate,
 )
 from bot.demos import DEMO
-from bot.domain import (
-    AnswerOutcome,
-    AnswerStatus,
-    ChannelRef,
-    LeaderboardRow,
-    Locale,
-    Platform,
-    Post,
-    PostKind,
-    PostState,
-    Question,
-    Reveal,
-    UserRef,
-)
+from bot.domain import ChannelRef, Locale, Platform, Post, PostKind, PostState, Question, UserRef
 from bot.messages import ANSWER, Button, Field, Message
-from bot.render import outcome_message, question_message, reveal_message
+from bot.render import question_message
 from questions.loader import load_bank
 from tests.adapters.bank_posts import bank_post
+from tests.adapters.bank_posts import core_messages as bank_messages
 from tests.adapters.slack.block_kit import LIMITS, block_kit_problems, utf16_len
 
 CHANNEL = ChannelRef(Platform.SLACK, "T1", "C1")
 ALICE = UserRef(Platform.SLACK, "T1", "U1", "Αλίκη <admin> & co")
 NOW = datetime(2027, 3, 28, 7, 30, tzinfo=UTC)
+POST_ID = 2_147_483_647  # the longest post id a 32-bit key gives
 
 
 @cache
@@ -51,30 +40,12 @@ def questions() -> list[Question]:
 
 
 def _post(q: Question, locale: Locale, state: PostState, kind: PostKind = PostKind.ASK) -> Post:
-    # the longest post id a 32-bit key gives
-    return bank_post(q, locale, state, kind, post_id=2_147_483_647, channel=CHANNEL, at=NOW)
+    return bank_post(q, locale, state, kind, post_id=POST_ID, channel=CHANNEL, at=NOW)
 
 
 def core_messages(q: Question, locale: Locale) -> dict[str, Message]:
     """Every message the core shows on Slack for one question in one locale."""
-    open_post = _post(q, locale, PostState.OPEN)
-    out = {
-        "question": question_message(open_post, q, "Europe/Athens"),
-        "closed": question_message(_post(q, locale, PostState.CLOSED), q, "America/St_Johns"),
-        "practice": question_message(_post(q, locale, PostState.OPEN, PostKind.PRACTICE), q, "UTC"),
-    }
-    for choice in range(q.choice_count):
-        outcome = AnswerOutcome(AnswerStatus.RECORDED, open_post, q, choice, choice == q.answer, 7)
-        out[f"outcome-{choice}"] = outcome_message(outcome, locale)
-        again = AnswerOutcome(AnswerStatus.ALREADY_ANSWERED, open_post, q, choice, None, 7)
-        out[f"again-{choice}"] = outcome_message(again, locale)
-    for status in (AnswerStatus.CLOSED, AnswerStatus.INVALID_CHOICE, AnswerStatus.UNKNOWN_POST):
-        out[status.value] = outcome_message(AnswerOutcome(status, open_post, q), locale)
-    distribution = tuple(1000 * (i + 1) for i in range(q.choice_count))
-    leader = LeaderboardRow(1, ALICE, 99_999, 9_999, 10_000)
-    out["reveal"] = reveal_message(Reveal(open_post, q, distribution, ALICE, leader), locale)
-    out["reveal-empty"] = reveal_message(Reveal(open_post, q, (0,) * q.choice_count, None), locale)
-    return out
+    return bank_messages(q, locale, channel=CHANNEL, user=ALICE, post_id=POST_ID, at=NOW)
 
 
 CASES = [
