@@ -23,13 +23,22 @@ class _Metric:
         self._metric = metric
         self.name = name
         self.labelnames = labelnames
+        # A label set's child, found again without `labels()`'s checks and lock (a click
+        # counts itself once or twice on the acknowledgement's path).
+        self._children: dict[tuple[str | None, ...], Any] = {}
 
     def _child(self, labels: dict[str, str]) -> Any:
+        if not labels and not self.labelnames:
+            return self._metric
+        key = tuple(labels.get(name) for name in self.labelnames)
+        if len(labels) == len(self.labelnames) and (child := self._children.get(key)) is not None:
+            return child
         if set(labels) != set(self.labelnames):
             raise ValueError(
                 f"{self.name} takes the labels {self.labelnames}, got {tuple(sorted(labels))}"
             )
-        return self._metric.labels(**labels) if labels else self._metric
+        child = self._children[key] = self._metric.labels(**labels)
+        return child
 
     def value(self, **labels: str) -> float:
         """The current value (0 for a label set never touched)."""

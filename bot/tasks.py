@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
+import math
+import time
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -64,19 +66,34 @@ class TaskSupervisor:
 
 class AckFirst:
     """Acknowledgements before replies: a reply that follows an acknowledgement waits while
-    other requests are still being acknowledged (at most `hold` seconds). On one event loop
-    under a burst of clicks, the acknowledgements are what has a deadline (Slack's and
-    Discord's 3 s); the private outcomes can come a moment later."""
+    other requests are being acknowledged, and until none has begun for `quiet` seconds (at
+    most `hold` seconds in all). On one event loop under a burst of clicks, the
+    acknowledgements are what has a deadline (Slack's and Discord's 3 s); the private
+    outcomes can come a moment later. The quiet spell matters: a burst's clicks are read a
+    few at a time, and between two reads nothing is being acknowledged for a moment, which
+    let a thousand outcomes start sending in the middle of the burst."""
 
-    def __init__(self, hold: float = 2.0) -> None:
+    def __init__(
+        self,
+        hold: float = 2.0,
+        quiet: float = 0.01,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
         self.hold = hold
+        self.quiet = quiet
+        self._clock = clock
+        self._sleep = sleep
         self._busy = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        self._began = -math.inf  # when the latest acknowledgement began
 
     def enter(self) -> None:
         self._busy += 1
         self._idle.clear()
+        self._began = self._clock()
 
     def leave(self) -> None:
         self._busy -= 1
@@ -85,10 +102,18 @@ class AckFirst:
             self._idle.set()
 
     async def wait(self) -> None:
-        """Until no acknowledgement is pending (or `hold` seconds passed)."""
-        if self._busy:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._idle.wait(), self.hold)
+        """Until no acknowledgement is pending and none began for `quiet` seconds (or `hold`
+        seconds passed)."""
+        deadline = self._clock() + self.hold
+        while (now := self._clock()) < deadline:
+            if self._busy:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._idle.wait(), deadline - now)
+                continue
+            rest = self._began + self.quiet - now
+            if rest <= 0:
+                return
+            await self._sleep(min(rest, deadline - now))
 
 
 __all__ = ["AckFirst", "TaskSupervisor"]

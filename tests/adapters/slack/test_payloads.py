@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+from urllib.parse import parse_qsl, urlencode
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adapters.slack.inbound import form_fields
 from adapters.slack.payloads import (
     BlockActionsPayload,
     SlashCommandForm,
@@ -14,6 +20,8 @@ from bot.demos import DEMO
 from bot.domain import ChannelRef, Platform, UserRef
 from bot.messages import ANSWER
 from tests.adapters.slack import slack_requests as rq
+
+FORM_CHARS = 'ab=&%+#?;: 0A9fΑλ"{}\n'
 
 
 def test_a_recorded_slash_command_becomes_a_command_call() -> None:
@@ -96,3 +104,27 @@ def test_a_well_formed_id_of_any_kind_is_a_click_for_the_registry_to_judge() -> 
     payload["actions"] = [{"action_id": "quiz:nope:5:0", "type": "button"}]
     (button,) = clicks_to_core(payload)  # type: ignore[arg-type]
     assert (button.click.kind, button.click.post_id, button.click.value) == ("nope", 5, "0")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text(alphabet=FORM_CHARS, max_size=8), st.text(alphabet=FORM_CHARS, max_size=12)
+        ),
+        max_size=5,
+    ),
+    st.booleans(),
+)
+def test_form_bodies_are_read_as_urllib_reads_them(
+    fields: list[tuple[str, str]], encode: bool
+) -> None:
+    """Encoded the way Slack sends forms or raw (stray `%`, `+`, `&`, `=`, `#`)."""
+    body = urlencode(fields) if encode else "&".join(f"{k}={v}" for k, v in fields)
+    assert form_fields(body) == dict(parse_qsl(body, keep_blank_values=True))
+
+
+def test_a_recorded_click_form_decodes_to_its_payload() -> None:
+    payload = rq._sample("block_actions.json")
+    body = urlencode({"payload": json.dumps(payload, ensure_ascii=False)})
+    assert json.loads(form_fields(body)["payload"]) == payload
