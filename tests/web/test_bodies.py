@@ -14,6 +14,7 @@ from aiohttp import BodyPartReader, web
 from adapters.web import WebServer
 from adapters.web.bodies import streamed, streams_body
 from bot.metrics import MetricsRegistry, QuizMetrics
+from tests.polling import eventually
 
 HEAD = (
     b"POST /slack/events HTTP/1.1\r\nHost: quizbot\r\n"
@@ -37,13 +38,6 @@ def serving(deadline: float) -> tuple[WebServer, QuizMetrics]:
 
     server.app.router.add_post("/slack/events", echo)
     return server, metrics
-
-
-async def until(condition: object, seconds: float = 5.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
 
 
 async def dribble(port: int, head: bytes, seconds: float) -> tuple[bytes, float]:
@@ -91,7 +85,7 @@ async def test_bodies_cut_short_are_counted_and_logged_once_without_a_traceback(
             await writer.drain()
             writer.close()
             await writer.wait_closed()
-        await until(lambda: metrics.http_aborted_bodies.value(reason="disconnected") == 5)
+        await eventually(lambda: metrics.http_aborted_bodies.value(reason="disconnected") == 5)
     logged = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [r.name for r in logged] == ["adapters.web.server"], logged
     assert logged[0].exc_info is None and "1000" in logged[0].getMessage()
@@ -229,7 +223,7 @@ async def test_a_dribbled_multipart_body_is_closed_at_its_deadline_streamed_or_n
         # 4,000 bytes announced: the streamed route's deadline is 0.3 s + 4,000 / 256 KiB/s.
         preamble = b'--b\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\n'
         answer, held = await dribble(server.port, multipart_head(path, 4000) + preamble, 5.0)
-        await until(lambda: metrics.http_aborted_bodies.value(reason="deadline") == 1)
+        await eventually(lambda: metrics.http_aborted_bodies.value(reason="deadline") == 1)
     assert answer.startswith(b"HTTP/1.1 408"), answer
     assert held < 2.0, f"held {held:.1f} s"
     assert sizes == []
@@ -248,6 +242,6 @@ async def test_a_streamed_upload_cut_short_is_counted_without_a_traceback(
             await writer.drain()
             writer.close()
             await writer.wait_closed()
-        await until(lambda: metrics.http_aborted_bodies.value(reason="disconnected") == 3)
+        await eventually(lambda: metrics.http_aborted_bodies.value(reason="disconnected") == 3)
     assert sizes == []
     assert not any(r.exc_info for r in caplog.records)
