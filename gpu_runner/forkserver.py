@@ -34,6 +34,12 @@ from gpu_runner.wire import dumps
 LOG_TAIL = 16 * 1024
 SHORT_LINE = 4096  # started and progress lines are far shorter
 READ = 65536
+REAP_POLL = 0.005  # how often an exiting or killed child is waited for
+# A demo's pipes can outlive it: a process it started in a session of its own is out of
+# reach of the kill of its group. Once the demo itself is reaped, its pipes get this long to
+# close before the server closes its own ends and reports.
+PIPE_GRACE = 1.0
+SHUTDOWN_GRACE = 5.0  # after the bot goes away; children die with the server (PDEATHSIG)
 
 
 @dataclass(slots=True)
@@ -50,7 +56,9 @@ class Child:
     log_total: int = 0
     killed: str = ""  # "timeout" | "output" when we killed it
     status: int | None = None
+    reaped_at: float = 0.0
     open_fds: int = 2
+    result_open: bool = True  # its result pipe closes as it exits
     started: dict[str, Any] | None = None
     scanned: int = 0  # bytes of `result` already searched for complete lines
     line_start: int = 0  # where the first line not yet forwarded begins
@@ -137,17 +145,21 @@ class Server:
         self.by_fd: dict[int, tuple[Child, str]] = {}
         self.inbuf = bytearray()
         self.running = True
+        self.stop_by = float("inf")  # once the bot has gone: when to stop waiting for children
 
     def send(self, data: Mapping[str, Any]) -> None:
         view = memoryview(dumps(data))
-        while view:
-            view = view[os.write(self.out_fd, view) :]
+        try:
+            while view:
+                view = view[os.write(self.out_fd, view) :]
+        except BrokenPipeError:  # the bot went away: nobody is left to tell
+            self.running = False
 
     # -- requests -----------------------------------------------------------------------
 
     def serve(self) -> None:
         self.sel.register(0, selectors.EVENT_READ, "stdin")
-        while self.running or self.children:
+        while self.running or (self.children and time.monotonic() < self.stop_by):
             timeout = self._next_timeout()
             for key, _ in self.sel.select(timeout):
                 if key.data == "stdin":
@@ -159,17 +171,25 @@ class Server:
         self.sel.close()
 
     def _next_timeout(self) -> float | None:
-        if any(c.open_fds == 0 for c in self.children.values()):
-            return 0.005  # waiting for an exiting child to be reaped
         if not self.children:
-            return None
-        return max(0.0, min(c.deadline for c in self.children.values()) - time.monotonic())
+            return None if self.running else 0.0
+        now = time.monotonic()
+        return max(0.0, min(self._wake_for(c, now) for c in self.children.values()))
+
+    @staticmethod
+    def _wake_for(child: Child, now: float) -> float:
+        if child.status is not None:  # reaped; something outside its group holds a pipe
+            return child.reaped_at + PIPE_GRACE - now
+        if not child.result_open or child.killed:  # exiting, or killed: wait for it soon
+            return REAP_POLL
+        return child.deadline - now
 
     def _read_stdin(self) -> None:
         chunk = os.read(0, READ)
         if not chunk:  # the parent went away: stop everything
             self.sel.unregister(0)
             self.running = False
+            self.stop_by = time.monotonic() + SHUTDOWN_GRACE
             for child in self.children.values():
                 self._kill(child, "shutdown")
             return
@@ -251,10 +271,7 @@ class Server:
         child, kind = self.by_fd[fd]
         chunk = os.read(fd, READ)
         if not chunk:
-            self.sel.unregister(fd)
-            os.close(fd)
-            del self.by_fd[fd]
-            child.open_fds -= 1
+            self._close_pipe(fd)
             return
         if kind == "result":
             child.result += chunk
@@ -266,6 +283,13 @@ class Server:
             child.log = (child.log + chunk)[-LOG_TAIL:]
             if child.log_total > child.output_cap:
                 self._kill(child, "output")
+
+    def _close_pipe(self, fd: int) -> None:
+        child, _ = self.by_fd.pop(fd)
+        self.sel.unregister(fd)
+        os.close(fd)
+        child.open_fds -= 1
+        child.result_open = child.result_open and fd != child.result_fd
 
     def _forward_lines(self, child: Child) -> None:
         """Pass on ``started`` and ``progress`` lines as they complete (the final result
@@ -302,8 +326,11 @@ class Server:
         if child.killed or child.status is not None:
             return
         child.killed = why
-        with contextlib.suppress(ProcessLookupError):
+        try:
             os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:  # killed before its setsid(): it has no group (nor children)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, signal.SIGKILL)
 
     def _enforce_deadlines(self) -> None:
         now = time.monotonic()
@@ -320,13 +347,28 @@ class Server:
                     done, status = pid, 0
                 if done:
                     child.status = status
+                    child.reaped_at = time.monotonic()
                     if child.open_fds:
                         # Grandchildren may still hold the pipes: end the whole group.
                         with contextlib.suppress(ProcessLookupError, PermissionError):
                             os.killpg(pid, signal.SIGKILL)
+            held = child.status is not None and child.open_fds
+            if held and time.monotonic() >= child.reaped_at + PIPE_GRACE:
+                # What still holds them left the group: read what is there, then let go.
+                for fd in [fd for fd, (c, _) in self.by_fd.items() if c is child]:
+                    self._drain(fd)
             if child.status is not None and child.open_fds == 0:
                 del self.children[pid]
                 self.send({"op": "result", "id": child.key, "result": self._outcome(child)})
+
+    def _drain(self, fd: int) -> None:
+        """Read what a pipe holds now, without waiting for the writer to close it."""
+        os.set_blocking(fd, False)
+        with contextlib.suppress(BlockingIOError):
+            while self.by_fd.get(fd) is not None:
+                self._read_child(fd)
+        if fd in self.by_fd:
+            self._close_pipe(fd)
 
     def _outcome(self, child: Child) -> dict[str, Any]:
         docs = []

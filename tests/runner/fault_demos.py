@@ -41,6 +41,16 @@ def _hang(ctx: RunContext) -> DemoOutput:
     threading.Event().wait()  # hangs until the executor kills the process group
 
 
+def _escape(ctx: RunContext) -> DemoOutput:
+    """Succeeds, leaving behind a process of its own session that holds the log pipe: a
+    kill of the demo's process group cannot reach it."""
+    helper = subprocess.Popen(
+        [sys.executable, "-c", "import time\ntime.sleep(120)"], start_new_session=True
+    )
+    pid_path(ctx.int("token")).write_text(str(helper.pid))
+    return DemoOutput("escaped", {"token": ctx.int("token")}, PNG, "test device")
+
+
 def _crash(ctx: RunContext) -> DemoOutput:
     raise RuntimeError("boom")
 
@@ -134,6 +144,7 @@ def registry() -> Registry:
     real = list(real_registry().values())
     faults = [
         Demo("hang", "Hangs", DemoKind.TORCH, _hang, TOKEN),
+        Demo("escape", "Leaves a process behind", DemoKind.TORCH, _escape, TOKEN),
         Demo("crash", "Raises", DemoKind.TORCH, _crash),
         Demo("exit", "Exits 3", DemoKind.TORCH, _exit),
         Demo("sigkill", "Killed", DemoKind.TORCH, _sigkill),

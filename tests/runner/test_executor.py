@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +43,36 @@ def test_hanging_demo_is_killed_at_the_timeout_with_its_process_group(
     eventually_sync(
         lambda: _dead(helper), timeout=5.0, what="the hanging demo's own child to be killed"
     )
+
+
+def test_a_demo_whose_deadline_passes_before_it_has_a_process_group_is_stopped(
+    fault_executor: Executor, token: int
+) -> None:
+    # The deadline passes while the child is still between fork() and its setsid(): there
+    # is no group to kill yet, so the child itself is killed.
+    for _ in range(5):
+        start = time.monotonic()
+        result = fault_executor.run(job("hang", token=token), timeout=0.0001)
+        assert result.state is DemoState.TIMED_OUT
+        assert time.monotonic() - start < 5.0
+    assert fault_executor.run(job("crash")).error == "RuntimeError: boom"  # still serving
+
+
+def test_a_demo_that_leaves_a_process_holding_its_output_is_reported_all_the_same(
+    fault_executor: Executor, token: int
+) -> None:
+    # The helper runs in a session of its own, out of reach of the kill of the demo's
+    # group, and keeps the demo's log pipe open for two minutes.
+    start = time.monotonic()
+    try:
+        result = fault_executor.run(job("escape", token=token), timeout=10.0)
+    finally:
+        helper = int(pid_path(token).read_text())
+        pid_path(token).unlink()
+        os.kill(helper, signal.SIGKILL)
+    assert result.state is DemoState.SUCCEEDED and result.report == "escaped"
+    assert time.monotonic() - start < 5.0  # the pipe's grace (1 s), not the helper's 120 s
+    assert fault_executor.run(job("crash")).error == "RuntimeError: boom"  # still serving
 
 
 def test_demo_that_raises_is_reported_with_its_error(fault_executor: Executor) -> None:
