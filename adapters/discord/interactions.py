@@ -91,6 +91,7 @@ class DiscordInteractions:
         admin_ids: Iterable[str] = (),
         ack_deadline: float = 1.0,
         store_deadline: float = 2.3,
+        late_store_deadline: float = LATE_STORE_DEADLINE,
     ) -> None:
         self.service = service = quiz.service
         self.commands = quiz.commands
@@ -100,6 +101,7 @@ class DiscordInteractions:
         self.admin_role = str(admin_role) if admin_role is not None else None
         self.admin_ids = frozenset(admin_ids)
         self.store_deadline = store_deadline
+        self.late_store_deadline = late_store_deadline
         self.problems = ThrottledLog(log)
         self.runs = StoredRuns(
             service,
@@ -185,7 +187,7 @@ class DiscordInteractions:
             return Handled(interaction.target, reply_response(recording.result()))
         # The database is slow: acknowledge only once the click is safe from a crash.
         begin = self.tasks.spawn(self.runs.begin(interaction), name="discord-store")
-        if not await finished(begin, LATE_STORE_DEADLINE) or not begin.result():
+        if not await finished(begin, self.late_store_deadline) or not begin.result():
             return Handled(interaction.target, None)  # Discord tells the user it failed
         webhook = self.runs.webhook(interaction)
 
