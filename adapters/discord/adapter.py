@@ -29,7 +29,7 @@ from aiohttp import web
 from adapters.discord.chat import DiscordChat
 from adapters.discord.endpoint import PATH, InteractionsEndpoint, verify_key
 from adapters.discord.gateway import TOKEN_REJECTED, Gateway
-from adapters.discord.interactions import LATE_STORE_DEADLINE, DiscordInteractions
+from adapters.discord.interactions import DiscordInteractions
 from adapters.discord.payloads import Malformed
 from adapters.discord.replies import Webhook
 from adapters.discord.rest import DiscordRest
@@ -95,7 +95,6 @@ class DiscordAdapter(Lifecycle):
         rest: DiscordRest | None = None,
         ack_deadline: float = 1.0,
         store_deadline: float = 2.3,
-        late_store_deadline: float = LATE_STORE_DEADLINE,
         guild_ready_timeout: float = 2.0,
         sync_commands: bool = True,
         http_connections: int = 100,
@@ -131,7 +130,6 @@ class DiscordAdapter(Lifecycle):
             admin_ids=admin_ids,
             ack_deadline=ack_deadline,
             store_deadline=store_deadline,
-            late_store_deadline=late_store_deadline,
         )
         self.endpoint: InteractionsEndpoint | None = None
         self.gateway: Gateway | None = None

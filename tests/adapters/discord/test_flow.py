@@ -308,7 +308,8 @@ async def test_an_answer_the_database_is_slow_to_record_is_deferred_then_shown(
 ) -> None:
     # Every write is "too slow" for the reply, and the click's storing has all the time it
     # needs (0.3 s by default, what is left of Discord's 3 s, and more on a loaded machine).
-    async with run_adapter(store_deadline=0.0, late_store_deadline=WAIT) as adapter:
+    async with run_adapter(store_deadline=0.0) as adapter:
+        adapter.path.late_store_deadline = WAIT
         message, post_id = await ask(fake)
         click = await click_choice(fake, message, 0, user_id="7014")
         (reply,) = await said(fake, click)
