@@ -42,7 +42,7 @@ def _noop(ctx: RunContext) -> DemoOutput:
 
 def registry() -> Registry:
     """A registry with one demo that does nothing: only the dispatch is measured."""
-    return Registry.of([Demo("noop", "No-op", "Τίποτα", DemoKind.TORCH, _noop)], SOURCE)
+    return Registry.of([Demo("noop", "No-op", DemoKind.TORCH, _noop)], SOURCE)
 
 
 def cold_subprocess() -> tuple[list[float], str]:
