@@ -172,7 +172,7 @@ class Server:
 
     def _next_timeout(self) -> float | None:
         if not self.children:
-            return None if self.running else 0.0
+            return None
         now = time.monotonic()
         return max(0.0, min(self._wake_for(c, now) for c in self.children.values()))
 

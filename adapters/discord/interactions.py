@@ -91,7 +91,6 @@ class DiscordInteractions:
         admin_ids: Iterable[str] = (),
         ack_deadline: float = 1.0,
         store_deadline: float = 2.3,
-        late_store_deadline: float = LATE_STORE_DEADLINE,
     ) -> None:
         self.service = service = quiz.service
         self.commands = quiz.commands
@@ -101,7 +100,7 @@ class DiscordInteractions:
         self.admin_role = str(admin_role) if admin_role is not None else None
         self.admin_ids = frozenset(admin_ids)
         self.store_deadline = store_deadline
-        self.late_store_deadline = late_store_deadline
+        self.late_store_deadline = LATE_STORE_DEADLINE
         self.problems = ThrottledLog(log)
         self.runs = StoredRuns(
             service,

@@ -20,6 +20,7 @@ from gpu_runner.demos import default_registry as real_registry
 
 SOURCE = "tests.runner.fault_demos:registry"
 PNG = b"\x89PNG\r\n\x1a\n-test-"
+PAUSE = [sys.executable, "-c", "import signal\nsignal.pause()"]  # a helper that waits to be killed
 
 
 def gate_path(token: int) -> Path:
@@ -36,7 +37,7 @@ def gate_pid_path(token: int) -> Path:
 
 def _hang(ctx: RunContext) -> DemoOutput:
     # A grandchild too: the timeout must end the whole process group.
-    helper = subprocess.Popen([sys.executable, "-c", "import signal\nsignal.pause()"])
+    helper = subprocess.Popen(PAUSE)
     pid_path(ctx.int("token")).write_text(str(helper.pid))
     threading.Event().wait()  # hangs until the executor kills the process group
 
@@ -44,9 +45,7 @@ def _hang(ctx: RunContext) -> DemoOutput:
 def _escape(ctx: RunContext) -> DemoOutput:
     """Succeeds, leaving behind a process of its own session that holds the log pipe: a
     kill of the demo's process group cannot reach it."""
-    helper = subprocess.Popen(
-        [sys.executable, "-c", "import time\ntime.sleep(120)"], start_new_session=True
-    )
+    helper = subprocess.Popen(PAUSE, start_new_session=True)
     pid_path(ctx.int("token")).write_text(str(helper.pid))
     return DemoOutput("escaped", {"token": ctx.int("token")}, PNG, "test device")
 

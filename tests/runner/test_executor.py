@@ -62,7 +62,7 @@ def test_a_demo_that_leaves_a_process_holding_its_output_is_reported_all_the_sam
     fault_executor: Executor, token: int
 ) -> None:
     # The helper runs in a session of its own, out of reach of the kill of the demo's
-    # group, and keeps the demo's log pipe open for two minutes.
+    # group, and keeps the demo's log pipe open until the test kills it.
     start = time.monotonic()
     try:
         result = fault_executor.run(job("escape", token=token), timeout=10.0)
@@ -71,7 +71,7 @@ def test_a_demo_that_leaves_a_process_holding_its_output_is_reported_all_the_sam
         pid_path(token).unlink()
         os.kill(helper, signal.SIGKILL)
     assert result.state is DemoState.SUCCEEDED and result.report == "escaped"
-    assert time.monotonic() - start < 5.0  # the pipe's grace (1 s), not the helper's 120 s
+    assert time.monotonic() - start < 5.0  # the pipe's grace (1 s), not the helper's life
     assert fault_executor.run(job("crash")).error == "RuntimeError: boom"  # still serving
 
 
