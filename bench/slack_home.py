@@ -120,6 +120,7 @@ async def run(db_url: str, members: int, questions: int, repeats: int) -> list[d
     from bot.app import FEATURES, settled_heap
     from bot.clock import SystemClock
     from bot.domain import ChannelRef, DemoPolicy, Platform, PostKind, UserRef
+    from bot.home import Homes
     from storage.store import SqlStore
     from tests.adapters.served import endpoint_served
     from tests.adapters.slack import slack_requests as rq
@@ -148,6 +149,8 @@ async def run(db_url: str, members: int, questions: int, repeats: int) -> list[d
             ) as quiz,
         ):
             service = quiz.service
+            homes = quiz.registry.service(Homes)
+            assert homes is not None
             await schedule_at(
                 store,
                 channel,
@@ -188,8 +191,11 @@ async def run(db_url: str, members: int, questions: int, repeats: int) -> list[d
                     await burst(fake_conn, adapter, port, warm, -1)
                     for rep in range(repeats):
                         if rep:
+                            # The answers refresh the open homes (the core's tasks, not
+                            # the adapter's): all of them are published before the clear.
                             await play(adapter.idle)
                             await adapter.idle()
+                            await homes.idle()
                             fake_conn.send(("clear", 0))
                             fake_conn.recv()
                         for kind in ("cold", "kept"):
