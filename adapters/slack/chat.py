@@ -220,7 +220,7 @@ class SlackChat(Lifecycle):
 
     async def shutdown(self) -> None:
         if self.tokens is not None:
-            await self.tokens.close()
+            await self.tokens.shutdown()
         if self._session is not None:
             await self._session.close()
             self._session = None

@@ -214,7 +214,7 @@ class WorkspaceTokens:
         )
         return NotInstalled("Slack", "token", None, f"workspace {workspace} not installed")
 
-    async def close(self) -> None:
+    async def shutdown(self) -> None:
         """Stop the reads in the background (`SlackChat.shutdown`)."""
         for task in list(self._behind.values()):
             task.cancel()

@@ -79,7 +79,7 @@ async def test_a_kept_token_is_served_while_it_is_read_again(
     await eventually(lambda: tokens._behind == {})
     assert await tokens.token("T0AAA") == "xoxb-new"
     assert store.reads == 2
-    await tokens.close()
+    await tokens.shutdown()
 
 
 async def test_an_idle_workspaces_token_is_read_before_use(
