@@ -32,6 +32,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +173,7 @@ async def served(
     of T0000: its address, session cookie and CSRF token. `timings` gets each request's
     server time (the handler, from the request's arrival to its answer)."""
     bank = load_bank()
-    clock = FakeClock(lb.datetime(2027, 5, 3, 12, tzinfo=lb.UTC))
+    clock = FakeClock(datetime(2027, 5, 3, 12, tzinfo=UTC))
     settings = Settings(ask_cooldown=0, clinic_max_mb=max(upload_mib + 1, 100))
     async with (
         SqlStore(url, clock=clock) as store,
@@ -214,7 +215,7 @@ async def served(
             await store.web.create(
                 digest(token),
                 WebSession(Platform.SLACK, "U000001", "user1", (Membership("T0000", "T", True),),
-                           csrf, now, now + lb.timedelta(hours=12)),
+                           csrf, now, now + timedelta(hours=12)),
             )  # fmt: skip
             yield server.url, sign(b"b" * 40, token), csrf
 

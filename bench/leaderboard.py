@@ -551,7 +551,7 @@ def _team_scores(tables: dict[str, dict[str, Any]], members: int) -> dict[str, A
             key = (int(team_of[periods["member_id"][i]]), board, periods["starts"][i])
             groups.setdefault(key, []).append(int(periods["points"][i]))
     season = tables["season_scores"]
-    for i in np.flatnonzero((season["board"] == 0) & (team_of[season["member_id"]] >= 0)):
+    for i in np.flatnonzero((season["board"] == 0) & (team_of[season["member_id"]] >= 0)).tolist():
         key = (int(team_of[season["member_id"][i]]), f"season:{SEASON_ID}:0", ALL_DAYS)
         groups.setdefault(key, []).append(int(season["points"][i]))
     keys = sorted(groups)
@@ -599,7 +599,7 @@ def _column(name: str, values: Any, dialect: str) -> list[Any]:
     return values.tolist()  # type: ignore[no-any-return]
 
 
-LOAD_ORDER = (
+LOAD_ORDER: tuple[str, ...] = (
     "channels",
     "members",
     "question_versions",
@@ -720,15 +720,18 @@ async def measure_league(
             ref = ChannelRef(Platform.SLACK, channels["workspace"][c], channels["channel"][c])
             caller = UserRef(Platform.SLACK, ref.workspace, f"U{rng.choice(players):06}")
             t0 = time.perf_counter()
+            season = None
             if name in ("season_workspace", "season_channel", "team_season"):
                 season = await store.seasons.current(ref, clock.now())
                 assert season is not None
             if name.startswith("season"):
                 where = ref if name == "season_channel" else None
+                assert season is not None
                 board = await store.seasons.board(season, caller, where)
                 assert board.players >= len(board.rows)
             else:
                 if name == "team_season":
+                    assert season is not None
                     scores = (await store.leagues.standings(ws, season_id=season.id)).scores
                 else:
                     window = BoardWindow.ALL if name == "team_all" else BoardWindow.WEEK

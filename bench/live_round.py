@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -255,7 +255,7 @@ async def crash(url: str, args: argparse.Namespace) -> dict[str, float]:
     dies_at = args.questions // 2
     continued_after = float("nan")
 
-    def quiz_on(store: SqlStore, chat: RecordingPlatform) -> object:
+    def quiz_on(store: SqlStore, chat: RecordingPlatform) -> AbstractAsyncContextManager[Quiz]:
         return assemble(
             store,
             {Platform.SLACK: chat},
@@ -269,10 +269,10 @@ async def crash(url: str, args: argparse.Namespace) -> dict[str, float]:
 
     async with AsyncExitStack() as outer:
         sb = await outer.enter_async_context(SqlStore(url, clock=clock))
-        b = await outer.enter_async_context(quiz_on(sb, b_chat))  # type: ignore[arg-type]
+        b = await outer.enter_async_context(quiz_on(sb, b_chat))
         async with AsyncExitStack() as inner:
             sa = await inner.enter_async_context(SqlStore(url, clock=clock))
-            a = await inner.enter_async_context(quiz_on(sa, a_chat))  # type: ignore[arg-type]
+            a = await inner.enter_async_context(quiz_on(sa, a_chat))
             round_id = await start_round(a, clock, args.questions, args.seconds)
             await rounds_of(a).tick()
             for k in range(dies_at + 1):
@@ -351,7 +351,7 @@ def main() -> None:
         pg = asyncio.run(pg_database(args.pg, label))
         if pg is not None:
             try:
-                runs["postgresql"] = asyncio.run(work(pg, args))  # type: ignore[operator]
+                runs["postgresql"] = asyncio.run(work(pg, args))
             finally:
                 asyncio.run(drop_pg(args.pg, pg))
 

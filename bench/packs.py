@@ -29,10 +29,15 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import PG_DEFAULT, median, on_pg, percentile, target
+
+if TYPE_CHECKING:
+    from bot.domain import ChannelSettings
+    from storage.store import SqlStore
 
 HISTORY = 50
 NOW = datetime(2027, 6, 1, 9, 0, tzinfo=UTC)
@@ -52,7 +57,7 @@ def csv_rows(rows: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-async def seed_channels(store: object, channels: int, ids: list[str]) -> list[object]:
+async def seed_channels(store: SqlStore, channels: int, ids: list[str]) -> list[ChannelSettings]:
     """Channels with their packs setting and a history of posts (bulk inserts)."""
     from sqlalchemy import insert
 
@@ -61,8 +66,7 @@ async def seed_channels(store: object, channels: int, ids: list[str]) -> list[ob
 
     rng = random.Random(3)
     mixes = [(True, True), (False, True), (True, False)]
-    s: object = store
-    async with s.sessions.begin() as session:  # type: ignore[attr-defined]
+    async with store.sessions.begin() as session:
         await session.execute(
             insert(QuestionVersionRow).values(
                 hash="bench", question_id="bench", data="{}", created_at=NOW
@@ -86,7 +90,7 @@ async def seed_channels(store: object, channels: int, ids: list[str]) -> list[ob
                 for i in range(channels)
             ],
         )
-    async with s.sessions.begin() as session:  # type: ignore[attr-defined]
+    async with store.sessions.begin() as session:
         from sqlalchemy import select
 
         cids = (await session.execute(select(ChannelRow.id).order_by(ChannelRow.id))).scalars()
@@ -205,13 +209,13 @@ async def main() -> None:
             f"{r['picked_generated']:.0f} generated"
         )
     for db in ("sqlite", "postgresql"):
-        r = results.get(db)
-        if r is None:
+        got = results.get(db)
+        if got is None:
             target(f"packs_{db}_measured", "not reachable", "measured", False)
             continue
-        rate = r["import_rows_per_s"]
+        rate = got["import_rows_per_s"]
         target(f"packs_import_{db}", f"{rate:,.0f} rows/s", "≥ 2,000 rows/s", rate >= 2000)
-        p99 = r["pick_p99_ms"]
+        p99 = got["pick_p99_ms"]
         target(f"packs_pick_p99_{db}", f"{p99:.2f} ms", "≤ 10 ms", p99 <= 10)
 
 

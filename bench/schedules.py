@@ -204,6 +204,7 @@ async def run_one(url: str, channels: int, hot: int) -> dict[str, float]:
                             )
                         )
                     ).all()
+                    if slot is not None  # the query's slot: never None
                 ]
             # Posting is paced by the platform; wait for it to finish for the record.
             with contextlib.suppress(TimeoutError):
@@ -235,7 +236,8 @@ def child(url: str, channels: int, hot: int) -> dict[str, float]:
     if out.returncode != 0:
         print(out.stderr[-3000:], file=sys.stderr)
         raise SystemExit(f"bench child failed for {url}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    figures: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return figures
 
 
 def main() -> None:

@@ -62,7 +62,7 @@ def repeated_by_reference(
     (memo references: 0.6 MB describing ``devices * events`` events). With ``alloc_last``
     the shared list frees only and the last device alone allocates, so a check that looks
     for an allocation walks every repetition before finding one."""
-    shared = [
+    shared: list[dict[str, Any]] = [
         {
             "action": "free_completed" if alloc_last else ("alloc", "free_completed")[i % 2],
             "addr": 512 * (i // 2),

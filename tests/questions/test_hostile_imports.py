@@ -4,6 +4,7 @@ bench/hostile_inputs.py's)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from questions.tabular import CSV_COLUMNS
 from tests.hostile import Measured, assert_bounded, measure
 
 HEADER = ",".join(CSV_COLUMNS) + "\n"
-ATTACKS = {
+# Each file's name -> (its text, made when used; the words its refusal must contain).
+ATTACKS: dict[str, tuple[Callable[[], str], str]] = {
     # Within the size bound, but half a million rows: refused by the count, before any
     # row is validated.
     "rows.csv": (lambda: HEADER + "p,a,b,,,,A,e,t,1,en,\n" * 390_000, "more than 20,000 rows"),

@@ -20,6 +20,7 @@ from bot.domain import ChannelRef, DemoPolicy, Locale, MessageRef, Platform, Pos
 from bot.features import Feature, Parts, Quiz, Registry
 from bot.i18n import translator
 from bot.messages import ANSWER, Button
+from bot.ports import Chat
 from bot.quiz import QuizService
 from bot.scheduling import Scheduler, ScheduleRequest, parse_schedule_request, schedule_feature
 from storage.store import SqlStore
@@ -42,7 +43,9 @@ class NamedChat(RecordingChat):
 def post_id_of(sent: Sent) -> int:
     """The post id carried by a posted question's first button."""
     assert sent.message is not None and sent.message.buttons
-    action, post_id, _ = Button.decode(sent.message.buttons[0].encode())
+    decoded = Button.decode(sent.message.buttons[0].encode())
+    assert decoded is not None
+    action, post_id, _ = decoded
     assert action == ANSWER
     return post_id
 
@@ -52,7 +55,7 @@ async def basic(
     store: SqlStore, chat: RecordingChat, bank: QuestionBank, clock: FakeClock
 ) -> AsyncIterator[Quiz]:
     """Here: the basic commands and scheduled questions (APScheduler off: tests tick)."""
-    chats = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
+    chats: dict[str, Chat] = {Platform.CONSOLE: chat, Platform.SLACK: chat, Platform.DISCORD: chat}
     features = [basics.feature, scheduling.feature]
     async with quiz_of(store, chats, bank, clock, features=features) as q:
         yield q
@@ -114,7 +117,7 @@ async def instance(
         return schedule_feature(made)
 
     async with SqlStore(db_url, clock=clock) as store:
-        chats = {p: chat for p in platforms}
+        chats: dict[str, Chat] = {p: chat for p in platforms}
         async with quiz_of(store, chats, bank, clock, features=[scheduled], seed=seed) as quiz:
             scheduler = service_of(quiz, Scheduler)
             yield Instance(store, quiz.service, scheduler, chat, quiz.registry)
