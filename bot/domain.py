@@ -132,14 +132,6 @@ class MessageRef:
 
 
 @dataclass(frozen=True, slots=True)
-class ThreadRef:
-    """The thread under a message (Slack ``thread_ts``, Discord thread channel id)."""
-
-    channel: ChannelRef
-    thread: str
-
-
-@dataclass(frozen=True, slots=True)
 class QuestionText:
     """One locale's wording of a question."""
 

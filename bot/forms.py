@@ -22,7 +22,6 @@ from bot.messages import MAX_POST_ID, MAX_VALUE, Message
 
 FORM_PREFIX = "quiz:form:"
 MAX_FIELDS = 5  # Discord's modal limit; Slack takes more
-TITLE_MAX = 24  # Slack's modal title limit (Discord's is 45)
 FIELD_MAX = 4000
 
 

@@ -53,8 +53,6 @@ DENIED = (
     "DATABASE_URL",
     "*_DSN",
 )
-# Set per demo by the executor, never inherited: the allocator reads them once per process.
-PER_DEMO = ("PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES")
 
 
 def _matches(name: str, patterns: tuple[str, ...]) -> bool:

@@ -272,9 +272,7 @@ PLACEHOLDER = 150
 INITIAL_VALUE = 3000
 
 
-def render_form(
-    form: Form, metadata: str, locale_submit: str = "", cancel: str = ""
-) -> dict[str, Any]:
+def render_form(form: Form, metadata: str, cancel: str = "") -> dict[str, Any]:
     """A core `Form` as a Slack modal view (``views.open``): one input block per field,
     ``block_id`` and ``action_id`` both the field's name; `metadata` (where the form was
     opened) travels back in ``private_metadata``."""

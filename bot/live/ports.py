@@ -63,10 +63,6 @@ class LiveRound:
         """The question the step is about (0-based; -1 in the lobby)."""
         return (self.step - 1) // 2 if self.step > 0 else -1
 
-    @property
-    def question_open(self) -> bool:
-        return self.state is RoundState.RUNNING and self.step % 2 == 1
-
 
 @dataclass(frozen=True, slots=True)
 class LiveQuestion:

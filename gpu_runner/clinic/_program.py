@@ -42,9 +42,6 @@ class TraceProgram:
     def __len__(self) -> int:
         return len(self.slots)
 
-    def x_of(self, op: int) -> float:
-        return self.xs[min(op // self.bucket, len(self.xs) - 1)] if self.xs else 0.0
-
 
 def compile_trace(events: Sequence[Event], max_points: int = 1500) -> TraceProgram:
     """Pair the trace's allocs and frees into a `TraceProgram`."""

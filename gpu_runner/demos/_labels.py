@@ -34,7 +34,6 @@ def no_torch_device(locale: Locale) -> str:
 
 # The English lines, as the executor and the stored runs say them.
 SIMULATED_DEVICE = simulated_device(Locale.EN)
-NO_TORCH_DEVICE = no_torch_device(Locale.EN)
 
 
 class RunKind(StrEnum):

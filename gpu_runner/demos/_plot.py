@@ -3,7 +3,7 @@
 Imported only inside the executor's child. Every figure gets the same style: 150 dpi,
 DejaVu Sans (it ships with matplotlib and has Greek with its accents, so the plot does
 not depend on the host's fonts or locale), sizes readable at chat-thumbnail width. The
-footer of every PNG carries the run's device line and honest label (`to_png(fig, label)`);
+footer of every PNG carries the run's device line and honest label (`finish(fig, label)`);
 the same two lines are stored in the PNG's `Source` and `Comment` text chunks, and no
 `Software` chunk or timestamp, so a given input gives byte-identical PNGs.
 """
@@ -110,12 +110,6 @@ def encode(fig: Any, label: RunLabel | None = None) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata=metadata)
     return buf.getvalue()
-
-
-def to_png(fig: Any, label: RunLabel | None = None) -> bytes:
-    """The PNG, with the label's device line and note in the footer and text chunks."""
-    finish(fig, label)
-    return encode(fig, label)
 
 
 def byte_ticks(ax: Any, locale: Locale, axis: str = "y") -> None:

@@ -94,17 +94,6 @@ class SortedKeys:
         """The largest key, or -1 when empty."""
         return self._maxes[-1] if self._maxes else -1
 
-    def iter_from(self, key: int) -> Iterator[int]:
-        """Keys >= `key`, ascending (do not mutate while iterating)."""
-        maxes = self._maxes
-        i = bisect_left(maxes, key)
-        if i == len(maxes):
-            return
-        sub = self._lists[i]
-        yield from sub[bisect_left(sub, key) :]
-        for k in range(i + 1, len(self._lists)):
-            yield from self._lists[k]
-
     def below_desc(self, key: int) -> list[int]:
         """Keys < `key`, descending (a copy: the caller may mutate the set)."""
         out: list[int] = []

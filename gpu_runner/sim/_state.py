@@ -190,9 +190,6 @@ class AllocatorState:
 
     # -- free-set bookkeeping ---------------------------------------------------------
 
-    def pool_of(self, block: Block) -> Pool:
-        return self.small_pool if block.small else self.large_pool
-
     def insert_free(self, pool: Pool, block: Block) -> None:
         pool.free_list(block.stream).add((block.size << 64) | block.ptr)
         self.free_blocks[block.ptr] = block

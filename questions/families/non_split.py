@@ -31,7 +31,6 @@ from questions.families.sizes import MIB
 from questions.families.space import Space, grid
 from questions.families.trace import free, malloc, replay_ops, replay_value, trace_draft
 
-DEFAULT_ROUNDING: Final = 20 * MIB
 MAX_SPLIT: Final = (32, 64, 128, 256)  # max_split_size_mb
 ROUNDING: Final = (32, 64, 128, 256, 512)  # max_non_split_rounding_mb
 BIG: Final = (1.3, 1.7, 2.3, 2.9)  # the cached block, in max_split_size units (not round)
