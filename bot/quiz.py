@@ -35,7 +35,7 @@ from bot.domain import (
     UserRef,
 )
 from bot.errors import NotInChannel, StorageUnavailable, UserFacingError
-from bot.i18n import N_, translator
+from bot.i18n import N_, Translator, translator
 from bot.logs import ThrottledLog
 from bot.messages import Button, Message
 from bot.metrics import QuizMetrics
@@ -240,28 +240,10 @@ class QuizService:
         settings = await self.store.settings.get(channel)
         self._remember_locale(channel, settings.locale)
         t = translator(settings.locale)
-        if kind is PostKind.ASK and await self.store.posts.unsent_in_channel(channel):
-            raise UserFacingError(
-                t(
-                    "A question is already waiting to be posted in this channel (the chat "
-                    "platform is not answering); it appears as soon as it does."
-                )
-            )
         question = await self._pick(channel, topic, settings)
         now = self.clock.now()
-        if kind is PostKind.ASK and self.ask_cooldown > timedelta(0):
-            left = await self.store.settings.claim_ask(channel, now, self.ask_cooldown)
-            if left is not None:
-                seconds = max(1, round(left.total_seconds()))
-                raise UserFacingError(
-                    t.n(
-                        "A question was just asked in this channel: /quiz ask works again in "
-                        "{count} second.",
-                        "A question was just asked in this channel: /quiz ask works again in "
-                        "{count} seconds.",
-                        seconds,
-                    )
-                )
+        if kind is PostKind.ASK:
+            await self._claim_ask(channel, now, t)
         await self.store.questions.save(question)
         draft = PostDraft.of(
             channel, question, settings.locale, now, now + (closes_in or DEFAULT_WINDOW)
@@ -295,6 +277,36 @@ class QuizService:
                     "here as soon as it does."
                 )
             ) from None
+
+    async def _claim_ask(self, channel: ChannelRef, now: datetime, t: Translator) -> None:
+        """An on-demand ask's two refusals. The cooldown first: an ask a moment after
+        another one, whose question may still be on its way to the platform, is told when
+        asking works again; only a question still unsent after that (a send that failed)
+        refuses an ask that took the cooldown, which it then gives back."""
+        claimed = False
+        if self.ask_cooldown > timedelta(0):
+            left = await self.store.settings.claim_ask(channel, now, self.ask_cooldown)
+            if left is not None:
+                seconds = max(1, round(left.total_seconds()))
+                raise UserFacingError(
+                    t.n(
+                        "A question was just asked in this channel: /quiz ask works again in "
+                        "{count} second.",
+                        "A question was just asked in this channel: /quiz ask works again in "
+                        "{count} seconds.",
+                        seconds,
+                    )
+                )
+            claimed = True
+        if await self.store.posts.unsent_in_channel(channel):
+            if claimed:
+                await self.store.settings.release_ask(channel, now)
+            raise UserFacingError(
+                t(
+                    "A question is already waiting to be posted in this channel (the chat "
+                    "platform is not answering); it appears as soon as it does."
+                )
+            )
 
     async def _pick(
         self, channel: ChannelRef, topic: str | None, settings: ChannelSettings

@@ -4,8 +4,10 @@ what an out-of-range or foreign click gets."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -14,16 +16,17 @@ from bot.admin import NOBODY, AdminStatus
 from bot.bank import QuestionBank
 from bot.clock import FakeClock
 from bot.commands import Invocation, run_command
-from bot.domain import ChannelRef, Locale, Platform
+from bot.domain import ChannelRef, Locale, MessageRef, Platform
 from bot.features import Quiz
 from bot.interactions import Click, Interactions
-from bot.messages import ANSWER, Button
+from bot.messages import ANSWER, Button, Message
 from bot.quiz import QuizService
 from storage.faults import Backoff
 from storage.store import SqlStore
 from tests.conftest import user
 from tests.fakes import RecordingChat
 from tests.faults.proxy import TcpProxy
+from tests.polling import WAIT
 from tests.quiz import asked, quiz_of
 
 
@@ -101,6 +104,36 @@ async def test_a_second_ask_while_the_first_waits_to_be_posted_makes_no_second_q
     (second,) = await run_command(basic.commands, service, inv, "ask")
     assert "already waiting to be posted" in second.message.body
     assert len(await service.store.posts.unsent_in_channel(channel)) == 1
+
+
+async def test_an_ask_while_the_first_question_is_still_being_sent_is_told_the_cooldown(
+    service: QuizService,
+    basic: Quiz,
+    chat: RecordingChat,
+    channel: ChannelRef,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Not "the platform is not answering": the first question is on its way.
+    service.ask_cooldown = timedelta(seconds=30)
+    sending, release = asyncio.Event(), asyncio.Event()
+    post = chat.post_message
+
+    async def slow_post(to: ChannelRef, message: Message) -> MessageRef:
+        sending.set()
+        await release.wait()
+        return await post(to, message)
+
+    monkeypatch.setattr(chat, "post_message", slow_post)
+    ann = Invocation(channel, user("ann"), Locale.EN)
+    first = asyncio.create_task(run_command(basic.commands, service, ann, "ask"))
+    await asyncio.wait_for(sending.wait(), WAIT)
+    bob = Invocation(channel, user("bob"), Locale.EN)
+    (second,) = await run_command(basic.commands, service, bob, "ask")
+    assert "works again in 30 seconds" in second.message.body
+    release.set()
+    await asyncio.wait_for(first, WAIT)
+    assert not await service.store.posts.unsent_in_channel(channel)
+    assert [s.kind for s in chat.sent].count("post") == 1  # one question, Ann's
 
 
 @pytest.fixture
