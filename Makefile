@@ -63,7 +63,7 @@ test-newest:
 	  && $(WRITE_BYTECODE) $(VENV_NEWEST)/bin/python $(PYTEST) $(NEWEST_ARGS) $(PYTEST_ARGS); fi
 
 bench: $(STAMP)
-	for b in bench/*.py; do $(BIN)/python $$b; done
+	for b in bench/[!_]*.py; do $(BIN)/python $$b; done
 
 clean:
 	rm -rf $(VENV) $(VENV_NEWEST) .pytest_cache .mypy_cache .ruff_cache
