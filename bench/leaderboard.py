@@ -723,7 +723,6 @@ async def measure_league(
             season = None
             if name in ("season_workspace", "season_channel", "team_season"):
                 season = await store.seasons.current(ref, clock.now())
-                assert season is not None
             if name.startswith("season"):
                 where = ref if name == "season_channel" else None
                 assert season is not None

@@ -283,8 +283,8 @@ class QuizService:
         another one, whose question may still be on its way to the platform, is told when
         asking works again; only a question still unsent after that (a send that failed)
         refuses an ask that took the cooldown, which it then gives back."""
-        claimed = False
-        if self.ask_cooldown > timedelta(0):
+        cooling = self.ask_cooldown > timedelta(0)
+        if cooling:
             left = await self.store.settings.claim_ask(channel, now, self.ask_cooldown)
             if left is not None:
                 seconds = max(1, round(left.total_seconds()))
@@ -297,9 +297,8 @@ class QuizService:
                         seconds,
                     )
                 )
-            claimed = True
         if await self.store.posts.unsent_in_channel(channel):
-            if claimed:
+            if cooling:
                 await self.store.settings.release_ask(channel, now)
             raise UserFacingError(
                 t(
